@@ -1,0 +1,72 @@
+// Every algorithm by its contract name (`<collective>.<variant>`), what it needs, and the function that
+// emits its schedule. This is the one list the CLI, the tests and every backend read.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "algorithms/transport.hpp"
+
+namespace cclab {
+
+// Collective matmul: per-device shard shapes. allgather_matmul: A_d is m x k, B_d is k x n, output
+// C_d is (m*D) x n. matmul_reducescatter: A_d is (m*D) x k, B_d is k x n, output is the m x n block.
+struct MatmulShape {
+  int64_t m = 0, k = 0, n = 0;
+  bool valid() const { return m > 0 && k > 0 && n > 0; }
+};
+
+enum class IndexDist : uint8_t { uniform, zipf };
+
+// Sparse all-reduce: a table of `rows` rows of `dim` elements; each rank holds `density * rows` rows.
+struct SparseSpec {
+  int64_t rows = 0;
+  int64_t dim = 0;
+  double density = 0.01;
+  IndexDist dist = IndexDist::uniform;
+  uint64_t seed = 1;
+};
+
+struct AlgoArgs {
+  int nranks = 1;
+  int64_t count = 0;  // elements, nccl-tests' count for the collective (see Schedule::count)
+  DType dtype = DType::f32;
+  RedOp redop = RedOp::sum;
+  int root = 0;
+  bool in_place = false;
+  int node_size = 0;        // ranks per node for hierarchical algorithms; 0: all ranks form one node
+  int channels = 1;         // parallel channels the algorithm may spread over (NCCL-style)
+  int64_t chunk_bytes = 0;  // pipeline chunk size; 0: the algorithm's default
+  MatmulShape shape;
+  SparseSpec sparse;
+};
+
+// Which backends can run an algorithm.
+enum Backends : uint8_t { kRef = 1, kSim = 2, kGpu = 4, kAll = 7 };
+
+struct Algorithm {
+  std::string name;        // "allreduce.ring"
+  std::string collective;  // "allreduce"
+  std::string summary;     // one line for `cclab list`
+  uint8_t backends = kAll;
+  bool library = false;  // a library baseline: the executor calls the library; the schedule is the
+                         // library's algorithm as the model sees it (e.g. NCCL's ring)
+  bool rooted = false;
+  bool needs_shape = false;   // collective matmul
+  bool needs_sparse = false;  // sparse all-reduce
+  // Emits the schedule into t (whose Schedule already has nranks, count, dtype, ... set from args).
+  // Throws an input error naming the problem when the args do not fit (e.g. rhd on 6 ranks).
+  std::function<void(const AlgoArgs&, Transport&)> build;
+};
+
+const std::vector<Algorithm>& algorithms();
+// Throws an input error listing close names when unknown.
+const Algorithm& find_algorithm(std::string_view name);
+
+// Builds a complete, validated schedule for `algo` with `args`.
+Schedule make_schedule(const Algorithm& algo, const AlgoArgs& args);
+
+}  // namespace cclab

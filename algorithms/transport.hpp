@@ -1,0 +1,71 @@
+// The Transport: what algorithms write to. It records a Schedule; it knows nothing of backends.
+//
+// Algorithms are written SPMD style: a loop over ranks, each rank saying what it does. Every call
+// returns the id of the recorded op, which later calls name as a dependency.
+#pragma once
+
+#include <initializer_list>
+#include <span>
+
+#include "algorithms/schedule.hpp"
+
+namespace cclab {
+
+class Transport {
+ public:
+  explicit Transport(Schedule& schedule) : s_(schedule) {}
+
+  int nranks() const { return s_.nranks; }
+  int elem_size() const { return dtype_size(s_.dtype); }
+  const Schedule& schedule() const { return s_; }
+
+  // Buffer sizes must be set before ops that use them (validate() checks bounds).
+  void set_buffers(int rank, BufferSizes sizes) { s_.buffers.at(rank) = sizes; }
+  void set_all_buffers(BufferSizes sizes) { s_.buffers.assign(s_.nranks, sizes); }
+
+  using Deps = std::span<const OpId>;
+  using DepList = std::initializer_list<OpId>;
+
+  // rank writes its local `src` into `dst` on dst.rank.
+  OpId put(int rank, Ref src, Ref dst, int64_t bytes, Deps deps, int channel = 0);
+  OpId put(int rank, Ref src, Ref dst, int64_t bytes, DepList deps = {}, int channel = 0) {
+    return put(rank, src, dst, bytes, Deps(deps.begin(), deps.size()), channel);
+  }
+  // rank reads `src` on src.rank into its local `dst`.
+  OpId get(int rank, Ref src, Ref dst, int64_t bytes, Deps deps, int channel = 0);
+  OpId get(int rank, Ref src, Ref dst, int64_t bytes, DepList deps = {}, int channel = 0) {
+    return get(rank, src, dst, bytes, Deps(deps.begin(), deps.size()), channel);
+  }
+  OpId copy(int rank, Ref src, Ref dst, int64_t bytes, Deps deps, int channel = 0);
+  OpId copy(int rank, Ref src, Ref dst, int64_t bytes, DepList deps = {}, int channel = 0) {
+    return copy(rank, src, dst, bytes, Deps(deps.begin(), deps.size()), channel);
+  }
+  // dst = a redop b (dst local; a or b may be on a peer). dst may alias a or b exactly.
+  OpId reduce(int rank, Ref a, Ref b, Ref dst, int64_t bytes, Deps deps, int channel = 0);
+  OpId reduce(int rank, Ref a, Ref b, Ref dst, int64_t bytes, DepList deps = {}, int channel = 0) {
+    return reduce(rank, a, b, dst, bytes, Deps(deps.begin(), deps.size()), channel);
+  }
+  OpId compute(int rank, const Compute& c, Deps deps, int channel = 0);
+  OpId compute(int rank, const Compute& c, DepList deps = {}, int channel = 0) {
+    return compute(rank, c, Deps(deps.begin(), deps.size()), channel);
+  }
+
+  // The step number recorded on the following ops (for traces and per-step checks).
+  void set_step(int step) { step_ = step; }
+
+ private:
+  OpId add(Op op, Deps deps);
+  Schedule& s_;
+  int step_ = 0;
+};
+
+// Shorthands for refs.
+inline Ref in(int rank, int64_t offset = 0) { return {rank, Buf::input, offset}; }
+inline Ref out(int rank, int64_t offset = 0) { return {rank, Buf::output, offset}; }
+inline Ref scratch(int rank, int64_t offset = 0) { return {rank, Buf::scratch, offset}; }
+inline Ref operator+(Ref r, int64_t bytes) {
+  r.offset += bytes;
+  return r;
+}
+
+}  // namespace cclab

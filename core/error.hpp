@@ -1,0 +1,39 @@
+// One error type for the whole project. Host code throws cclab::Error; the CLI prints what() as one
+// line and exits with exit_code(kind).
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace cclab {
+
+enum class ErrorKind {
+  input,        // bad user input: flags, files, sizes, names (exit 1)
+  environment,  // no GPU, missing library, peer access unavailable (exit 2)
+  check,        // a result check failed (#wrong > 0) (exit 3)
+  internal,     // a bug in cclab itself (exit 4)
+};
+
+int exit_code(ErrorKind kind);
+
+class Error : public std::runtime_error {
+ public:
+  Error(ErrorKind kind, const std::string& message) : std::runtime_error(message), kind_(kind) {}
+  ErrorKind kind() const { return kind_; }
+
+ private:
+  ErrorKind kind_;
+};
+
+// Input errors name where the bad input is: a file and line ("topo.json:12: ..."), or a flag.
+[[noreturn]] inline void throw_input(const std::string& message) { throw Error(ErrorKind::input, message); }
+[[noreturn]] inline void throw_env(const std::string& message) { throw Error(ErrorKind::environment, message); }
+[[noreturn]] void throw_internal(const char* file, int line, const std::string& message);
+
+}  // namespace cclab
+
+// Internal invariants: a failure is a cclab bug and reports the source location.
+#define CCLAB_ASSERT(cond, msg)                                                                \
+  do {                                                                                         \
+    if (!(cond)) ::cclab::throw_internal(__FILE__, __LINE__, std::string(#cond ": ") + (msg)); \
+  } while (0)
