@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need=()
-for pkg in cmake ninja-build g++ libboost-dev libeigen3-dev libgtest-dev libbenchmark-dev clang python3-pip; do
+for pkg in cmake ninja-build g++ libboost-dev libeigen3-dev libgtest-dev libbenchmark-dev nlohmann-json3-dev clang python3-pip; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then
