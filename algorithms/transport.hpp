@@ -53,6 +53,14 @@ class Transport {
   // The step number recorded on the following ops (for traces and per-step checks).
   void set_step(int step) { step_ = step; }
 
+  // Schedule-level fields an algorithm may set while it builds (make_schedule fills them from the
+  // AlgoArgs first): the kernel mode a forced variant asks for (allreduce.bidir.flash / .stream), the
+  // element count when the algorithm derives it from other args (collective matmul: M*D*K of the
+  // gathered A), and the phase number of a multi-phase algorithm (allreduce.sparse).
+  void set_lowering(Lowering lowering) { s_.lowering = lowering; }
+  void set_count(int64_t count) { s_.count = count; }
+  void set_phase(int phase) { s_.phase = phase; }
+
  private:
   OpId add(Op op, Deps deps);
   Schedule& s_;
