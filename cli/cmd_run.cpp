@@ -3,5 +3,4 @@
 
 namespace cclab::cli {
 int cmd_run(const Argv&) { throw_env("'cclab run' is not built yet"); }
-int cmd_calibrate(const Argv&) { throw_env("'cclab calibrate' is not built yet"); }
 }  // namespace cclab::cli
