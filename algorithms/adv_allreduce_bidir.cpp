@@ -1,0 +1,145 @@
+#include "algorithms/adv_allreduce_bidir.hpp"
+
+#include <algorithm>
+#include <vector>
+
+#include "algorithms/adv_common.hpp"
+
+namespace cclab {
+
+namespace {
+
+// n == 1: the output is the input.
+void emit_single_rank(const AlgoArgs& args, Transport& t, int64_t bytes) {
+  if (!args.in_place && bytes > 0) t.copy(0, in(0), out(0), bytes);
+}
+
+// Channels of the stream mode: slot puts and all-gather puts to a destination get their own channel
+// (so lanes run concurrently), modulo the 8-bit channel space.
+int slot_channel(int lane) { return 1 + lane % 127; }
+int gather_channel(int lane) { return 128 + lane % 127; }
+
+}  // namespace
+
+void build_allreduce_oneshot(const AlgoArgs& args, Transport& t) {
+  const int n = args.nranks;
+  const int64_t S = args.count * t.elem_size();
+  t.set_all_buffers({.input = S, .output = S, .scratch = args.in_place && n > 1 ? S : 0});
+  if (S == 0) return;
+  if (n == 1) return emit_single_rank(args, t, S);
+  std::vector<OpId> staged(n, kNoOp);  // in place: the copy peers read from
+  if (args.in_place)
+    for (int r = 0; r < n; ++r) staged[r] = t.copy(r, in(r), scratch(r), S);
+  for (int r = 0; r < n; ++r) {
+    Ref lhs = in(r);
+    for (int j = 1; j < n; ++j) {
+      const int q = (r + j) % n;
+      t.reduce(r, lhs, args.in_place ? scratch(q) : in(q), out(r), S, {staged[q]});
+      lhs = out(r);
+    }
+  }
+}
+
+void build_allreduce_pull_split(const AlgoArgs& args, Transport& t) {
+  const int n = args.nranks;
+  const int64_t e = t.elem_size();
+  t.set_all_buffers({.input = args.count * e, .output = args.count * e});
+  if (args.count == 0) return;
+  if (n == 1) return emit_single_rank(args, t, args.count * e);
+  const adv::Split chunks{args.count, n};
+  // Reduce-scatter: rank r pulls chunk r from every peer, starting with the next rank.
+  std::vector<OpId> reduced(n, kNoOp);
+  t.set_step(0);
+  for (int r = 0; r < n; ++r) {
+    const int64_t off = chunks.begin(r) * e, bytes = chunks.size(r) * e;
+    if (bytes == 0) continue;
+    Ref lhs = in(r, off);
+    for (int j = 1; j < n; ++j) {
+      reduced[r] = t.reduce(r, lhs, in((r + j) % n, off), out(r, off), bytes);
+      lhs = out(r, off);
+    }
+  }
+  // All-gather: rank r pulls every peer's reduced chunk. In place this overwrites input chunk q,
+  // which q read in its reductions, all done before q's last reduction.
+  t.set_step(1);
+  for (int r = 0; r < n; ++r)
+    for (int j = 1; j < n; ++j) {
+      const int q = (r + j) % n;
+      const int64_t off = chunks.begin(q) * e, bytes = chunks.size(q) * e;
+      if (bytes > 0) t.get(r, out(q, off), out(r, off), bytes, {reduced[q]});
+    }
+}
+
+void build_allreduce_stream(const AlgoArgs& args, Transport& t) {
+  const int n = args.nranks;
+  const int64_t e = t.elem_size();
+  const adv::Split chunks{args.count, n};
+  const int64_t piece = std::max<int64_t>(1, (args.chunk_bytes > 0 ? args.chunk_bytes : kStreamChunkBytes) / e);
+  const int64_t slot_elems = std::min(piece, chunks.size(0));  // chunk 0 is the largest
+  const int64_t slot_bytes = slot_elems * e;
+  t.set_all_buffers({.input = args.count * e,
+                     .output = args.count * e,
+                     .scratch = n > 1 ? int64_t(n - 1) * kStreamSlots * slot_bytes : 0});
+  if (args.count == 0) return;
+  if (n == 1) return emit_single_rank(args, t, args.count * e);
+
+  auto pieces = [&](int r) { return (chunks.size(r) + piece - 1) / piece; };
+  int64_t max_pieces = 0;
+  for (int r = 0; r < n; ++r) max_pieces = std::max(max_pieces, pieces(r));
+  // Lane j of consumer r receives from producer (r + j + 1) mod n; slot s of lane j:
+  auto slot = [&](int r, int lane, int64_t k) {
+    return scratch(r, (int64_t(lane) * kStreamSlots + k % kStreamSlots) * slot_bytes);
+  };
+  // consumed[r][k * (n-1) + lane]: r's reduction that read piece k from that lane's slot.
+  std::vector<std::vector<OpId>> consumed(n);
+  for (int r = 0; r < n; ++r) consumed[r].resize(size_t(pieces(r)) * (n - 1), kNoOp);
+
+  std::vector<OpId> arrived(n - 1);
+  for (int64_t k = 0; k < max_pieces; ++k) {
+    t.set_step(int(k));
+    for (int r = 0; r < n; ++r) {
+      if (k >= pieces(r)) continue;
+      const int64_t first = chunks.begin(r) + k * piece;
+      const int64_t bytes = std::min(piece, chunks.begin(r) + chunks.size(r) - first) * e, off = first * e;
+      // Producers fill their lane's slot once r consumed what was there kStreamSlots pieces ago.
+      for (int lane = 0; lane < n - 1; ++lane) {
+        const int q = (r + lane + 1) % n;
+        const OpId war = k >= kStreamSlots ? consumed[r][(k - kStreamSlots) * (n - 1) + lane] : kNoOp;
+        arrived[lane] = t.put(q, in(q, off), slot(r, lane, k), bytes, {war}, slot_channel(adv::mod(r - q - 1, n)));
+      }
+      // r reduces the piece from every lane, in lane order, into its output.
+      Ref lhs = in(r, off);
+      OpId last = kNoOp;
+      for (int lane = 0; lane < n - 1; ++lane) {
+        last = t.reduce(r, lhs, slot(r, lane, k), out(r, off), bytes, {arrived[lane]});
+        consumed[r][k * (n - 1) + lane] = last;
+        lhs = out(r, off);
+      }
+      // All-gather: the reduced piece goes straight into every peer's output. In place that region
+      // is the peer's input piece, which the peer put into r's slot before r's reduction above.
+      for (int j = 1; j < n; ++j) {
+        const int q = (r + j) % n;
+        t.put(r, out(r, off), out(q, off), bytes, {last}, gather_channel(j - 1));
+      }
+    }
+  }
+}
+
+void build_allreduce_bidir(const AlgoArgs& args, Transport& t) {
+  if (args.count * t.elem_size() <= kBidirCrossoverBytes)
+    build_allreduce_oneshot(args, t);
+  else
+    build_allreduce_pull_split(args, t);
+}
+
+void build_allreduce_bidir_flash(const AlgoArgs& args, Transport& t) {
+  t.set_lowering(Lowering::flash);
+  build_allreduce_oneshot(args, t);
+}
+
+void build_allreduce_bidir_stream(const AlgoArgs& args, Transport& t) {
+  t.set_lowering(Lowering::stream);
+  build_allreduce_stream(args, t);
+}
+
+}  // namespace cclab
