@@ -2,6 +2,7 @@
 // its kernel modes, sparse all-reduce and collective matmul (one file per algorithm, adv_*.cpp).
 #include "algorithms/adv_allreduce_bidir.hpp"
 #include "algorithms/adv_alltoall_hier.hpp"
+#include "algorithms/adv_collective_matmul.hpp"
 #include "algorithms/adv_reducescatter_hier.hpp"
 #include "algorithms/families.hpp"
 
@@ -28,6 +29,27 @@ void add_advanced_algorithms(std::vector<Algorithm>& list) {
                   .collective = "allreduce",
                   .summary = "reduce-scatter/all-gather in pieces through bounded slot rings (stream kernel mode)",
                   .build = build_allreduce_bidir_stream});
+  list.push_back({.name = "allgather_matmul.ring",
+                  .collective = "allgather_matmul",
+                  .summary = "C = AllGather(A) @ B: shard matmul per step while the shard travels to d-1",
+                  .needs_shape = true,
+                  .build = build_allgather_matmul_ring});
+  list.push_back({.name = "allgather_matmul.ring_bidir",
+                  .collective = "allgather_matmul",
+                  .summary = "as allgather_matmul.ring with half of each shard going each way round the ring",
+                  .needs_shape = true,
+                  .build = build_allgather_matmul_ring_bidir});
+  list.push_back({.name = "allgather_matmul.nccl_cublas",
+                  .collective = "allgather_matmul",
+                  .summary = "baseline: NCCL all-gather of A, then one cuBLAS matmul",
+                  .library = true,
+                  .needs_shape = true,
+                  .build = build_allgather_matmul_nccl_cublas});
+  list.push_back({.name = "matmul_reducescatter.ring",
+                  .collective = "matmul_reducescatter",
+                  .summary = "partial sums of each row block travel round the ring while the next is computed",
+                  .needs_shape = true,
+                  .build = build_matmul_reducescatter_ring});
 }
 
 }  // namespace cclab
