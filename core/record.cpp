@@ -55,7 +55,7 @@ std::string fmt(double v) {
 }
 
 std::string quote(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
   std::string q = "\"";
   for (char c : s) q += (c == '"') ? std::string("\"\"") : std::string(1, c);
   return q + "\"";
@@ -101,7 +101,7 @@ std::vector<std::string> extra_names(const std::vector<Record>& rows) {
 std::string csv_header(const std::vector<Record>& rows) {
   std::string h;
   for (const auto& c : csv_columns()) h += (h.empty() ? "" : ",") + c;
-  for (const auto& e : extra_names(rows)) h += "," + e;
+  for (const auto& e : extra_names(rows)) h += "," + quote(e);
   return h;
 }
 
@@ -111,11 +111,12 @@ std::string csv_text(const std::vector<Record>& rows) {
   const auto extras = extra_names(rows);
   for (const auto& r : rows) {
     auto opt = [](const std::optional<double>& v) { return v ? fmt(*v) : std::string(); };
-    os << quote(r.algo) << ',' << r.collective << ',' << r.backend << ',' << quote(r.topology) << ',' << r.ranks << ','
-       << r.bytes << ',' << r.count << ',' << r.dtype << ',' << r.redop << ',' << r.root << ',' << (r.in_place ? 1 : 0)
-       << ',' << fmt(r.time_us) << ',' << fmt(r.algbw_gbps) << ',' << fmt(r.busbw_gbps) << ',' << r.wrong << ','
-       << quote(r.device) << ',' << r.commit << ',' << r.date << ',' << quote(r.shape) << ',' << opt(r.pred_time_us)
-       << ',' << opt(r.pred_busbw_gbps) << ',' << opt(r.error()) << ',' << quote(r.note);
+    os << quote(r.algo) << ',' << quote(r.collective) << ',' << quote(r.backend) << ',' << quote(r.topology) << ','
+       << r.ranks << ',' << r.bytes << ',' << r.count << ',' << quote(r.dtype) << ',' << quote(r.redop) << ',' << r.root
+       << ',' << (r.in_place ? 1 : 0) << ',' << fmt(r.time_us) << ',' << fmt(r.algbw_gbps) << ',' << fmt(r.busbw_gbps)
+       << ',' << r.wrong << ',' << quote(r.device) << ',' << quote(r.commit) << ',' << quote(r.date) << ','
+       << quote(r.shape) << ',' << opt(r.pred_time_us) << ',' << opt(r.pred_busbw_gbps) << ',' << opt(r.error()) << ','
+       << quote(r.note);
     for (const auto& name : extras) {
       std::string value;
       for (const auto& [k, v] : r.extra)
@@ -177,22 +178,31 @@ std::vector<Record> read_csv(const std::string& path) {
         throw_input(path + ":" + std::to_string(lineno) + ": column '" + name + "' is not a number: '" + v + "'");
       return d;
     };
+    // Integer columns: a value outside the type's range would make the conversion undefined.
+    auto integer = [&](const std::string& name, double dflt, double lo, double hi) -> double {
+      const double d = num(name, dflt);
+      if (d != std::floor(d) || d < lo || d > hi)
+        throw_input(path + ":" + std::to_string(lineno) + ": column '" + name + "' is not an integer in range: '" +
+                    get(name) + "'");
+      return d;
+    };
+    constexpr double kMaxInt = 2147483647.0, kMaxInt64 = 9007199254740992.0;  // 2^53: exact in a double
     Record r;
     r.algo = get("algo");
     r.collective = get("collective");
     r.backend = get("backend");
     r.topology = get("topology");
-    r.ranks = int(num("ranks", 0));
-    r.bytes = int64_t(num("bytes", 0));
-    r.count = int64_t(num("count", 0));
+    r.ranks = int(integer("ranks", 0, 0, kMaxInt));
+    r.bytes = int64_t(integer("bytes", 0, 0, kMaxInt64));
+    r.count = int64_t(integer("count", 0, 0, kMaxInt64));
     r.dtype = get("dtype");
     r.redop = get("redop");
-    r.root = int(num("root", -1));
+    r.root = int(integer("root", -1, -1, kMaxInt));
     r.in_place = num("inplace", 0) != 0;
     r.time_us = num("time_us", 0);
     r.algbw_gbps = num("algbw_gbps", 0);
     r.busbw_gbps = num("busbw_gbps", 0);
-    r.wrong = int64_t(num("wrong", 0));
+    r.wrong = int64_t(integer("wrong", 0, -1, kMaxInt64));
     r.device = get("device");
     r.commit = get("commit");
     r.date = get("date");
