@@ -10,6 +10,7 @@ namespace cclab {
 // order; only the waits on other ranks are explicit dependencies.
 void build_alltoall_hier(const AlgoArgs& args, Transport& t) {
   const adv::NodeLayout nl = adv::node_layout(args, "alltoall.hier");
+  adv::require_whole_blocks(args, "alltoall.hier");
   const int p = nl.nranks, G = nl.size, N = nl.nodes;
   const int64_t e = t.elem_size();
   const int64_t B = args.count / p * e;  // bytes per block

@@ -33,6 +33,13 @@ inline NodeLayout node_layout(const AlgoArgs& args, std::string_view algo) {
   return NodeLayout{p, g, p / g};
 }
 
+// Collectives of one block per rank (alltoall, reducescatter) take whole blocks, as nccl-tests does.
+inline void require_whole_blocks(const AlgoArgs& args, std::string_view algo) {
+  if (args.count % args.nranks != 0)
+    throw_input(std::string(algo) + ": count " + std::to_string(args.count) + " is not a multiple of the rank count " +
+                std::to_string(args.nranks) + " (every rank holds one block of count/n elements)");
+}
+
 // Splits `count` elements into `parts` contiguous pieces whose sizes differ by at most one (the
 // first count % parts pieces get the extra element), so sizes that do not divide still cover all.
 struct Split {

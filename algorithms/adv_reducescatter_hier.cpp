@@ -12,6 +12,7 @@ constexpr int kIntraPut = 0, kIntraReduce = 1, kNetPut = 2, kFinalReduce = 3;  /
 
 void build_reducescatter_hier(const AlgoArgs& args, Transport& t) {
   const adv::NodeLayout nl = adv::node_layout(args, "reducescatter.hier");
+  adv::require_whole_blocks(args, "reducescatter.hier");
   const int p = nl.nranks, G = nl.size, N = nl.nodes;
   const int64_t e = t.elem_size();
   const int64_t R = args.count / p * e;  // bytes of each rank's result chunk
