@@ -40,34 +40,57 @@ void build_allreduce_oneshot(const AlgoArgs& args, Transport& t) {
   }
 }
 
-void build_allreduce_pull_split(const AlgoArgs& args, Transport& t) {
-  const int n = args.nranks;
+std::vector<std::vector<OpId>> emit_allreduce_pull_split(Transport& t, std::span<const Ref> src,
+                                                         std::span<const Ref> dst, int64_t count,
+                                                         std::span<const OpId> ready, int channel) {
+  const int n = t.nranks();
   const int64_t e = t.elem_size();
-  t.set_all_buffers({.input = args.count * e, .output = args.count * e});
-  if (args.count == 0) return;
-  if (n == 1) return emit_single_rank(args, t, args.count * e);
-  const adv::Split chunks{args.count, n};
+  std::vector<std::vector<OpId>> done(n);
+  if (count == 0) return done;
+  if (n == 1) {
+    const Ref a = t.schedule().resolve(src[0]), b = t.schedule().resolve(dst[0]);
+    if (a.buf != b.buf || a.offset != b.offset)
+      done[0].push_back(t.copy(0, src[0], dst[0], count * e, {ready[0]}, channel));
+    return done;
+  }
+  const adv::Split chunks{count, n};
   // Reduce-scatter: rank r pulls chunk r from every peer, starting with the next rank.
   std::vector<OpId> reduced(n, kNoOp);
   t.set_step(0);
   for (int r = 0; r < n; ++r) {
     const int64_t off = chunks.begin(r) * e, bytes = chunks.size(r) * e;
     if (bytes == 0) continue;
-    Ref lhs = in(r, off);
+    Ref lhs = src[r] + off;
     for (int j = 1; j < n; ++j) {
-      reduced[r] = t.reduce(r, lhs, in((r + j) % n, off), out(r, off), bytes);
-      lhs = out(r, off);
+      const int q = (r + j) % n;
+      reduced[r] = t.reduce(r, lhs, src[q] + off, dst[r] + off, bytes, {ready[r], ready[q]}, channel);
+      lhs = dst[r] + off;
     }
+    done[r].push_back(reduced[r]);
   }
-  // All-gather: rank r pulls every peer's reduced chunk. In place this overwrites input chunk q,
+  // All-gather: rank r pulls every peer's reduced chunk. In place this overwrites r's chunk q of src,
   // which q read in its reductions, all done before q's last reduction.
   t.set_step(1);
   for (int r = 0; r < n; ++r)
     for (int j = 1; j < n; ++j) {
       const int q = (r + j) % n;
       const int64_t off = chunks.begin(q) * e, bytes = chunks.size(q) * e;
-      if (bytes > 0) t.get(r, out(q, off), out(r, off), bytes, {reduced[q]});
+      if (bytes > 0) done[r].push_back(t.get(r, dst[q] + off, dst[r] + off, bytes, {reduced[q]}, channel));
     }
+  return done;
+}
+
+void build_allreduce_pull_split(const AlgoArgs& args, Transport& t) {
+  const int n = args.nranks;
+  const int64_t e = t.elem_size();
+  t.set_all_buffers({.input = args.count * e, .output = args.count * e});
+  std::vector<Ref> src, dst;
+  for (int r = 0; r < n; ++r) {
+    src.push_back(in(r));
+    dst.push_back(out(r));
+  }
+  const std::vector<OpId> ready(n, kNoOp);
+  emit_allreduce_pull_split(t, src, dst, args.count, ready);
 }
 
 void build_allreduce_stream(const AlgoArgs& args, Transport& t) {
