@@ -20,6 +20,9 @@ struct MatmulShape {
 };
 
 enum class IndexDist : uint8_t { uniform, zipf };
+// allreduce.sparse: which value exchange. automatic switches to the dense table above the density
+// rule of adv_sparse.hpp; sparse and dense force one path (to measure the crossover).
+enum class SparseMode : uint8_t { automatic, sparse, dense };
 
 // Sparse all-reduce: a table of `rows` rows of `dim` elements; each rank holds `density * rows` rows.
 struct SparseSpec {
@@ -28,6 +31,7 @@ struct SparseSpec {
   double density = 0.01;
   IndexDist dist = IndexDist::uniform;
   uint64_t seed = 1;
+  SparseMode mode = SparseMode::automatic;
 };
 
 struct AlgoArgs {
