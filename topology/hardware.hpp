@@ -1,0 +1,111 @@
+// The numbers the presets and importers put on nodes and links, each with its source. Internal to
+// topology/: other areas read them from the graph (Node::mem_bw, Link::bw, Link::source).
+#pragma once
+
+#include <string>
+
+#include "core/units.hpp"
+#include "topology/topology.hpp"
+
+namespace cclab::topo::hw {
+
+struct GpuSpec {
+  const char* model;
+  BytesPerSec hbm;  // reads + writes
+  double flops;     // dense 16-bit tensor FLOP/s
+  const char* source;
+};
+
+// Dense BF16/FP16 tensor rates: the datasheets print the 2:4-sparsity figure; dense is half of it.
+inline const GpuSpec kH100Sxm{"H100 SXM5 80GB", GBps(3350), 989.5e12,
+                              "NVIDIA H100 datasheet: HBM3 3.35 TB/s; BF16 1979 TFLOP/s with sparsity, 989.5 dense"};
+inline const GpuSpec kH200Sxm{"H200 SXM 141GB", GBps(4800), 989.5e12,
+                              "NVIDIA H200 datasheet: 141 GB HBM3e 4.8 TB/s; BF16 1979 TFLOP/s with sparsity, "
+                              "989.5 dense"};
+inline const GpuSpec kA100Sxm{"A100 SXM4 80GB", GBps(2039), 312e12,
+                              "NVIDIA A100 datasheet: HBM2e 2039 GB/s (80GB SXM); BF16 312 TFLOP/s dense"};
+inline const GpuSpec kL40S{"L40S 48GB", GBps(864), 362.05e12,
+                           "NVIDIA L40S datasheet: GDDR6 864 GB/s; BF16 362.05 TFLOP/s dense (733 with sparsity)"};
+
+// Per-hop latencies. NCCL's tuning tables (src/graph/tuning.cc, hwLatencies, LL protocol) give a latency per
+// ring step; we split a step over the hops of its typical path so that sums over a path reproduce it.
+constexpr Seconds kNvlinkHop = microseconds(0.3);
+inline const char* kNvlinkHopSource =
+    "0.3 us: NCCL tuning.cc hwLat NVLink LL 0.6 us per step over 2 hops (GPU-NVSwitch-GPU)";
+constexpr Seconds kPcieHop = microseconds(0.5);
+inline const char* kPcieHopSource = "0.5 us: NCCL tuning.cc hwLat PCI LL 1.0 us per step over 2 hops (GPU-switch-GPU)";
+constexpr Seconds kUpiHop = microseconds(0.5);
+inline const char* kUpiHopSource =
+    "0.5 us: assumed equal to a PCIe hop (NCCL's tables have no separate CPU-link figure)";
+constexpr Seconds kMemHop = microseconds(0.1);
+inline const char* kMemHopSource = "0.1 us: assumed, the order of an idle DRAM access on Xeon/EPYC servers";
+constexpr Seconds kNetHop = microseconds(0.35);
+inline const char* kNetHopSource =
+    "0.35 us: NCCL tuning.cc hwLat NET ring LL 2.7 us per step, less 4 PCIe hops (2.0 us), over the 2 network hops "
+    "of a same-leaf path";
+
+// NVLink 2/3/4 all signal 25 GB/s per link per direction; NVLink 5 doubles it.
+constexpr BytesPerSec kNvlinkPerLink = GBps(25);
+inline const char* kNvlink4Source =
+    "NVLink 4: 25 GB/s per link per direction (H100/H200 datasheet: 900 GB/s "
+    "bidirectional over 18 links)";
+inline const char* kNvlink3Source =
+    "NVLink 3: 25 GB/s per link per direction (A100 datasheet: 600 GB/s "
+    "bidirectional over 12 links)";
+// Measured on the 2 x H200 machine (nvidia-h200-x2), 2026-11-22: copy engine, one direction, 1 GiB.
+constexpr BytesPerSec kH200MeasuredNvlink = GBps(397);
+inline const char* kH200MeasuredNvlinkSource =
+    "measured on nvidia-h200-x2 2026-11-22 (shared/hardware/h200x2.md): cudaMemcpyPeerAsync 1 GiB one direction "
+    "397 GB/s between 2 GPUs through NVSwitch, used as the effective NV18 rate (datasheet 18 x 25 = 450 GB/s)";
+
+// PCIe per direction: GT/s x lanes x 128b/130b / 8 bits.
+constexpr BytesPerSec kPcieGen5x16 = GBps(63.0);
+inline const char* kPcieGen5Source = "PCIe 5.0 x16: 32 GT/s x 16 lanes x 128/130 / 8 = 63.0 GB/s per direction";
+constexpr BytesPerSec kPcieGen4x16 = GBps(31.5);
+inline const char* kPcieGen4Source = "PCIe 4.0 x16: 16 GT/s x 16 lanes x 128/130 / 8 = 31.5 GB/s per direction";
+constexpr BytesPerSec kPcieH200x2 = GBps(48);
+inline const char* kPcieH200x2Source =
+    "virtualised PCIe on nvidia-h200-x2: NCCL 2.28 could not read the link speed and assumed 48 GB/s "
+    "(shared/hardware/h200x2.md, 2026-11-22)";
+
+// CPU-to-CPU links. NCCL's topo.h gives the effective GPU peer-to-peer bandwidth across them, which is what
+// GPU traffic crossing sockets gets (far below the raw link rate).
+constexpr BytesPerSec kUpiSapphireRapids = GBps(22);
+inline const char* kUpiSapphireRapidsSource =
+    "NCCL src/graph/topo.h SRP_QPI_BW = 22 GB/s: effective GPU P2P across Sapphire Rapids UPI (raw: 4 UPI 2.0 "
+    "links at 16 GT/s)";
+constexpr BytesPerSec kXgmiRome = GBps(16);
+inline const char* kXgmiRomeSource = "NCCL src/graph/topo.h AMD_BW = 16 GB/s: effective GPU P2P across AMD xGMI";
+constexpr BytesPerSec kUpiSkylake = GBps(10);
+inline const char* kUpiSkylakeSource = "NCCL src/graph/topo.h SKL_QPI_BW = 10 GB/s (Skylake..Ice Lake UPI)";
+constexpr BytesPerSec kQpiBroadwell = GBps(6);
+inline const char* kQpiBroadwellSource = "NCCL src/graph/topo.h BDW_QPI_BW = 6 GB/s (Broadwell QPI)";
+constexpr BytesPerSec kUpiEmeraldRapids = GBps(40);
+inline const char* kUpiEmeraldRapidsSource = "NCCL src/graph/topo.h ERP_QPI_BW = 40 GB/s (Emerald Rapids UPI)";
+
+// Host memory per socket (peak, reads + writes). Each direction of the CPU<->memory link carries this rate:
+// the model treats writes into and reads out of a socket's DRAM as two shared resources.
+constexpr BytesPerSec kDdr5x8 = GBps(307.2);
+inline const char* kDdr5x8Source =
+    "8 channels DDR5-4800 x 8 B = 307.2 GB/s per socket (Xeon Platinum 8480C, Intel ARK)";
+constexpr BytesPerSec kDdr4x8 = GBps(204.8);
+inline const char* kDdr4x8Source = "8 channels DDR4-3200 x 8 B = 204.8 GB/s per socket (AMD EPYC 7742 specification)";
+
+// NICs: the line rate is the per-direction bandwidth of the NIC's network link.
+constexpr BytesPerSec kNdr400 = GBps(50);
+inline const char* kNdr400Source = "ConnectX-7 NDR 400 Gb/s = 50 GB/s per direction (NVIDIA ConnectX-7 datasheet)";
+constexpr BytesPerSec kHdr200 = GBps(25);
+inline const char* kHdr200Source = "ConnectX-6 HDR 200 Gb/s = 25 GB/s per direction (NVIDIA ConnectX-6 datasheet)";
+
+inline Link make_link(LinkKind kind, BytesPerSec bw, int lanes, Seconds latency, const std::string& bw_source,
+                      const std::string& latency_source) {
+  Link l;
+  l.kind = kind;
+  l.bw = bw;
+  l.lanes = lanes;
+  l.latency = latency;
+  l.source = "bw: " + bw_source + "; latency: " + latency_source;
+  return l;
+}
+
+}  // namespace cclab::topo::hw
