@@ -42,7 +42,7 @@ void build_allreduce_oneshot(const AlgoArgs& args, Transport& t) {
 
 std::vector<std::vector<OpId>> emit_allreduce_pull_split(Transport& t, std::span<const Ref> src,
                                                          std::span<const Ref> dst, int64_t count,
-                                                         std::span<const OpId> ready, int channel) {
+                                                         std::span<const OpId> ready, int channel, int first_step) {
   const int n = t.nranks();
   const int64_t e = t.elem_size();
   std::vector<std::vector<OpId>> done(n);
@@ -56,7 +56,7 @@ std::vector<std::vector<OpId>> emit_allreduce_pull_split(Transport& t, std::span
   const adv::Split chunks{count, n};
   // Reduce-scatter: rank r pulls chunk r from every peer, starting with the next rank.
   std::vector<OpId> reduced(n, kNoOp);
-  t.set_step(0);
+  t.set_step(first_step);
   for (int r = 0; r < n; ++r) {
     const int64_t off = chunks.begin(r) * e, bytes = chunks.size(r) * e;
     if (bytes == 0) continue;
@@ -70,7 +70,7 @@ std::vector<std::vector<OpId>> emit_allreduce_pull_split(Transport& t, std::span
   }
   // All-gather: rank r pulls every peer's reduced chunk. In place this overwrites r's chunk q of src,
   // which q read in its reductions, all done before q's last reduction.
-  t.set_step(1);
+  t.set_step(first_step + 1);
   for (int r = 0; r < n; ++r)
     for (int j = 1; j < n; ++j) {
       const int q = (r + j) % n;

@@ -33,11 +33,12 @@ void build_allreduce_oneshot(const AlgoArgs& args, Transport& t);
 // The pull split on arbitrary regions, for algorithms that all-reduce part of their buffers
 // (allreduce.sparse): dst[r] = redop over q of src[q], `count` elements of the schedule's dtype, on
 // `channel`. src[r] may equal dst[r] (in place). ready[r] is the op after which src[r] holds rank
-// r's contribution (kNoOp: from the start). Returns, per rank, the ops after which dst[r] holds the
-// whole result (wait on all of them).
+// r's contribution (kNoOp: from the start). Its two stages get step numbers first_step and
+// first_step + 1. Returns, per rank, the ops after which dst[r] holds the whole result (wait on all).
 std::vector<std::vector<OpId>> emit_allreduce_pull_split(Transport& t, std::span<const Ref> src,
                                                          std::span<const Ref> dst, int64_t count,
-                                                         std::span<const OpId> ready, int channel = 0);
+                                                         std::span<const OpId> ready, int channel = 0,
+                                                         int first_step = 0);
 // Reduce-scatter/all-gather split, pull-based: rank r reduces chunk r of every peer's input into its
 // output (remote reduce ops), then gets every peer's reduced chunk (get ops). Chunks differ by at
 // most one element when the count does not divide.

@@ -4,6 +4,7 @@
 #include "algorithms/adv_alltoall_hier.hpp"
 #include "algorithms/adv_collective_matmul.hpp"
 #include "algorithms/adv_reducescatter_hier.hpp"
+#include "algorithms/adv_sparse.hpp"
 #include "algorithms/families.hpp"
 
 namespace cclab {
@@ -29,6 +30,11 @@ void add_advanced_algorithms(std::vector<Algorithm>& list) {
                   .collective = "allreduce",
                   .summary = "reduce-scatter/all-gather in pieces through bounded slot rings (stream kernel mode)",
                   .build = build_allreduce_bidir_stream});
+  list.push_back({.name = "allreduce.sparse",
+                  .collective = "allreduce",
+                  .summary = "sparse rows: coalesce, index all-gather + union, match, dense all-reduce of the union",
+                  .needs_sparse = true,
+                  .build = sparse::build_allreduce_sparse});
   list.push_back({.name = "allgather_matmul.ring",
                   .collective = "allgather_matmul",
                   .summary = "C = AllGather(A) @ B: shard matmul per step while the shard travels to d-1",
