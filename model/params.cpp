@@ -1,0 +1,398 @@
+#include "model/params.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/error.hpp"
+
+namespace cclab::model {
+
+namespace {
+
+constexpr std::array<std::string_view, kNumProtos> kProtoNames = {"ll",      "ll128", "simple", "copy_engine",
+                                                                  "sm_peer", "flash", "stream"};
+constexpr std::array<std::string_view, 5> kLinkNames = {"nvlink", "pcie", "upi", "network", "memory"};
+
+const char* kH200x2 = "measured on 2 x H200 (HGX, NVSwitch), 2026-11-22, /work/shared/hardware/h200x2.md";
+
+}  // namespace
+
+std::string_view proto_name(Proto p) { return kProtoNames[size_t(p)]; }
+
+Proto parse_proto(std::string_view name) {
+  for (int i = 0; i < kNumProtos; ++i)
+    if (kProtoNames[i] == name) return Proto(i);
+  throw_input("unknown protocol '" + std::string(name) + "' (ll, ll128, simple, copy_engine, sm_peer, flash, stream)");
+}
+
+double ProtocolParams::efficiency_at(int64_t bytes) const {
+  if (curve.empty()) return efficiency.value;
+  if (bytes <= curve.front().bytes) return efficiency.value * curve.front().factor;
+  if (bytes >= curve.back().bytes) return efficiency.value * curve.back().factor;
+  auto hi =
+      std::upper_bound(curve.begin(), curve.end(), bytes, [](int64_t b, const EffPoint& p) { return b < p.bytes; });
+  auto lo = hi - 1;
+  const double x = std::log2(double(bytes)), x0 = std::log2(double(lo->bytes)), x1 = std::log2(double(hi->bytes));
+  const double f = lo->factor + (hi->factor - lo->factor) * (x - x0) / (x1 - x0);
+  return efficiency.value * f;
+}
+
+ModelParams ModelParams::ideal() {
+  ModelParams p;
+  p.name = "ideal";
+  for (auto& pr : p.proto) pr.efficiency = {1.0, "ideal α-β model"};
+  p.mem_efficiency = {1.0, "ideal"};
+  // Local work costs nothing in the textbook formulas: an unbounded memory system and tensor cores.
+  p.default_mem_bw = {BytesPerSec(1e30), "ideal: local work is free"};
+  p.default_flops = {1e30, "ideal: local work is free"};
+  p.link = {};
+  return p;
+}
+
+ModelParams defaults_for(const topo::Topology& t) {
+  ModelParams p;
+  p.name = t.name;
+  // The GPU architecture decides NCCL's constants: A100s have ~312 TFLOP/s dense fp16, H100/H200 ~989.
+  double flops = 0;
+  bool has_nvlink = false;
+  for (auto v : boost::make_iterator_range(boost::vertices(t.graph)))
+    if (t.node(v).kind == topo::NodeKind::gpu) flops = std::max(flops, t.node(v).flops);
+  for (auto e : boost::make_iterator_range(boost::edges(t.graph)))
+    if (t.link(e).kind == topo::LinkKind::nvlink) has_nvlink = true;
+  p.arch = (flops > 0 && flops < 500e12) ? ModelParams::Arch::ampere : ModelParams::Arch::hopper;
+
+  using P = Proto;
+  const std::string tuning = "NCCL src/graph/tuning.cc hwLatencies (ring, NVLink)";
+  // NCCL protocols. Per-step latencies: NCCL's hwLatencies for rings on NVLink (PCIe ones are used by
+  // the NCCL model when the ring runs over PCIe). Efficiencies: LL carries 4 data bytes per 8, LL128
+  // 120 per 128 (tuning.cc applies .5 and .92 to the bus bandwidth); Simple moves payload only.
+  p.of(P::ll) = {{microseconds(has_nvlink ? 0.6 : 1.0), tuning},
+                 {0.5, "LL: 4 flag bytes per 8 (tuning.cc: busBw * .5)"},
+                 {BytesPerSec(0), ""},
+                 {},
+                 ""};
+  p.of(P::ll128) = {
+      {microseconds(has_nvlink ? 1.9 : 2.5), tuning},
+      {0.92, "LL128: 120 of 128 bytes (tuning.cc: busBw * 0.92)"},
+      {GBps(p.arch == ModelParams::Arch::hopper ? 36.7 : 20.0), "tuning.cc perChMaxRingLL128Bws (per channel)"},
+      {},
+      ""};
+  p.of(P::simple) = {{microseconds(has_nvlink ? 3.4 : 5.7), tuning}, {1.0, "Simple: payload only"}, {}, {}, ""};
+  // Our lowerings. The copy engine peaks at 397 of the 478 GB/s NVLink raw rate one way and costs ~1.7 µs
+  // per tiny copy; SM peer loads reach 374 GB/s one way; a peer-loading kernel costs ~3.4 µs with launch.
+  p.of(P::copy_engine) = {{microseconds(1.7), std::string("4-byte peer copy, ") + kH200x2},
+                          {397.0 / 478.0, std::string("CE 397 GB/s of 478 raw per direction, ") + kH200x2},
+                          {},
+                          {},
+                          ""};
+  p.of(P::sm_peer) = {{microseconds(1.7), std::string("peer-load kernel 3.4 µs incl. ~1.7 µs launch, ") + kH200x2},
+                      {374.0 / 478.0, std::string("SM peer loads 374 GB/s of 478 raw, ") + kH200x2},
+                      {},
+                      {},
+                      ""};
+  // flash: no cross-GPU sync inside, bidirectional peer loads at 673/2 GB/s per direction.
+  p.of(P::flash) = {{microseconds(1.7), std::string("as sm_peer (same launch), ") + kH200x2},
+                    {336.5 / 478.0, std::string("SM loads both ways 673 GB/s sum, ") + kH200x2},
+                    {},
+                    {},
+                    ""};
+  p.of(P::stream) = {{microseconds(2.5), "sm_peer launch + ring-buffer handshake; estimate until calibrated"},
+                     {336.5 / 478.0, std::string("SM loads both ways 673 GB/s sum, ") + kH200x2},
+                     {},
+                     {},
+                     ""};
+
+  p.launch_latency = {microseconds(1.7), std::string("kernel/copy launch, 4-byte copy back to back, ") + kH200x2};
+  p.sync_latency = {microseconds(1.0),
+                    "flag store over NVLink seen by a polling peer: ~1 µs, estimate until calibrated"};
+  p.local_dep_latency = {microseconds(0.5), "cross-stream event wait on one GPU: estimate until calibrated"};
+  p.local_op_latency = {microseconds(0.5), "a step of a running kernel (no launch): estimate until calibrated"};
+  p.mem_efficiency = {4.3 / 4.8, std::string("D2D copy 4.3 TB/s of 4.8 TB/s HBM3e, ") + kH200x2};
+  p.matmul_efficiency = {810.0 / 989.0, std::string("cuBLAS fp16 810 TFLOP/s of 989 peak, ") + kH200x2};
+  p.fp32_matmul_ratio = {0.5, "TF32 tensor cores: half the 16-bit dense rate (H100/A100 datasheets)"};
+  p.default_mem_bw = {GBps(p.arch == ModelParams::Arch::ampere ? 2039 : 3350),
+                      "A100 80GB 2.0 TB/s, H100 SXM 3.35 TB/s HBM (NVIDIA datasheets)"};
+  p.default_flops = {p.arch == ModelParams::Arch::ampere ? 312e12 : 989e12,
+                     "dense fp16 tensor: A100 312, H100 989 TFLOP/s (NVIDIA datasheets)"};
+
+  if (p.arch == ModelParams::Arch::ampere) {
+    p.nccl.ll_max_bw_GBps = 87.7;
+    p.nccl.per_ch_ring_ll128_GBps = 20.0;
+    p.nccl.per_ch_tree_GBps = 24.0;
+    p.nccl.per_ch_tree_ll128_GBps = 20.0;
+    p.of(P::ll128).max_rate = {GBps(20.0), "tuning.cc perChMaxRingLL128Bws Ampere (per channel)"};
+  }
+  if (t.num_servers() > 1) p.nccl.ll_max_bw_GBps = 39.0;  // llMaxBws, multi-node Intel CPUs
+  if (!has_nvlink)
+    p.nccl.max_channels = {2, "NCCL on PCIe-only machines: ~2 ring channels (PCI_BW 12 GB/s per channel)"};
+  return p;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Named parameters. Each entry knows how to read and write its number in the unit its name says.
+
+namespace {
+
+struct Accessor {
+  std::function<double(const ModelParams&)> get;
+  std::function<void(ModelParams&, double, const std::string&)> set;
+};
+
+template <class Member>
+Accessor seconds_us(Member m) {
+  return {[m](const ModelParams& p) { return m(const_cast<ModelParams&>(p)).value.us(); },
+          [m](ModelParams& p, double v, const std::string& s) {
+            m(p) = {microseconds(v), s};
+          }};
+}
+template <class Member>
+Accessor rate_GBps(Member m) {
+  return {[m](const ModelParams& p) { return m(const_cast<ModelParams&>(p)).value.gbps(); },
+          [m](ModelParams& p, double v, const std::string& s) {
+            m(p) = {GBps(v), s};
+          }};
+}
+template <class Member>
+Accessor plain(Member m) {
+  return {[m](const ModelParams& p) { return m(const_cast<ModelParams&>(p)).value; },
+          [m](ModelParams& p, double v, const std::string& s) {
+            m(p) = {v, s};
+          }};
+}
+template <class Member>
+Accessor raw(Member m) {  // NCCL tuning numbers (their source is NcclTuning::source)
+  return {[m](const ModelParams& p) { return double(m(const_cast<ModelParams&>(p))); },
+          [m](ModelParams& p, double v, const std::string&) { m(p) = std::remove_reference_t<decltype(m(p))>(v); }};
+}
+
+const std::map<std::string, Accessor, std::less<>>& accessors() {
+  static const auto table = [] {
+    std::map<std::string, Accessor, std::less<>> t;
+    for (int i = 0; i < kNumProtos; ++i) {
+      const std::string pre = "proto." + std::string(kProtoNames[i]) + ".";
+      t[pre + "latency_us"] = seconds_us([i](ModelParams & p) -> auto& { return p.proto[i].latency; });
+      t[pre + "efficiency"] = plain([i](ModelParams & p) -> auto& { return p.proto[i].efficiency; });
+      t[pre + "max_rate_GBps"] = rate_GBps([i](ModelParams & p) -> auto& { return p.proto[i].max_rate; });
+    }
+    t["launch_latency_us"] = seconds_us([](ModelParams & p) -> auto& { return p.launch_latency; });
+    t["sync_latency_us"] = seconds_us([](ModelParams & p) -> auto& { return p.sync_latency; });
+    t["local_dep_latency_us"] = seconds_us([](ModelParams & p) -> auto& { return p.local_dep_latency; });
+    t["local_op_latency_us"] = seconds_us([](ModelParams & p) -> auto& { return p.local_op_latency; });
+    t["mem_efficiency"] = plain([](ModelParams & p) -> auto& { return p.mem_efficiency; });
+    t["matmul_efficiency"] = plain([](ModelParams & p) -> auto& { return p.matmul_efficiency; });
+    t["fp32_matmul_ratio"] = plain([](ModelParams & p) -> auto& { return p.fp32_matmul_ratio; });
+    t["default_mem_bw_GBps"] = rate_GBps([](ModelParams & p) -> auto& { return p.default_mem_bw; });
+    t["default_flops"] = plain([](ModelParams & p) -> auto& { return p.default_flops; });
+    for (int k = 0; k < 5; ++k) {
+      const std::string pre = "link." + std::string(kLinkNames[k]) + ".";
+      t[pre + "bw_GBps"] = {[k](const ModelParams& p) { return p.link[k].bw ? p.link[k].bw->value.gbps() : NAN; },
+                            [k](ModelParams& p, double v, const std::string& s) {
+                              p.link[k].bw = Sourced<BytesPerSec>{GBps(v), s};
+                            }};
+      t[pre + "latency_us"] = {
+          [k](const ModelParams& p) { return p.link[k].latency ? p.link[k].latency->value.us() : NAN; },
+          [k](ModelParams& p, double v, const std::string& s) {
+            p.link[k].latency = Sourced<Seconds>{microseconds(v), s};
+          }};
+    }
+    t["nccl.max_channels"] = plain([](ModelParams & p) -> auto& { return p.nccl.max_channels; });
+    const char* pn[3] = {"ll", "ll128", "simple"};
+    for (int j = 0; j < 3; ++j) {
+      const std::string q = pn[j];
+      t["nccl.ring_base_us." + q] = raw([j](ModelParams & p) -> auto& { return p.nccl.ring_base_us[j]; });
+      t["nccl.tree_base_us." + q] = raw([j](ModelParams & p) -> auto& { return p.nccl.tree_base_us[j]; });
+      t["nccl.ring_nvlink_us." + q] = raw([j](ModelParams & p) -> auto& { return p.nccl.ring_nvlink_us[j]; });
+      t["nccl.tree_nvlink_us." + q] = raw([j](ModelParams & p) -> auto& { return p.nccl.tree_nvlink_us[j]; });
+      t["nccl.ring_pci_us." + q] = raw([j](ModelParams & p) -> auto& { return p.nccl.ring_pci_us[j]; });
+      t["nccl.tree_pci_us." + q] = raw([j](ModelParams & p) -> auto& { return p.nccl.tree_pci_us[j]; });
+      t["nccl.ring_net_us." + q] = raw([j](ModelParams & p) -> auto& { return p.nccl.ring_net_us[j]; });
+      t["nccl.tree_net_us." + q] = raw([j](ModelParams & p) -> auto& { return p.nccl.tree_net_us[j]; });
+    }
+    t["nccl.ll_max_bw_GBps"] = raw([](ModelParams & p) -> auto& { return p.nccl.ll_max_bw_GBps; });
+    t["nccl.per_ch_ring_ll128_GBps"] = raw([](ModelParams & p) -> auto& { return p.nccl.per_ch_ring_ll128_GBps; });
+    t["nccl.per_ch_tree_GBps"] = raw([](ModelParams & p) -> auto& { return p.nccl.per_ch_tree_GBps; });
+    t["nccl.per_ch_tree_ll128_GBps"] = raw([](ModelParams & p) -> auto& { return p.nccl.per_ch_tree_ll128_GBps; });
+    t["nccl.simple_buff"] = raw([](ModelParams & p) -> auto& { return p.nccl.simple_buff; });
+    t["nccl.ll_buff"] = raw([](ModelParams & p) -> auto& { return p.nccl.ll_buff; });
+    t["nccl.ll128_buff"] = raw([](ModelParams & p) -> auto& { return p.nccl.ll128_buff; });
+    return t;
+  }();
+  return table;
+}
+
+std::string source_of(const ModelParams& p, const std::string& name) {
+  // Recover the source string by name (for profile_json).
+  auto pick = [](const auto& s) { return s.source; };
+  if (name.starts_with("nccl.") && name != "nccl.max_channels") return p.nccl.source;
+  if (name == "nccl.max_channels") return p.nccl.max_channels.source;
+  for (int i = 0; i < kNumProtos; ++i) {
+    const std::string pre = "proto." + std::string(kProtoNames[i]) + ".";
+    if (name == pre + "latency_us") return pick(p.proto[i].latency);
+    if (name == pre + "efficiency") return pick(p.proto[i].efficiency);
+    if (name == pre + "max_rate_GBps") return pick(p.proto[i].max_rate);
+  }
+  for (int k = 0; k < 5; ++k) {
+    const std::string pre = "link." + std::string(kLinkNames[k]) + ".";
+    if (name == pre + "bw_GBps") return p.link[k].bw ? p.link[k].bw->source : "";
+    if (name == pre + "latency_us") return p.link[k].latency ? p.link[k].latency->source : "";
+  }
+  if (name == "launch_latency_us") return p.launch_latency.source;
+  if (name == "sync_latency_us") return p.sync_latency.source;
+  if (name == "local_dep_latency_us") return p.local_dep_latency.source;
+  if (name == "local_op_latency_us") return p.local_op_latency.source;
+  if (name == "mem_efficiency") return p.mem_efficiency.source;
+  if (name == "matmul_efficiency") return p.matmul_efficiency.source;
+  if (name == "fp32_matmul_ratio") return p.fp32_matmul_ratio.source;
+  if (name == "default_mem_bw_GBps") return p.default_mem_bw.source;
+  if (name == "default_flops") return p.default_flops.source;
+  return "";
+}
+
+std::mutex g_loader_mutex;
+std::map<std::string, ProfileLoader>& loaders() {
+  static std::map<std::string, ProfileLoader> m;
+  return m;
+}
+
+}  // namespace
+
+std::vector<std::string> param_names(const ModelParams&) {
+  std::vector<std::string> names;
+  for (const auto& [k, v] : accessors()) names.push_back(k);
+  return names;
+}
+
+void set_param(ModelParams& p, std::string_view name, double value, const std::string& source) {
+  auto it = accessors().find(name);
+  if (it == accessors().end()) throw_input("unknown model parameter '" + std::string(name) + "'");
+  if (!std::isfinite(value) || value < 0)
+    throw_input("model parameter '" + std::string(name) + "' must be a finite non-negative number");
+  it->second.set(p, value, source);
+}
+
+std::optional<double> get_param(const ModelParams& p, std::string_view name) {
+  auto it = accessors().find(name);
+  if (it == accessors().end()) return std::nullopt;
+  const double v = it->second.get(p);
+  if (std::isnan(v)) return std::nullopt;
+  return v;
+}
+
+void register_profile_loader(const std::string& extension, ProfileLoader loader) {
+  std::lock_guard lock(g_loader_mutex);
+  loaders()[extension] = std::move(loader);
+}
+
+ModelParams load_profile(const std::string& path, ModelParams base) {
+  {
+    std::lock_guard lock(g_loader_mutex);
+    for (const auto& [ext, fn] : loaders())
+      if (path.size() >= ext.size() && path.compare(path.size() - ext.size(), ext.size(), ext) == 0) {
+        fn(path, base);
+        return base;
+      }
+  }
+  std::ifstream f(path);
+  if (!f) throw_input("cannot open profile '" + path + "'");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(f);
+  } catch (const nlohmann::json::exception& e) {
+    throw_input(path + ": not valid JSON (" + std::string(e.what()) + ")");
+  }
+  if (!j.is_object()) throw_input(path + ": a profile is a JSON object");
+  const std::string default_source = "profile " + path;
+  if (j.contains("name") && j["name"].is_string()) base.name = j["name"].get<std::string>();
+  if (j.contains("params")) {
+    if (!j["params"].is_object()) throw_input(path + ": \"params\" must be an object");
+    for (const auto& [key, val] : j["params"].items()) {
+      double v;
+      std::string src = default_source;
+      if (val.is_number()) {
+        v = val.get<double>();
+      } else if (val.is_object() && val.contains("value") && val["value"].is_number()) {
+        v = val["value"].get<double>();
+        if (val.contains("source") && val["source"].is_string()) src = val["source"].get<std::string>();
+      } else {
+        throw_input(path + ": params." + key + " must be a number or {\"value\": number, \"source\": text}");
+      }
+      try {
+        set_param(base, key, v, src);
+      } catch (const Error& e) {
+        throw_input(path + ": " + e.what());
+      }
+    }
+  }
+  if (j.contains("curves")) {
+    if (!j["curves"].is_object()) throw_input(path + ": \"curves\" must be an object");
+    for (const auto& [key, val] : j["curves"].items()) {
+      Proto pr;
+      try {
+        pr = parse_proto(key);
+      } catch (const Error& e) {
+        throw_input(path + ": curves: " + e.what());
+      }
+      auto& pp = base.of(pr);
+      pp.curve.clear();
+      if (!val.contains("points") || !val["points"].is_array())
+        throw_input(path + ": curves." + key + " needs \"points\": [[bytes, factor], ...]");
+      for (const auto& pt : val["points"]) {
+        if (!pt.is_array() || pt.size() != 2 || !pt[0].is_number() || !pt[1].is_number() || pt[0].get<double>() <= 0 ||
+            pt[1].get<double>() <= 0)
+          throw_input(path + ": curves." + key + ": each point is [bytes > 0, factor > 0]");
+        pp.curve.push_back({pt[0].get<int64_t>(), pt[1].get<double>()});
+      }
+      std::sort(pp.curve.begin(), pp.curve.end(), [](auto& a, auto& b) { return a.bytes < b.bytes; });
+      pp.curve_source =
+          val.contains("source") && val["source"].is_string() ? val["source"].get<std::string>() : default_source;
+    }
+  }
+  return base;
+}
+
+std::string profile_json(const ModelParams& p) {
+  nlohmann::ordered_json j;
+  j["name"] = p.name;
+  nlohmann::ordered_json params = nlohmann::ordered_json::object();
+  for (const auto& [name, acc] : accessors()) {
+    const double v = acc.get(p);
+    if (std::isnan(v)) continue;
+    params[name] = {{"value", v}, {"source", source_of(p, name)}};
+  }
+  j["params"] = params;
+  nlohmann::ordered_json curves = nlohmann::ordered_json::object();
+  for (int i = 0; i < kNumProtos; ++i) {
+    if (p.proto[i].curve.empty()) continue;
+    nlohmann::ordered_json pts = nlohmann::ordered_json::array();
+    for (const auto& pt : p.proto[i].curve) pts.push_back({pt.bytes, pt.factor});
+    curves[std::string(kProtoNames[i])] = {{"points", pts}, {"source", p.proto[i].curve_source}};
+  }
+  j["curves"] = curves;
+  return j.dump(2) + "\n";
+}
+
+Proto transfer_protocol(Lowering lowering, OpKind kind, bool remote_reduce) {
+  switch (lowering) {
+    case Lowering::copy_engine:
+      return remote_reduce ? Proto::sm_peer : Proto::copy_engine;
+    case Lowering::kernel:
+      return Proto::sm_peer;
+    case Lowering::flash:
+      return Proto::flash;
+    case Lowering::stream:
+      return Proto::stream;
+    case Lowering::library:
+      return Proto::simple;  // the NCCL model overrides this per size
+    case Lowering::automatic:
+      break;
+  }
+  // The executor's default: puts and gets on copy engines, reductions that read a peer in a kernel.
+  return (kind == OpKind::reduce && remote_reduce) ? Proto::sm_peer : Proto::copy_engine;
+}
+
+}  // namespace cclab::model

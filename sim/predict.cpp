@@ -1,0 +1,118 @@
+#include "sim/predict.hpp"
+
+#include <algorithm>
+
+#include "core/error.hpp"
+
+namespace cclab::sim {
+
+Schedule build_schedule(const Algorithm& algo, const AlgoArgs& args) {
+  // The same checks and setup as make_schedule (algorithms/schedule_core.cpp), then validate() only
+  // where it is affordable.
+  if (args.nranks < 1) throw_input("rank count must be at least 1 (got " + std::to_string(args.nranks) + ")");
+  if (args.count < 0) throw_input("count must not be negative");
+  if (algo.rooted && (args.root < 0 || args.root >= args.nranks))
+    throw_input("root " + std::to_string(args.root) + " is not a rank of " + std::to_string(args.nranks));
+  if (algo.needs_shape && !args.shape.valid()) throw_input(algo.name + " needs --shape M,K,N");
+  Schedule s;
+  s.algo = algo.name;
+  s.collective = algo.collective;
+  s.nranks = args.nranks;
+  s.count = args.count;
+  s.dtype = args.dtype;
+  s.redop = args.redop;
+  s.root = args.root;
+  s.in_place = args.in_place;
+  s.buffers.assign(size_t(args.nranks), BufferSizes{});
+  Transport t(s);
+  algo.build(args, t);
+  if (s.ops.size() <= kValidateMaxOps) validate(s);
+  return s;
+}
+
+int64_t count_for_bytes(const Algorithm& algo, int64_t bytes, DType dtype, int nranks) {
+  int64_t count = bytes / dtype_size(dtype);
+  const std::string& c = algo.collective;
+  if (c == "allgather" || c == "reducescatter" || c == "alltoall" || c == "gather" || c == "scatter")
+    count = count / nranks * nranks;
+  return count;
+}
+
+namespace {
+
+bool is_nccl_model(const Algorithm& a) { return a.library; }
+
+// The collective whose NCCL tuning decides the protocol (the communication part of a fused baseline).
+std::string nccl_collective(const Algorithm& a) {
+  if (a.collective == "allgather_matmul") return "allgather";
+  if (a.collective == "matmul_reducescatter") return "reducescatter";
+  return a.collective;
+}
+
+}  // namespace
+
+Prediction predict(Simulator& sim, const Algorithm& algo, AlgoArgs args, const PredictOptions& opt) {
+  Prediction p;
+  RunOptions ro;
+  ro.record_ops = opt.record_ops || opt.keep_schedule;
+  ro.record_timeline = opt.record_timeline;
+  const Algorithm* builder = &algo;
+  if (is_nccl_model(algo)) {
+    const auto& topo = sim.topology();
+    int node_size = args.node_size > 0 ? args.node_size : topo.gpus_per_server();
+    const model::NcclComm comm = model::nccl_comm_for(topo, sim.params(), args.nranks, node_size);
+    // NCCL tunes on the bytes of the collective: the gathered A for a fused baseline.
+    int64_t bytes = args.count * dtype_size(args.dtype);
+    if (algo.needs_shape) bytes = args.shape.m * args.nranks * args.shape.k * dtype_size(args.dtype);
+    const model::NcclPlan plan = model::nccl_plan(sim.params(), comm, nccl_collective(algo), bytes);
+    p.nccl = plan;
+    args.channels = plan.channels;
+    args.chunk_bytes = plan.chunk_bytes;
+    if (plan.algo == model::NcclAlgo::tree && algo.collective == "allreduce")
+      builder = &find_algorithm("allreduce.tree");
+    ro.proto = plan.proto;
+    ro.start_latency = plan.base_latency;
+    ro.step_latency = plan.step_latency;
+    ro.net_step_latency = plan.net_step_latency;
+    if (plan.per_channel_cap.value > 0) ro.per_flow_cap = plan.per_channel_cap;
+    // NCCL's per-step hwLat already covers the flag wait between ring neighbours.
+    ro.sync_latency = Seconds(0);
+  }
+  Schedule s = build_schedule(*builder, args);
+  if (builder != &algo) {
+    s.algo = algo.name;
+    s.lowering = Lowering::library;
+  }
+  p.result = sim.run(s, ro);
+
+  Record& r = p.record;
+  r.algo = algo.name;
+  r.collective = algo.collective;
+  r.backend = "sim";
+  r.topology = sim.topology().name;
+  r.ranks = args.nranks;
+  r.count = s.count;
+  r.bytes = s.count * dtype_size(s.dtype);
+  r.dtype = std::string(dtype_name(s.dtype));
+  r.redop = std::string(redop_name(s.redop));
+  r.root = algo.rooted ? args.root : -1;
+  r.in_place = args.in_place;
+  r.time_us = p.result.time.us();
+  r.wrong = -1;  // the simulator moves no data
+  if (algo.needs_shape)
+    r.shape = std::to_string(args.shape.m) + "," + std::to_string(args.shape.k) + "," + std::to_string(args.shape.n);
+  fill_bandwidths(r);
+  if (p.nccl)
+    r.note = "nccl " + std::string(model::nccl_algo_name(p.nccl->algo)) + "/" +
+             std::string(model::proto_name(p.nccl->proto)) + " " + std::to_string(p.nccl->channels) + "ch";
+  if (!p.result.bottleneck.empty()) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.3f", p.result.bottleneck_utilisation);
+    r.extra.push_back({"bottleneck", p.result.bottleneck});
+    r.extra.push_back({"bottleneck_util", buf});
+  }
+  if (opt.keep_schedule) p.schedule = std::move(s);
+  return p;
+}
+
+}  // namespace cclab::sim

@@ -1,0 +1,99 @@
+// The discrete-event, flow-level simulator (DESIGN.md "Simulator semantics").
+//
+// Every op of a schedule becomes work on shared resources:
+//   - put / get, and each remote source of a reduce: a flow of the op's bytes on the directed links of
+//     the topology's route (each direction of a full-duplex link is its own resource), plus the op's
+//     local memory traffic where it reduces;
+//   - copy / local reduce: a flow on the rank's memory system (bytes read + written, at HBM bandwidth);
+//   - compute: a flow of FLOPs (matmul) or bytes (sparse steps) on the rank's tensor cores / memory.
+// Flows that share a resource share it max-min fairly (progressive filling), recomputed at each event
+// time only for the connected component of resources and flows that the event touched. Events at the
+// same instant are handled as one batch, so symmetric steps (every rank of a ring starting its next
+// chunk together) cost one recomputation per component, not one per flow.
+//
+// An op starts when its dependencies (explicit, and the previous op of its (rank, channel)) have
+// ended, plus the synchronisation latency of a dependency on another rank (or another channel). Its
+// end is the end of its flow plus its fixed latency: the route's hop latencies and the protocol's
+// per-transfer latency (transfers) or the local-op latency (local work).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "algorithms/schedule.hpp"
+#include "core/units.hpp"
+#include "model/params.hpp"
+#include "topology/topology.hpp"
+
+namespace cclab::sim {
+
+// How the transfers of one schedule are charged. Defaults: the protocol the schedule's lowering maps
+// to (model::transfer_protocol) and the model's launch latency.
+struct RunOptions {
+  std::optional<model::Proto> proto;        // force one protocol for every transfer (NCCL model)
+  std::optional<Seconds> start_latency;     // every rank's first op starts this late (default: launch)
+  std::optional<Seconds> step_latency;      // per-transfer latency instead of the protocol's
+  std::optional<Seconds> net_step_latency;  // per-transfer latency of transfers that cross the network
+  std::optional<BytesPerSec> per_flow_cap;  // cap on every transfer flow instead of the protocol's
+  std::optional<Seconds> sync_latency;      // cross-rank dependency latency instead of the model's
+  bool record_ops = true;                   // keep per-op start / end
+  bool record_timeline = false;             // keep per-resource load over time (for --trace)
+};
+
+struct OpTime {
+  double start = 0, end = 0;  // seconds
+};
+
+// A resource of the model: a directed link of the topology, or a GPU's memory system or tensor cores.
+struct ResourceStat {
+  std::string name;        // "n0.gpu0->n0.nvs0", "gpu3.hbm", "gpu3.tensor"
+  std::string kind;        // link kind name, "hbm" or "tensor"
+  double capacity = 0;     // bytes/s (FLOP/s for tensor)
+  double carried = 0;      // bytes (FLOPs) carried during the run, counting protocol overhead
+  double utilisation = 0;  // carried / (capacity * total time)
+};
+
+struct LoadSample {
+  double t = 0;  // seconds
+  int32_t resource = 0;
+  double load = 0;  // bytes/s (or FLOP/s) in use from t on
+};
+
+struct SimResult {
+  Seconds time;                             // end of the last op
+  std::vector<OpTime> ops;                  // per op (empty unless record_ops)
+  std::vector<ResourceStat> resources;      // only those that carried something
+  std::vector<LoadSample> timeline;         // only with record_timeline, in time order
+  std::vector<std::string> resource_names;  // index -> name, for timeline samples
+  int64_t flows = 0;                        // flows simulated
+  int64_t recomputations = 0;               // max-min solves (components) performed
+  int64_t events = 0;
+  // The busiest resource (highest utilisation) and its utilisation: why the time is what it is.
+  std::string bottleneck;
+  double bottleneck_utilisation = 0;
+};
+
+class Simulator {
+ public:
+  // The topology's GPU i is rank i. Routes are cached across runs (a size sweep reuses them).
+  Simulator(const topo::Topology& topology, model::ModelParams params, topo::RouteOptions route = {});
+  ~Simulator();
+  Simulator(const Simulator&) = delete;
+  Simulator& operator=(const Simulator&) = delete;
+
+  // Throws an input error when the schedule has more ranks than the topology has GPUs, and an internal
+  // error naming the op when the schedule cannot finish (a dependency cycle or a dependency on a
+  // missing op).
+  SimResult run(const Schedule& s, const RunOptions& opt = {});
+
+  const topo::Topology& topology() const;
+  const model::ModelParams& params() const;
+
+ private:
+  struct Impl;
+  Impl* impl_;
+};
+
+}  // namespace cclab::sim
