@@ -70,6 +70,11 @@ const std::vector<Algorithm>& algorithms();
 // Throws an input error listing close names when unknown.
 const Algorithm& find_algorithm(std::string_view name);
 
+// nccl-tests' element count for a size in bytes (its -b/-e values): bytes / dtype size, rounded down
+// to a multiple of nranks for the collectives made of one block per rank (allgather, reducescatter,
+// alltoall, gather, scatter), as nccl-tests' getCollByteCount does.
+int64_t count_for_bytes(std::string_view collective, int64_t bytes, DType dtype, int nranks);
+
 // Builds a complete, validated schedule for `algo` with `args`.
 Schedule make_schedule(const Algorithm& algo, const AlgoArgs& args);
 

@@ -105,7 +105,47 @@ struct Schedule {
 // Structural checks: refs inside their buffers, peers in range, put/get/copy/reduce locality rules,
 // dependencies on earlier ops only (so no cycles), and no op reading a region that no earlier op
 // (or the input) wrote. Throws Error(internal) naming the op on the first violation.
+// validate() does the structural checks in O(ops + deps) (the simulator runs it on millions of ops);
+// validate_dataflow() adds the happens-before hazard check (see below) and is what tests and
+// `cclab schedule` run.
 void validate(const Schedule& s);
+
+// Happens-before: op a happens before op b when a chain of dependencies and same-(rank, channel)
+// emission order leads from a to b. validate_dataflow() checks, on every byte of every region (after
+// resolving the in-place alias):
+//  - read after write: the last op that wrote the bytes an op reads happens before it; bytes of the
+//    input buffers count as written at the start, output and scratch bytes are written by no one;
+//  - write after read / write: an op that writes bytes is preceded (happens-before) by every op that
+//    read them since their last write and by that last write (so a peer's scratch slot is never
+//    overwritten before the peer consumed it, and two writers never race).
+// Compute ops take part through compute_footprint(); a kind with an unknown footprint marks the
+// buffers of its rank as written (no false alarms, fewer checks). Throws Error(internal) naming the op.
+void validate_dataflow(const Schedule& s);
+
+// A byte region of one rank's buffer.
+struct Region {
+  Ref ref;
+  int64_t bytes = 0;
+};
+// What a compute op reads and writes. known == false when the kind does not describe its operands.
+struct ComputeFootprint {
+  bool known = false;
+  std::vector<Region> reads, writes;
+};
+ComputeFootprint compute_footprint(const Compute& c, DType dtype);
+
+// The bytes of rank r's result, which start at resolve(out(r, 0)) (0 where the collective leaves rank
+// r's output undefined, e.g. non-root ranks of reduce and gather). Per collective (count as in
+// Schedule::count, E = dtype size): broadcast, allreduce, allgather, alltoall: count*E on every rank;
+// reduce, gather: count*E on the root; reducescatter, scatter: count/n*E on every rank. Other
+// collectives: the whole output buffer.
+//
+// RedOp::avg: reduce ops of the schedule compute the SUM (dst = T(float(a) + float(b))); after the
+// last op the backend divides every element of each rank's result by nranks (float division, then
+// stored in the dtype). For integer-valued inputs this is exact whenever the sum divides by nranks,
+// and the same float operations in every backend otherwise. (NCCL's ncclAvg pre-multiplies each
+// contribution by 1/n for floating types, which is not exact for n = 3; we chose the exact variant.)
+int64_t result_bytes(const Schedule& s, int rank);
 
 // Human-readable and JSON forms.
 std::string to_json(const Schedule& s);
