@@ -9,9 +9,9 @@
 #include <set>
 
 #include "algorithms/adv_allreduce_bidir.hpp"
-#include "check.hpp"
 #include "core/error.hpp"
 #include "reference/reference.hpp"
+#include "tests/algorithms/check.hpp"
 
 namespace cclab {
 namespace {

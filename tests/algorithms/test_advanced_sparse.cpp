@@ -8,9 +8,9 @@
 #include <map>
 
 #include "algorithms/adv_sparse.hpp"
-#include "check.hpp"
 #include "core/error.hpp"
 #include "reference/reference.hpp"
+#include "tests/algorithms/check.hpp"
 
 namespace cclab {
 namespace {
