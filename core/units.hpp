@@ -2,6 +2,7 @@
 // Sizes are plain int64_t byte counts named *_bytes; times and rates are these wrappers.
 #pragma once
 
+#include <compare>  // defaulted operator<=> needs std::partial_ordering (clang errors without it)
 #include <cstdint>
 
 namespace cclab {
