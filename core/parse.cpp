@@ -86,4 +86,17 @@ std::vector<int> parse_int_list(std::string_view flag, std::string_view text) {
   return out;
 }
 
+std::array<int64_t, 3> parse_shape(std::string_view flag, std::string_view text) {
+  std::array<int64_t, 3> out{};
+  size_t pos = 0;
+  for (int i = 0; i < 3; ++i) {
+    size_t comma = text.find(',', pos);
+    if ((i < 2) != (comma != std::string_view::npos)) bad(flag, text, "expected M,K,N: three positive integers");
+    if (comma == std::string_view::npos) comma = text.size();
+    out[size_t(i)] = parse_int(flag, text.substr(pos, comma - pos), 1, int64_t(1) << 20);
+    pos = comma + 1;
+  }
+  return out;
+}
+
 }  // namespace cclab
