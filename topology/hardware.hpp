@@ -88,6 +88,9 @@ inline const char* kUpiEmeraldRapidsSource = "NCCL src/graph/topo.h ERP_QPI_BW =
 constexpr BytesPerSec kDdr5x8 = GBps(307.2);
 inline const char* kDdr5x8Source =
     "8 channels DDR5-4800 x 8 B = 307.2 GB/s per socket (Xeon Platinum 8480C, Intel ARK)";
+constexpr BytesPerSec kDdr5_5600x8 = GBps(358.4);
+inline const char* kDdr5_5600x8Source =
+    "8 channels DDR5-5600 x 8 B = 358.4 GB/s per socket (5th gen Xeon / Emerald Rapids, Intel ARK)";
 constexpr BytesPerSec kDdr4x8 = GBps(204.8);
 inline const char* kDdr4x8Source = "8 channels DDR4-3200 x 8 B = 204.8 GB/s per socket (AMD EPYC 7742 specification)";
 

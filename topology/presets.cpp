@@ -300,9 +300,8 @@ Topology make_cluster(const std::string& name, const ClusterName& c) {
   // Leaf uplink capacity = downlink capacity / oversubscription, split evenly over its uplinks (one per spine).
   const BytesPerSec uplink_bw = s.nic_bw * (static_cast<double>(per_leaf) / c.oversub / uplinks);
   t.description = std::to_string(c.servers) + " x " + c.machine->name + " (" + std::to_string(c.servers * s.gpus) +
-                  " GPUs), rail-optimised two-tier fat tree: " + std::to_string(rails) + " rails, " +
-                  std::to_string(per_leaf) + " servers per leaf, " + std::to_string(groups * rails) + " leaves, " +
-                  std::to_string(uplinks) + " spines, " + std::to_string(c.oversub) + ":1 oversubscription";
+                  " GPUs) on a rail-optimised two-tier fat tree, " + std::to_string(c.oversub) +
+                  ":1 leaf oversubscription; each server: " + s.title;
   Fabric& f = t.fabric;
   f.rails = rails;
   f.servers_per_leaf = per_leaf;
