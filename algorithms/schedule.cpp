@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/adv_sparse.hpp"
 #include "algorithms/registry.hpp"
 #include "core/error.hpp"
 
@@ -130,7 +131,7 @@ void add_rows(std::vector<Region>& out, Ref base, int64_t rows, int64_t cols, in
 
 ComputeFootprint compute_footprint(const Compute& c, DType dtype) {
   ComputeFootprint f;
-  if (c.kind != ComputeKind::matmul) return f;  // sparse kinds: described by their algorithm (unknown here)
+  if (c.kind != ComputeKind::matmul) return sparse::sparse_compute_footprint(c, dtype);  // operands: adv_sparse.hpp
   const int64_t es = dtype_size(dtype);
   f.known = true;
   add_rows(f.reads, c.a, c.m, c.k, c.lda, es);
