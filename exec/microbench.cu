@@ -1,0 +1,719 @@
+// Microbenchmarks for calibration (see microbench.hpp). Every number is a mean per operation over a
+// batch of back-to-back operations timed with CUDA events, the median of three batches; batches are
+// sized to last about a millisecond so event resolution (~0.5 µs) does not matter.
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <nccl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "exec/cuda_check.hpp"
+#include "exec/microbench.hpp"
+
+namespace cclab::exec {
+
+namespace {
+
+constexpr int kThreads = 512;    // per block for the bandwidth kernels
+constexpr int kBlocksPerSm = 2;  // 264 blocks x 512 threads on H200 reached 374 GB/s (h200x2.md)
+constexpr int kUnroll = 4;       // independent 16-byte loads in flight per thread
+constexpr int kTrials = 3;       // batches per point; the median is kept
+constexpr double kBatchTarget_s = 1e-3;
+constexpr int kMaxReps = 1000;  // stays below the launch queue depth, so enqueueing never blocks
+constexpr double kMaxGate_s = 0.1;
+constexpr unsigned long long kFlagTimeout_ns = 2'000'000'000ULL;  // a flag not seen in 2 s is a hang
+
+#define CCLAB_CUBLAS(call)                                                                                           \
+  do {                                                                                                               \
+    cublasStatus_t st_ = (call);                                                                                     \
+    if (st_ != CUBLAS_STATUS_SUCCESS)                                                                                \
+      throw Error(ErrorKind::environment, std::string("cuBLAS error ") + cublasGetStatusName(st_) + " in " + #call); \
+  } while (0)
+
+// --- kernels -------------------------------------------------------------------------------------------
+
+// dst = src, 16-byte vectors, kUnroll independent loads per thread (the loads may come from a peer GPU).
+__global__ void k_copy(const int4* __restrict__ src, int4* __restrict__ dst, int64_t n16, const char* __restrict__ srcb,
+                       char* __restrict__ dstb, int64_t tail_begin, int64_t tail_end) {
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x * kUnroll;
+  int64_t i = int64_t(blockIdx.x) * blockDim.x * kUnroll + threadIdx.x;
+  for (; i + int64_t(kUnroll - 1) * blockDim.x < n16; i += stride) {
+    int4 v[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) v[u] = src[i + u * blockDim.x];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) dst[i + u * blockDim.x] = v[u];
+  }
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u) {
+    const int64_t j = i + int64_t(u) * blockDim.x;
+    if (j < n16) dst[j] = src[j];
+  }
+  if (blockIdx.x == 0 && threadIdx.x == 0)
+    for (int64_t b = tail_begin; b < tail_end; ++b) dstb[b] = srcb[b];
+}
+
+template <class T>
+__device__ T add_elem(T a, T b) {
+  return a + b;
+}
+template <>
+__device__ __half add_elem<__half>(__half a, __half b) {
+  return __hadd(a, b);
+}
+template <>
+__device__ __nv_bfloat16 add_elem<__nv_bfloat16>(__nv_bfloat16 a, __nv_bfloat16 b) {
+  return __hadd(a, b);
+}
+
+template <class T>
+__device__ int4 add16(int4 a, int4 b) {
+  constexpr int kN = 16 / sizeof(T);
+  T x[kN], y[kN];
+  memcpy(x, &a, 16);
+  memcpy(y, &b, 16);
+#pragma unroll
+  for (int e = 0; e < kN; ++e) x[e] = add_elem(x[e], y[e]);
+  int4 r;
+  memcpy(&r, x, 16);
+  return r;
+}
+
+// dst = a + b elementwise in T; `a` may live on a peer GPU. Elements past the last full vector are
+// added one by one by thread 0.
+template <class T>
+__global__ void k_reduce(const int4* __restrict__ a, const int4* __restrict__ b, int4* __restrict__ dst, int64_t n16,
+                         int64_t tail_elems) {
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x * kUnroll;
+  int64_t i = int64_t(blockIdx.x) * blockDim.x * kUnroll + threadIdx.x;
+  for (; i + int64_t(kUnroll - 1) * blockDim.x < n16; i += stride) {
+    int4 va[kUnroll], vb[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      va[u] = a[i + u * blockDim.x];
+      vb[u] = b[i + u * blockDim.x];
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) dst[i + u * blockDim.x] = add16<T>(va[u], vb[u]);
+  }
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u) {
+    const int64_t j = i + int64_t(u) * blockDim.x;
+    if (j < n16) dst[j] = add16<T>(a[j], b[j]);
+  }
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    const T* ta = reinterpret_cast<const T*>(a + n16);
+    const T* tb = reinterpret_cast<const T*>(b + n16);
+    T* td = reinterpret_cast<T*>(dst + n16);
+    for (int64_t e = 0; e < tail_elems; ++e) td[e] = add_elem(ta[e], tb[e]);
+  }
+}
+
+__global__ void k_empty() {}
+
+__device__ unsigned long long global_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// Holds a stream for `ns` nanoseconds (the gate of Bench::timed).
+__global__ void k_spin(unsigned long long ns) {
+  const unsigned long long t0 = global_ns();
+  while (global_ns() - t0 < ns) {
+  }
+}
+
+// Fills n bytes with small values of type T in [-1, 1) (matmul inputs: no NaNs, no denormal storms).
+template <class T>
+__global__ void k_fill(T* p, int64_t n) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    const uint32_t h = uint32_t(i) * 2654435761u;
+    p[i] = T(float(h >> 8) / float(1 << 24) * 2.0f - 1.0f);
+  }
+}
+
+// Flag round trip: ping stores i into the peer's `flag` and waits for the peer to store i into its own
+// local `ack`; pong waits for `flag` (local to it) and answers. Flags live in the memory of the GPU that
+// polls them (stores cross the fabric, polls stay local, as NCCL's LL flags do).
+__global__ void k_ping(volatile unsigned* remote_flag, volatile unsigned* local_ack, int iters, int* err) {
+  for (int i = 1; i <= iters; ++i) {
+    *remote_flag = unsigned(i);
+    __threadfence_system();
+    const unsigned long long t0 = global_ns();
+    while (*local_ack != unsigned(i))
+      if (global_ns() - t0 > kFlagTimeout_ns) {
+        *err = i;
+        return;
+      }
+  }
+}
+
+__global__ void k_pong(volatile unsigned* local_flag, volatile unsigned* remote_ack, int iters, int* err) {
+  for (int i = 1; i <= iters; ++i) {
+    const unsigned long long t0 = global_ns();
+    while (*local_flag != unsigned(i))
+      if (global_ns() - t0 > kFlagTimeout_ns) {
+        *err = -i;
+        return;
+      }
+    *remote_ack = unsigned(i);
+    __threadfence_system();
+  }
+}
+
+// --- host side -----------------------------------------------------------------------------------------
+
+struct Gpu {
+  int dev = 0;
+  int sms = 0;
+  cudaStream_t stream[2] = {nullptr, nullptr};
+  char* buf[3] = {nullptr, nullptr, nullptr};  // max_bytes each: source, destination, second operand
+  unsigned* flags = nullptr;                   // [0]: flag polled here, [1]: ack polled here
+  int* err = nullptr;
+};
+
+// One stream's share of a timed batch: the device, the stream and what it enqueues per repetition.
+struct Lane {
+  int dev;
+  cudaStream_t stream;
+  std::function<void()> op;
+};
+
+std::string read_driver_version() {
+  std::ifstream f("/proc/driver/nvidia/version");
+  std::string line;
+  if (f && std::getline(f, line)) {
+    // "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159  Tue ..." -> "580.159"
+    std::istringstream is(line);
+    std::string w, prev;
+    while (is >> w) {
+      if (prev == "Module") return w;
+      prev = w;
+    }
+  }
+  int v = 0;
+  cudaDriverGetVersion(&v);
+  return "CUDA driver API " + std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
+}
+
+std::string host_name() {
+  char h[256] = {0};
+  if (gethostname(h, sizeof h - 1) != 0) return "unknown";
+  return h;
+}
+
+std::string fmt_bytes(int64_t b) {
+  if (b >= (1LL << 30) && b % (1LL << 30) == 0) return std::to_string(b >> 30) + "G";
+  if (b >= (1LL << 20) && b % (1LL << 20) == 0) return std::to_string(b >> 20) + "M";
+  if (b >= (1LL << 10) && b % (1LL << 10) == 0) return std::to_string(b >> 10) + "K";
+  return std::to_string(b) + "B";
+}
+
+class Bench {
+ public:
+  explicit Bench(const MicrobenchOptions& opt) : opt_(opt), start_(std::chrono::steady_clock::now()) {}
+  ~Bench() { release(); }
+
+  MicrobenchResult run();
+
+ private:
+  void log(const std::string& s) const {
+    if (opt_.log) opt_.log(s);
+  }
+  double elapsed_s() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
+  bool over_budget() const { return elapsed_s() > opt_.budget_s; }
+  void setup();
+  void release();
+  double timed(int reps, const std::vector<Lane>& lanes, double gate_s = 0);
+  double gated(int reps, const std::vector<Lane>& lanes);
+  BenchPoint point(int64_t bytes, const std::vector<Lane>& lanes);
+  std::vector<int64_t> sizes() const;
+  void sweep(const std::string& name, const std::string& method,
+             const std::function<std::vector<Lane>(int64_t)>& lanes_for, int64_t min_bytes = 0);
+  void launch_copy(const Gpu& g, int stream, const char* src, char* dst, int64_t bytes) const;
+  template <class T>
+  void launch_reduce(const Gpu& g, const char* a, const char* b, char* dst, int64_t bytes) const;
+  void bench_p2p();
+  void bench_local();
+  void bench_latency();
+  void bench_matmul();
+
+  MicrobenchOptions opt_;
+  std::chrono::steady_clock::time_point start_;
+  std::vector<Gpu> gpus_;
+  struct Events {
+    cudaEvent_t start = nullptr, stop = nullptr, done = nullptr;
+  };
+  std::vector<Events> ev_;     // per GPU (an event belongs to one device)
+  double last_enqueue_s_ = 0;  // host time to enqueue one repetition in the last timed() call
+  MicrobenchResult res_;
+};
+
+void Bench::setup() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) throw_env("no CUDA GPU found");
+  if (opt_.gpus < 1) throw_input("-g must be at least 1");
+  if (count < opt_.gpus) throw_env("asked for " + std::to_string(opt_.gpus) + " GPUs, found " + std::to_string(count));
+  if (opt_.max_bytes < opt_.min_bytes) throw_input("max bytes below min bytes");
+  gpus_.resize(opt_.gpus);
+  for (int d = 0; d < opt_.gpus; ++d) {
+    Gpu& g = gpus_[d];
+    g.dev = d;
+    CCLAB_CUDA(cudaSetDevice(d));
+    cudaDeviceProp prop{};
+    CCLAB_CUDA(cudaGetDeviceProperties(&prop, d));
+    g.sms = prop.multiProcessorCount;
+    if (d == 0) res_.gpu_name = prop.name;
+    for (int o = 0; o < opt_.gpus; ++o) {
+      if (o == d) continue;
+      int can = 0;
+      CCLAB_CUDA(cudaDeviceCanAccessPeer(&can, d, o));
+      if (!can)
+        throw_env("GPU " + std::to_string(d) + " cannot access GPU " + std::to_string(o) + "'s memory (peer access)");
+      const cudaError_t e = cudaDeviceEnablePeerAccess(o, 0);
+      if (e == cudaErrorPeerAccessAlreadyEnabled)
+        cudaGetLastError();
+      else
+        CCLAB_CUDA(e);
+    }
+    for (auto& s : g.stream) CCLAB_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    for (auto& b : g.buf) {
+      if (cudaMalloc(&b, size_t(opt_.max_bytes) + 64) != cudaSuccess) {
+        cudaGetLastError();
+        throw_env("cannot allocate 3 x " + fmt_bytes(opt_.max_bytes) + " on GPU " + std::to_string(d) +
+                  " (lower --max-bytes)");
+      }
+      CCLAB_CUDA(cudaMemset(b, 0, size_t(opt_.max_bytes)));
+    }
+    CCLAB_CUDA(cudaMalloc(&g.flags, 2 * sizeof(unsigned)));
+    CCLAB_CUDA(cudaMalloc(&g.err, sizeof(int)));
+    Events& e = ev_.emplace_back();
+    CCLAB_CUDA(cudaEventCreate(&e.start));
+    CCLAB_CUDA(cudaEventCreate(&e.stop));
+    CCLAB_CUDA(cudaEventCreateWithFlags(&e.done, cudaEventDisableTiming));
+  }
+  for (auto& g : gpus_) {
+    CCLAB_CUDA(cudaSetDevice(g.dev));
+    CCLAB_CUDA(cudaDeviceSynchronize());
+  }
+}
+
+void Bench::release() {
+  // Best effort: a destructor must not throw, and a failed run still frees what it can.
+  for (auto& g : gpus_) {
+    cudaSetDevice(g.dev);
+    cudaDeviceSynchronize();
+    for (auto& b : g.buf) cudaFree(b);
+    cudaFree(g.flags);
+    cudaFree(g.err);
+    for (auto& s : g.stream) cudaStreamDestroy(s);
+  }
+  for (size_t d = 0; d < ev_.size(); ++d) {
+    cudaSetDevice(int(d));
+    for (cudaEvent_t e : {ev_[d].start, ev_[d].stop, ev_[d].done})
+      if (e) cudaEventDestroy(e);
+  }
+  gpus_.clear();
+  ev_.clear();
+}
+
+// Enqueues `reps` repetitions of every lane's op, lanes interleaved, between a start event on lane 0's
+// stream (which the other lanes wait for) and a stop event after all lanes finished. Seconds per rep.
+// With a gate, lane 0's stream first spins that long on the GPU so that the whole batch is enqueued before
+// the clock starts: the measurement is then the GPU's rate, not the host's launch rate (as under CUDA
+// graph replay, which the executor uses).
+double Bench::timed(int reps, const std::vector<Lane>& lanes, double gate_s) {
+  const int d0 = lanes[0].dev;
+  CCLAB_CUDA(cudaSetDevice(d0));
+  if (gate_s > 0) {
+    k_spin<<<1, 1, 0, lanes[0].stream>>>((unsigned long long)(gate_s * 1e9));
+    CCLAB_CUDA_LAUNCHED();
+  }
+  CCLAB_CUDA(cudaEventRecord(ev_[d0].start, lanes[0].stream));
+  for (size_t l = 1; l < lanes.size(); ++l) {
+    for (size_t o = 1; o < l; ++o) CCLAB_ASSERT(lanes[o].dev != lanes[l].dev, "two helper lanes on one GPU");
+    CCLAB_CUDA(cudaSetDevice(lanes[l].dev));
+    CCLAB_CUDA(cudaStreamWaitEvent(lanes[l].stream, ev_[d0].start, 0));
+  }
+  const auto h0 = std::chrono::steady_clock::now();
+  for (int r = 0; r < reps; ++r)
+    for (const auto& lane : lanes) {
+      CCLAB_CUDA(cudaSetDevice(lane.dev));
+      lane.op();
+    }
+  last_enqueue_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - h0).count() / reps;
+  for (size_t l = 1; l < lanes.size(); ++l) {
+    cudaEvent_t done = ev_[lanes[l].dev].done;
+    CCLAB_CUDA(cudaSetDevice(lanes[l].dev));
+    CCLAB_CUDA(cudaEventRecord(done, lanes[l].stream));
+    CCLAB_CUDA(cudaSetDevice(d0));
+    CCLAB_CUDA(cudaStreamWaitEvent(lanes[0].stream, done, 0));
+  }
+  CCLAB_CUDA(cudaSetDevice(d0));
+  CCLAB_CUDA(cudaEventRecord(ev_[d0].stop, lanes[0].stream));
+  CCLAB_CUDA(cudaEventSynchronize(ev_[d0].stop));
+  CCLAB_CUDA_LAUNCHED();
+  float ms = 0;
+  CCLAB_CUDA(cudaEventElapsedTime(&ms, ev_[d0].start, ev_[d0].stop));
+  return double(ms) * 1e-3 / reps;
+}
+
+// A batch timed with a gate long enough to cover its enqueueing (measured on an ungated run first).
+double Bench::gated(int reps, const std::vector<Lane>& lanes) {
+  timed(std::min(reps, 4), lanes);
+  const double gate = std::min(kMaxGate_s, 2.0 * last_enqueue_s_ * reps + 50e-6);
+  return timed(reps, lanes, gate);
+}
+
+// Warm-up batches size the timed batches (about kBatchTarget_s each), then the median of kTrials.
+BenchPoint Bench::point(int64_t bytes, const std::vector<Lane>& lanes) {
+  timed(2, lanes);  // first touch, lazy initialisation
+  const double est = timed(2, lanes);
+  const int reps = int(std::clamp(kBatchTarget_s / std::max(est, 1e-7), 3.0, double(kMaxReps)));
+  const double gate = std::min(kMaxGate_s, 2.0 * last_enqueue_s_ * reps + 50e-6);
+  std::vector<double> t;
+  for (int i = 0; i < kTrials; ++i) t.push_back(timed(reps, lanes, gate));
+  std::sort(t.begin(), t.end());
+  return {bytes, t[kTrials / 2], reps};
+}
+
+std::vector<int64_t> Bench::sizes() const {
+  std::vector<int64_t> v;
+  for (int64_t b = opt_.min_bytes; b <= opt_.max_bytes; b *= 2) v.push_back(b);
+  return v;
+}
+
+void Bench::sweep(const std::string& name, const std::string& method,
+                  const std::function<std::vector<Lane>(int64_t)>& lanes_for, int64_t min_bytes) {
+  BenchSeries s{name, method, {}};
+  for (int64_t b : sizes()) {
+    if (b < min_bytes) continue;
+    if (over_budget()) {
+      res_.warnings.push_back(name + ": stopped at " + fmt_bytes(b) + " (time budget of " +
+                              std::to_string(int(opt_.budget_s)) + " s spent)");
+      break;
+    }
+    s.points.push_back(point(b, lanes_for(b)));
+  }
+  if (!s.points.empty()) {
+    const auto& last = s.points.back();
+    std::ostringstream os;
+    os.precision(4);
+    os << "  " << name << ": " << s.points.size() << " sizes, " << fmt_bytes(last.bytes) << " at "
+       << double(last.bytes) / last.seconds / 1e9 << " GB/s, " << fmt_bytes(s.points.front().bytes) << " in "
+       << s.points.front().seconds * 1e6 << " us";
+    log(os.str());
+    res_.series.push_back(std::move(s));
+  }
+}
+
+void Bench::launch_copy(const Gpu& g, int stream, const char* src, char* dst, int64_t bytes) const {
+  const int64_t n16 = bytes / 16;
+  const int64_t per_block = int64_t(kThreads) * kUnroll;
+  const int blocks = int(std::clamp<int64_t>((n16 + per_block - 1) / per_block, 1, int64_t(kBlocksPerSm) * g.sms));
+  k_copy<<<blocks, kThreads, 0, g.stream[stream]>>>(reinterpret_cast<const int4*>(src), reinterpret_cast<int4*>(dst),
+                                                    n16, src, dst, n16 * 16, bytes);
+}
+
+template <class T>
+void Bench::launch_reduce(const Gpu& g, const char* a, const char* b, char* dst, int64_t bytes) const {
+  const int64_t n16 = bytes / 16;
+  const int64_t per_block = int64_t(kThreads) * kUnroll;
+  const int blocks = int(std::clamp<int64_t>((n16 + per_block - 1) / per_block, 1, int64_t(kBlocksPerSm) * g.sms));
+  k_reduce<T><<<blocks, kThreads, 0, g.stream[0]>>>(reinterpret_cast<const int4*>(a), reinterpret_cast<const int4*>(b),
+                                                    reinterpret_cast<int4*>(dst), n16,
+                                                    (bytes - n16 * 16) / int64_t(sizeof(T)));
+}
+
+void Bench::bench_p2p() {
+  if (gpus_.size() < 2) {
+    res_.warnings.push_back("one GPU: peer bandwidth and flag round trip not measured");
+    return;
+  }
+  Gpu& g0 = gpus_[0];
+  Gpu& g1 = gpus_[1];
+  log("peer bandwidth GPU0 <-> GPU1 (" + fmt_bytes(opt_.min_bytes) + " .. " + fmt_bytes(opt_.max_bytes) + ")");
+  // Copy engine: pushed from the source GPU's stream, as the executor lowers puts.
+  auto ce = [&](Gpu& src, Gpu& dst, int64_t b) {
+    return Lane{src.dev, src.stream[0], [&src, &dst, b] {
+                  CCLAB_CUDA(cudaMemcpyPeerAsync(dst.buf[1], dst.dev, src.buf[0], src.dev, size_t(b), src.stream[0]));
+                }};
+  };
+  sweep("p2p.ce.uni", "cudaMemcpyPeerAsync GPU0->GPU1 on GPU0's stream, back to back, CUDA events",
+        [&](int64_t b) { return std::vector<Lane>{ce(g0, g1, b)}; });
+  sweep("p2p.ce.bidir", "cudaMemcpyPeerAsync GPU0->GPU1 and GPU1->GPU0 at once (bytes per direction), CUDA events",
+        [&](int64_t b) {
+          return std::vector<Lane>{ce(g0, g1, b), ce(g1, g0, b)};
+        });
+  // SM-driven: a kernel on the destination loads 16-byte vectors from the peer and stores locally.
+  auto sm = [&](Gpu& src, Gpu& dst, int64_t b) {
+    return Lane{dst.dev, dst.stream[0], [this, &src, &dst, b] {
+                  launch_copy(dst, 0, src.buf[0], dst.buf[1], b);
+                  CCLAB_CUDA_LAUNCHED();
+                }};
+  };
+  const std::string grid = std::to_string(kBlocksPerSm * g0.sms) + "x" + std::to_string(kThreads);
+  sweep("p2p.sm.uni", "kernel on GPU1 loading GPU0's memory (int4, up to " + grid + " threads), CUDA events",
+        [&](int64_t b) { return std::vector<Lane>{sm(g0, g1, b)}; });
+  sweep("p2p.sm.bidir", "kernels on both GPUs loading the other's memory at once (bytes per direction)",
+        [&](int64_t b) {
+          return std::vector<Lane>{sm(g0, g1, b), sm(g1, g0, b)};
+        });
+}
+
+void Bench::bench_local() {
+  Gpu& g0 = gpus_[0];
+  log("local copy and reduction bandwidth on GPU0");
+  sweep("copy.local", "cudaMemcpyAsync device to device on GPU0 (bytes copied), CUDA events", [&](int64_t b) {
+    return std::vector<Lane>{
+        Lane{0, g0.stream[0], [&g0, b] {
+               CCLAB_CUDA(cudaMemcpyAsync(g0.buf[1], g0.buf[0], size_t(b), cudaMemcpyDeviceToDevice, g0.stream[0]));
+             }}};
+  });
+  auto local = [&](auto tag, const char* name) {
+    using T = decltype(tag);
+    sweep(
+        std::string("reduce.local.") + name,
+        std::string("kernel dst = a + b in ") + name + " on GPU0 (bytes per operand; 3 bytes of HBM traffic each)",
+        [&](int64_t b) {
+          return std::vector<Lane>{Lane{0, g0.stream[0], [this, &g0, b] {
+                                          launch_reduce<T>(g0, g0.buf[0], g0.buf[2], g0.buf[1], b);
+                                          CCLAB_CUDA_LAUNCHED();
+                                        }}};
+        },
+        16);
+  };
+  local(float{}, "float");
+  local(__half{}, "half");
+  local(__nv_bfloat16{}, "bfloat16");
+  if (gpus_.size() < 2) return;
+  Gpu& g1 = gpus_[1];
+  auto peer = [&](auto tag, const char* name) {
+    using T = decltype(tag);
+    sweep(
+        std::string("reduce.peer.") + name,
+        std::string("kernel on GPU1: dst = peer(GPU0) + local in ") + name + " (bytes per operand)",
+        [&](int64_t b) {
+          return std::vector<Lane>{Lane{1, g1.stream[0], [this, &g0, &g1, b] {
+                                          launch_reduce<T>(g1, g0.buf[0], g1.buf[2], g1.buf[1], b);
+                                          CCLAB_CUDA_LAUNCHED();
+                                        }}};
+        },
+        16);
+  };
+  peer(float{}, "float");
+  peer(__half{}, "half");
+  peer(__nv_bfloat16{}, "bfloat16");
+}
+
+void Bench::bench_latency() {
+  Gpu& g0 = gpus_[0];
+  log("latencies");
+  auto series = [&](const std::string& name, const std::string& method, const std::function<double()>& one) {
+    BenchSeries s{name, method, {}};
+    for (int t = 0; t < 5; ++t) s.points.push_back({0, one(), 0});
+    std::vector<double> v;
+    for (const auto& p : s.points) v.push_back(p.seconds);
+    std::sort(v.begin(), v.end());
+    std::ostringstream os;
+    os.precision(3);
+    os << "  " << name << ": " << v[v.size() / 2] * 1e6 << " us (median of " << v.size() << ")";
+    log(os.str());
+    res_.series.push_back(std::move(s));
+  };
+  // GPU side: a gated batch (all launches queued before the clock starts), as under graph replay.
+  const auto empty = std::vector<Lane>{Lane{0, g0.stream[0], [&g0] { k_empty<<<1, 32, 0, g0.stream[0]>>>(); }}};
+  series("latency.launch", "empty kernels back to back on one stream, all queued before timing; per launch",
+         [&] { return gated(kMaxReps, empty); });
+  // Host side: what one launch call costs the CPU (bounds the rate of launches without graphs).
+  series("latency.launch_host", "host time of one kernel launch call (steady_clock over 1000 calls)", [&] {
+    timed(kMaxReps, empty);
+    return last_enqueue_s_;
+  });
+
+  // Event ping-pong: an empty kernel on one stream, an event, a wait on another stream, an empty kernel
+  // there, and back. Per hop = dependent launch + event wait.
+  auto ping_pong = [&](Gpu& a, Gpu& b, int sb) {
+    constexpr int kHops = 200;
+    cudaEvent_t ea, eb;
+    CCLAB_CUDA(cudaSetDevice(a.dev));
+    CCLAB_CUDA(cudaEventCreateWithFlags(&ea, cudaEventDisableTiming));
+    CCLAB_CUDA(cudaSetDevice(b.dev));
+    CCLAB_CUDA(cudaEventCreateWithFlags(&eb, cudaEventDisableTiming));
+    const double per_round = gated(1, {Lane{a.dev, a.stream[0], [&] {
+                                              for (int h = 0; h < kHops / 2; ++h) {
+                                                CCLAB_CUDA(cudaSetDevice(a.dev));
+                                                k_empty<<<1, 32, 0, a.stream[0]>>>();
+                                                CCLAB_CUDA(cudaEventRecord(ea, a.stream[0]));
+                                                CCLAB_CUDA(cudaSetDevice(b.dev));
+                                                CCLAB_CUDA(cudaStreamWaitEvent(b.stream[sb], ea, 0));
+                                                k_empty<<<1, 32, 0, b.stream[sb]>>>();
+                                                CCLAB_CUDA(cudaEventRecord(eb, b.stream[sb]));
+                                                CCLAB_CUDA(cudaSetDevice(a.dev));
+                                                CCLAB_CUDA(cudaStreamWaitEvent(a.stream[0], eb, 0));
+                                              }
+                                            }}});
+    CCLAB_CUDA(cudaSetDevice(a.dev));
+    CCLAB_CUDA(cudaEventDestroy(ea));
+    CCLAB_CUDA(cudaSetDevice(b.dev));
+    CCLAB_CUDA(cudaEventDestroy(eb));
+    return per_round / kHops;
+  };
+  series("latency.event", "empty kernel -> event -> wait on a second stream of GPU0 -> empty kernel, per hop",
+         [&] { return ping_pong(g0, g0, 1); });
+  if (gpus_.size() < 2) return;
+  Gpu& g1 = gpus_[1];
+  series("latency.event_peer", "empty kernel on GPU0 -> event -> wait on GPU1's stream -> empty kernel, per hop",
+         [&] { return ping_pong(g0, g1, 0); });
+
+  // Flag round trip inside two running kernels (no launch in the loop).
+  constexpr int kRounds = 2000;
+  auto flag_rtt = [&]() -> double {
+    for (Gpu* g : {&g0, &g1}) {
+      CCLAB_CUDA(cudaSetDevice(g->dev));
+      CCLAB_CUDA(cudaMemsetAsync(g->flags, 0, 2 * sizeof(unsigned), g->stream[0]));
+      CCLAB_CUDA(cudaMemsetAsync(g->err, 0, sizeof(int), g->stream[0]));
+      CCLAB_CUDA(cudaStreamSynchronize(g->stream[0]));
+    }
+    // Start the answering kernel first so that it is resident before the first ping.
+    CCLAB_CUDA(cudaSetDevice(g1.dev));
+    k_pong<<<1, 1, 0, g1.stream[0]>>>(g1.flags + 0, g0.flags + 1, kRounds, g1.err);
+    CCLAB_CUDA_LAUNCHED();
+    const double t = timed(1, {Lane{0, g0.stream[0], [&] {
+                                      k_ping<<<1, 1, 0, g0.stream[0]>>>(g1.flags + 0, g0.flags + 1, kRounds, g0.err);
+                                    }}});
+    int e0 = 0, e1 = 0;
+    CCLAB_CUDA(cudaSetDevice(g1.dev));
+    CCLAB_CUDA(cudaStreamSynchronize(g1.stream[0]));
+    CCLAB_CUDA(cudaMemcpy(&e1, g1.err, sizeof(int), cudaMemcpyDeviceToHost));
+    CCLAB_CUDA(cudaSetDevice(g0.dev));
+    CCLAB_CUDA(cudaMemcpy(&e0, g0.err, sizeof(int), cudaMemcpyDeviceToHost));
+    if (e0 || e1)
+      throw_env("flag round trip GPU0 <-> GPU1 timed out (round " + std::to_string(e0 ? e0 : -e1) +
+                "): peer stores not visible");
+    return t / kRounds;
+  };
+  series("latency.flag",
+         "one thread on GPU0 stores a flag into GPU1's memory, one on GPU1 polls it and stores an ack into GPU0's; "
+         "round trip, 2000 per kernel",
+         flag_rtt);
+}
+
+void Bench::bench_matmul() {
+  Gpu& g0 = gpus_[0];
+  CCLAB_CUDA(cudaSetDevice(0));
+  cublasHandle_t h = nullptr;
+  CCLAB_CUBLAS(cublasCreate(&h));
+  struct Guard {
+    cublasHandle_t h;
+    ~Guard() { cublasDestroy(h); }
+  } guard{h};
+  CCLAB_CUBLAS(cublasSetStream(h, g0.stream[0]));
+  struct Shape {
+    int64_t m, k, n;
+  };
+  // Squares from launch-bound to saturated, and the shape of h200x2.md's published fp16 figure.
+  const std::vector<Shape> shapes = {{256, 256, 256},    {512, 512, 512},    {1024, 1024, 1024}, {2048, 2048, 2048},
+                                     {2048, 4096, 4096}, {4096, 4096, 4096}, {8192, 8192, 8192}};
+  struct Type {
+    const char* name;
+    cudaDataType_t dt;
+    cublasComputeType_t compute;
+    int bytes;
+  };
+  // fp32 runs in true fp32 (no TF32), as cuBLAS does by default; 16-bit types accumulate in fp32.
+  const Type types[] = {{"half", CUDA_R_16F, CUBLAS_COMPUTE_32F, 2},
+                        {"bfloat16", CUDA_R_16BF, CUBLAS_COMPUTE_32F, 2},
+                        {"float", CUDA_R_32F, CUBLAS_COMPUTE_32F, 4}};
+  log("cuBLAS matmul rates on GPU0");
+  for (const Type& ty : types) {
+    // Inputs: small finite values (the tensor cores' power, hence speed, depends a little on the data).
+    const int64_t elems = opt_.max_bytes / ty.bytes;
+    for (char* b : {g0.buf[0], g0.buf[2]}) {
+      if (ty.dt == CUDA_R_16F)
+        k_fill<<<1024, 256, 0, g0.stream[0]>>>(reinterpret_cast<__half*>(b), elems);
+      else if (ty.dt == CUDA_R_16BF)
+        k_fill<<<1024, 256, 0, g0.stream[0]>>>(reinterpret_cast<__nv_bfloat16*>(b), elems);
+      else
+        k_fill<<<1024, 256, 0, g0.stream[0]>>>(reinterpret_cast<float*>(b), elems);
+    }
+    CCLAB_CUDA_LAUNCHED();
+    BenchSeries s{
+        std::string("matmul.") + ty.name,
+        std::string("cublasGemmEx C(m x n) = A(m x k) B(k x n) in ") + ty.name + ", fp32 accumulate, GPU0, CUDA events",
+        {}};
+    for (const Shape& sh : shapes) {
+      const int64_t need = std::max({sh.m * sh.k, sh.k * sh.n, sh.m * sh.n}) * ty.bytes;
+      if (need > opt_.max_bytes) continue;
+      if (over_budget()) {
+        res_.warnings.push_back(s.name + ": stopped before " + std::to_string(sh.m) + "x" + std::to_string(sh.k) + "x" +
+                                std::to_string(sh.n) + " (time budget spent)");
+        break;
+      }
+      const float one = 1.0f, zero = 0.0f;
+      BenchPoint p =
+          point(0, {Lane{0, g0.stream[0], [&] {
+                           // Column-major C^T = B^T A^T: the row-major product the executor computes.
+                           CCLAB_CUBLAS(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, int(sh.n), int(sh.m), int(sh.k), &one,
+                                                     g0.buf[2], ty.dt, int(sh.n), g0.buf[0], ty.dt, int(sh.k), &zero,
+                                                     g0.buf[1], ty.dt, int(sh.n), ty.compute, CUBLAS_GEMM_DEFAULT));
+                         }}});
+      p.m = sh.m;
+      p.k = sh.k;
+      p.n = sh.n;
+      s.points.push_back(p);
+    }
+    if (!s.points.empty()) {
+      const auto& last = s.points.back();
+      std::ostringstream os;
+      os.precision(4);
+      os << "  " << s.name << ": " << last.m << "x" << last.k << "x" << last.n << " at "
+         << 2.0 * last.m * last.k * last.n / last.seconds / 1e12 << " TFLOP/s";
+      log(os.str());
+      res_.series.push_back(std::move(s));
+    }
+  }
+}
+
+MicrobenchResult Bench::run() {
+  setup();
+  res_.machine = host_name();
+  res_.driver = read_driver_version();
+  int rt = 0;
+  CCLAB_CUDA(cudaRuntimeGetVersion(&rt));
+  res_.cuda_runtime = std::to_string(rt / 1000) + "." + std::to_string((rt % 1000) / 10);
+  int nv = 0;
+  CCLAB_NCCL(ncclGetVersion(&nv));  // the version only: NCCL is never timed here
+  res_.nccl_version =
+      std::to_string(nv / 10000) + "." + std::to_string((nv % 10000) / 100) + "." + std::to_string(nv % 100);
+  res_.gpus = opt_.gpus;
+  log("calibrate: " + std::to_string(opt_.gpus) + " x " + res_.gpu_name + ", driver " + res_.driver + ", CUDA " +
+      res_.cuda_runtime);
+  bench_latency();
+  bench_p2p();
+  bench_local();
+  bench_matmul();
+  for (const auto& w : res_.warnings) log("warning: " + w);
+  std::ostringstream os;
+  os.precision(3);
+  os << "calibrate: measured in " << elapsed_s() << " s";
+  log(os.str());
+  return res_;
+}
+
+}  // namespace
+
+MicrobenchResult run_microbenchmarks(const MicrobenchOptions& opt) {
+  Bench b(opt);
+  return b.run();
+}
+
+}  // namespace cclab::exec

@@ -1,0 +1,406 @@
+// Least-squares fits of microbenchmark measurements (Eigen), and their JSON form.
+#include "model/calibrate.hpp"
+
+#include <Eigen/Dense>
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "core/error.hpp"
+
+namespace cclab::model {
+
+namespace {
+
+using nlohmann::json;
+
+const char* kDtypes[] = {"float", "half", "bfloat16"};
+
+// A line whose RMS relative residual is below this describes the points to within timing noise (event
+// timing and run-to-run spread are ~0.5%): no efficiency curve is fitted on top.
+constexpr double kLineGoodEnough = 0.005;
+
+bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+
+bool is_latency_series(std::string_view name) { return starts_with(name, "latency."); }
+bool is_matmul_series(std::string_view name) { return starts_with(name, "matmul."); }
+
+// Relative residuals of a fit against the points.
+void score(SaturatingFit& f, const std::vector<double>& x, const std::vector<Seconds>& t) {
+  double ss = 0, mx = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double r = (f.time(x[i]).value - t[i].value) / t[i].value;
+    ss += r * r;
+    mx = std::max(mx, std::abs(r));
+  }
+  f.rms_rel_residual = std::sqrt(ss / double(x.size()));
+  f.max_rel_residual = mx;
+  f.points = int(x.size());
+}
+
+void check_points(const std::vector<double>& x, const std::vector<Seconds>& t) {
+  if (x.size() != t.size())
+    throw_input("fit: " + std::to_string(x.size()) + " sizes but " + std::to_string(t.size()) + " times");
+  std::set<double> distinct;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (!(t[i].value > 0) || !std::isfinite(t[i].value))
+      throw_input("fit: non-positive or non-finite time at size " + std::to_string(x[i]));
+    if (!(x[i] > 0)) throw_input("fit: non-positive size " + std::to_string(x[i]));
+    distinct.insert(x[i]);
+  }
+  if (distinct.size() < 2) throw_input("fit: needs at least 2 distinct sizes, got " + std::to_string(distinct.size()));
+}
+
+// Solves min || (A x - t) / t || over the columns given (each divided row-wise by t), returning x or
+// an empty vector where the system is degenerate.
+Eigen::VectorXd weighted_lsq(const Eigen::MatrixXd& a, const Eigen::VectorXd& t) {
+  Eigen::MatrixXd aw = a;
+  for (Eigen::Index i = 0; i < a.rows(); ++i) aw.row(i) /= t(i);
+  const Eigen::VectorXd ones = Eigen::VectorXd::Ones(a.rows());
+  // Column scaling keeps the normal equations well conditioned across 8 orders of magnitude of x.
+  Eigen::VectorXd scale(a.cols());
+  for (Eigen::Index j = 0; j < a.cols(); ++j) {
+    scale(j) = aw.col(j).norm();
+    if (!(scale(j) > 0)) return {};
+    aw.col(j) /= scale(j);
+  }
+  Eigen::ColPivHouseholderQR<Eigen::MatrixXd> qr(aw);
+  if (qr.rank() < a.cols()) return {};
+  Eigen::VectorXd sol = qr.solve(ones);
+  for (Eigen::Index j = 0; j < a.cols(); ++j) sol(j) /= scale(j);
+  return sol;
+}
+
+// For a fixed exponent p: alpha, 1/beta and c (t = alpha + x/beta + c x^(1-p)); nullopt-like (beta 0)
+// when a coefficient comes out negative (not physical).
+SaturatingFit fit_fixed_p(const std::vector<double>& x, const std::vector<Seconds>& t, double p, bool with_alpha) {
+  const Eigen::Index n = Eigen::Index(x.size());
+  const int cols = with_alpha ? 3 : 2;
+  Eigen::MatrixXd a(n, cols);
+  Eigen::VectorXd tv(n);
+  for (Eigen::Index i = 0; i < n; ++i) {
+    int c = 0;
+    if (with_alpha) a(i, c++) = 1.0;
+    a(i, c++) = x[i];
+    a(i, c++) = std::pow(x[i], 1.0 - p);
+    tv(i) = t[i].value;
+  }
+  SaturatingFit f;
+  const Eigen::VectorXd s = weighted_lsq(a, tv);
+  if (s.size() == 0) return f;
+  const double alpha = with_alpha ? s(0) : 0.0;
+  const double inv_beta = s(with_alpha ? 1 : 0);
+  const double coef = s(with_alpha ? 2 : 1);
+  if (alpha < 0 || inv_beta <= 0 || coef <= 0) return f;
+  f.alpha = Seconds(alpha);
+  f.beta = BytesPerSec(1.0 / inv_beta);
+  f.p = p;
+  // c = x_half^p / beta  =>  x_half = (c beta)^(1/p)
+  f.x_half = std::pow(coef / inv_beta, 1.0 / p);
+  score(f, x, t);
+  return f;
+}
+
+}  // namespace
+
+double SaturatingFit::efficiency(double x) const {
+  if (x_half <= 0) return 1.0;
+  if (x <= 0) return 0.0;
+  return 1.0 / (1.0 + std::pow(x_half / x, p));
+}
+
+Seconds SaturatingFit::time(double x) const {
+  if (x <= 0) return alpha;
+  return alpha + Seconds(x / (beta.value * efficiency(x)));
+}
+
+SaturatingFit fit_alpha_beta(const std::vector<double>& x, const std::vector<Seconds>& t) {
+  check_points(x, t);
+  const Eigen::Index n = Eigen::Index(x.size());
+  Eigen::MatrixXd a(n, 2);
+  Eigen::VectorXd tv(n);
+  for (Eigen::Index i = 0; i < n; ++i) {
+    a(i, 0) = 1.0;
+    a(i, 1) = x[i];
+    tv(i) = t[i].value;
+  }
+  SaturatingFit f;
+  Eigen::VectorXd s = weighted_lsq(a, tv);
+  if (s.size() == 2 && s(0) >= 0 && s(1) > 0) {
+    f.alpha = Seconds(s(0));
+    f.beta = BytesPerSec(1.0 / s(1));
+  } else {
+    // A negative intercept is not physical: fit the rate alone (t = x / beta).
+    Eigen::MatrixXd a1 = a.col(1);
+    s = weighted_lsq(a1, tv);
+    if (s.size() != 1 || !(s(0) > 0)) throw_input("fit: the times do not grow with size; no rate can be fitted");
+    f.alpha = Seconds(0);
+    f.beta = BytesPerSec(1.0 / s(0));
+  }
+  score(f, x, t);
+  return f;
+}
+
+SaturatingFit fit_saturating(const std::vector<double>& x, const std::vector<Seconds>& t) {
+  const SaturatingFit line = fit_alpha_beta(x, t);
+  std::set<double> distinct(x.begin(), x.end());
+  if (distinct.size() < 4) return line;  // three parameters need more than three sizes
+
+  SaturatingFit best;
+  best.rms_rel_residual = std::numeric_limits<double>::infinity();
+  auto consider = [&](double p) {
+    for (bool with_alpha : {true, false}) {
+      const SaturatingFit f = fit_fixed_p(x, t, p, with_alpha);
+      if (f.beta.value > 0 && f.rms_rel_residual < best.rms_rel_residual) best = f;
+    }
+  };
+  // p near 1 makes the efficiency term a constant (collinear with alpha), near 0 a second rate term:
+  // search inside, then refine around the best grid point by golden-section on the residual.
+  for (double p = 0.05; p < 0.951; p += 0.05) consider(p);
+  if (best.beta.value > 0) {
+    double lo = std::max(0.02, best.p - 0.05), hi = std::min(0.98, best.p + 0.05);
+    const double g = (std::sqrt(5.0) - 1) / 2;
+    for (int it = 0; it < 30; ++it) {
+      const double a = hi - g * (hi - lo), b = lo + g * (hi - lo);
+      auto rms = [&](double p) {
+        double r = std::numeric_limits<double>::infinity();
+        for (bool with_alpha : {true, false}) {
+          const SaturatingFit f = fit_fixed_p(x, t, p, with_alpha);
+          if (f.beta.value > 0) r = std::min(r, f.rms_rel_residual);
+        }
+        return r;
+      };
+      if (rms(a) < rms(b))
+        hi = b;
+      else
+        lo = a;
+    }
+    consider((lo + hi) / 2);
+  }
+  // Occam: the efficiency curve must earn its two extra parameters, against a line that misses by more
+  // than timing noise (kLineGoodEnough).
+  if (best.beta.value > 0 && line.rms_rel_residual > kLineGoodEnough &&
+      best.rms_rel_residual < 0.9 * line.rms_rel_residual)
+    return best;
+  return line;
+}
+
+LatencyFit fit_latency(const std::vector<Seconds>& t) {
+  if (t.empty()) throw_input("fit: no latency samples");
+  std::vector<double> v;
+  for (const auto& s : t) {
+    if (!(s.value > 0) || !std::isfinite(s.value)) throw_input("fit: non-positive or non-finite latency sample");
+    v.push_back(s.value);
+  }
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  const double med = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  LatencyFit f;
+  f.value = Seconds(med);
+  double ss = 0, mx = 0;
+  for (double s : v) {
+    const double r = (med - s) / s;
+    ss += r * r;
+    mx = std::max(mx, std::abs(r));
+  }
+  f.rms_rel_residual = std::sqrt(ss / double(n));
+  f.max_rel_residual = mx;
+  f.points = int(n);
+  return f;
+}
+
+const std::vector<std::string>& bench_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v = {"p2p.ce.uni",         "p2p.ce.bidir",   "p2p.sm.uni",          "p2p.sm.bidir",
+                                  "copy.local",         "latency.launch", "latency.launch_host", "latency.event",
+                                  "latency.event_peer", "latency.flag"};
+    for (const char* d : kDtypes) {
+      v.push_back(std::string("reduce.local.") + d);
+      v.push_back(std::string("reduce.peer.") + d);
+      v.push_back(std::string("matmul.") + d);
+    }
+    return v;
+  }();
+  return names;
+}
+
+bool is_bench_name(std::string_view name) {
+  const auto& n = bench_names();
+  return std::find(n.begin(), n.end(), name) != n.end();
+}
+
+void validate(const MicroMeasurements& m) {
+  if (m.series.empty()) throw_input("measurements: no microbenchmark series");
+  std::set<std::string> seen;
+  for (const auto& s : m.series) {
+    if (!is_bench_name(s.name))
+      throw_input("measurements: '" + s.name +
+                  "' is not a microbenchmark (calibration reads point-to-point, reduction, latency and matmul "
+                  "microbenchmarks only, never collective records)");
+    if (!seen.insert(s.name).second) throw_input("measurements: series '" + s.name + "' appears twice");
+    if (s.samples.empty()) throw_input("measurements: series '" + s.name + "' has no samples");
+    for (const auto& p : s.samples) {
+      if (!(p.time.value > 0) || !std::isfinite(p.time.value))
+        throw_input("measurements: series '" + s.name + "' has a non-positive time at " + std::to_string(p.bytes) +
+                    " bytes");
+      if (is_matmul_series(s.name) && !(p.m > 0 && p.k > 0 && p.n > 0))
+        throw_input("measurements: series '" + s.name + "' has a sample without a shape (m, k, n)");
+      if (!is_latency_series(s.name) && !is_matmul_series(s.name) && p.bytes <= 0)
+        throw_input("measurements: series '" + s.name + "' has a sample with no bytes");
+    }
+  }
+}
+
+std::string measurements_to_json(const MicroMeasurements& m) {
+  json j;
+  j["machine"] = m.machine;
+  j["gpu_name"] = m.gpu_name;
+  j["driver"] = m.driver;
+  j["cuda_runtime"] = m.cuda_runtime;
+  j["nccl_version"] = m.nccl_version;
+  j["date"] = m.date;
+  j["commit"] = m.commit;
+  j["origin"] = m.origin;
+  j["gpus"] = m.gpus;
+  json series = json::array();
+  for (const auto& s : m.series) {
+    json js;
+    js["name"] = s.name;
+    js["method"] = s.method;
+    json pts = json::array();
+    for (const auto& p : s.samples) {
+      json jp = {{"bytes", p.bytes}, {"time_us", p.time.us()}, {"reps", p.reps}};
+      if (p.m > 0) jp["shape"] = {p.m, p.k, p.n};
+      pts.push_back(jp);
+    }
+    js["samples"] = pts;
+    series.push_back(js);
+  }
+  j["series"] = series;
+  return j.dump(2);
+}
+
+MicroMeasurements measurements_from_json_text(const std::string& text, const std::string& where) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw_input(where + ": not valid JSON (" + e.what() + ")");
+  }
+  if (j.is_object() && j.contains("measurements")) j = j["measurements"];  // a profile
+  if (!j.is_object() || !j.contains("series") || !j["series"].is_array())
+    throw_input(where + ": no microbenchmark measurements (expected an object with a \"series\" array)");
+  MicroMeasurements m;
+  try {
+    auto str = [&](const char* k) { return j.contains(k) ? j[k].get<std::string>() : std::string(); };
+    m.machine = str("machine");
+    m.gpu_name = str("gpu_name");
+    m.driver = str("driver");
+    m.cuda_runtime = str("cuda_runtime");
+    m.nccl_version = str("nccl_version");
+    m.date = str("date");
+    m.commit = str("commit");
+    m.origin = str("origin");
+    m.gpus = j.value("gpus", 0);
+    for (const auto& js : j["series"]) {
+      MicroSeries s;
+      s.name = js.at("name").get<std::string>();
+      s.method = js.value("method", "");
+      for (const auto& jp : js.at("samples")) {
+        MicroSample p;
+        p.bytes = jp.value("bytes", int64_t(0));
+        p.time = microseconds(jp.at("time_us").get<double>());
+        p.reps = jp.value("reps", 0);
+        if (jp.contains("shape")) {
+          const auto& sh = jp["shape"];
+          if (!sh.is_array() || sh.size() != 3)
+            throw_input(where + ": series '" + s.name + "': shape must be [m, k, n]");
+          p.m = sh[0].get<int64_t>();
+          p.k = sh[1].get<int64_t>();
+          p.n = sh[2].get<int64_t>();
+        }
+        s.samples.push_back(p);
+      }
+      m.series.push_back(std::move(s));
+    }
+  } catch (const json::exception& e) {
+    throw_input(where + ": malformed measurements (" + e.what() + ")");
+  }
+  try {
+    validate(m);
+  } catch (const Error& e) {
+    throw_input(where + ": " + e.what());
+  }
+  return m;
+}
+
+MicroMeasurements load_measurements(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(path, ec))
+    throw_input("'" + path +
+                "' is a folder (of records?): calibration reads microbenchmark measurements only, never "
+                "collective records");
+  if (!fs::exists(path, ec)) throw_input("no such measurements file '" + path + "'");
+  std::ifstream in(path);
+  if (!in) throw_input("cannot read '" + path + "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string text = ss.str();
+  // A records CSV starts with the contract header; refuse it by content, whatever its name.
+  const auto first = text.find_first_not_of(" \t\r\n");
+  if (first != std::string::npos && text.compare(first, 5, "algo,") == 0)
+    throw_input("'" + path +
+                "' is a collective records CSV: calibration reads microbenchmark measurements only, never "
+                "collective records");
+  return measurements_from_json_text(text, path);
+}
+
+const Calibration::Curve* Calibration::curve(std::string_view series) const {
+  for (const auto& c : curves)
+    if (c.series == series) return &c;
+  return nullptr;
+}
+
+const Calibration::Latency* Calibration::latency(std::string_view series) const {
+  for (const auto& l : latencies)
+    if (l.series == series) return &l;
+  return nullptr;
+}
+
+Calibration calibrate(const MicroMeasurements& m) {
+  validate(m);
+  Calibration c;
+  c.measured = m;
+  for (const auto& s : m.series) {
+    std::vector<double> x;
+    std::vector<Seconds> t;
+    for (const auto& p : s.samples) {
+      x.push_back(is_matmul_series(s.name) ? p.flops() : double(p.bytes));
+      t.push_back(p.time);
+    }
+    try {
+      if (is_latency_series(s.name)) {
+        c.latencies.push_back({s.name, fit_latency(t)});
+      } else if (s.samples.size() == 1) {
+        // One point (e.g. a published peak figure): a rate only, no latency, and it says so (points = 1).
+        SaturatingFit f;
+        f.beta = BytesPerSec(x[0] / t[0].value);
+        f.points = 1;
+        c.curves.push_back({s.name, f});
+      } else {
+        c.curves.push_back({s.name, fit_saturating(x, t)});
+      }
+    } catch (const Error& e) {
+      throw_input("series '" + s.name + "': " + e.what());
+    }
+  }
+  return c;
+}
+
+}  // namespace cclab::model

@@ -1,0 +1,325 @@
+// Profiles: from fits to simulator parameters, and back from a file to a topology and parameters.
+#include "model/profile.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/error.hpp"
+
+namespace cclab::model {
+
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+std::string read_text(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) throw_input("cannot open profile '" + path + "'");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::string fmt(double v, int digits = 4) {
+  std::ostringstream os;
+  os.precision(digits);
+  os << v;
+  return os.str();
+}
+
+bool known_param(const std::string& name) {
+  static const auto names = param_names(ModelParams{});
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+// The first GPU's memory bandwidth and tensor rate, or the model's defaults where the topology has none.
+std::pair<BytesPerSec, double> gpu_rates(const topo::Topology& t, const ModelParams& d) {
+  BytesPerSec mem = d.default_mem_bw.value;
+  double flops = d.default_flops.value;
+  if (t.num_gpus() > 0) {
+    const auto& n = t.node(t.gpu(0));
+    if (n.mem_bw.value > 0) mem = n.mem_bw;
+    if (n.flops > 0) flops = n.flops;
+  }
+  return {mem, flops};
+}
+
+}  // namespace
+
+Derived derive_params(const Calibration& cal, const topo::Topology& topology) {
+  Derived out;
+  const MicroMeasurements& m = cal.measured;
+  const std::string prov = m.origin + ", " + m.gpu_name + (m.machine.empty() ? "" : " on " + m.machine) +
+                           (m.date.empty() ? "" : ", " + m.date);
+  auto add = [&](const std::string& name, double value, const std::string& how, const std::string& from, double rms,
+                 double mx) {
+    if (!std::isfinite(value) || value < 0) {
+      out.notes.push_back(name + ": derived value " + fmt(value) + " from " + from + " is not usable; default kept");
+      return;
+    }
+    if (!known_param(name)) {
+      out.notes.push_back(name + " = " + fmt(value) + " (" + how + ") has no model parameter yet");
+      return;
+    }
+    out.params.push_back({name, value, how + " [" + from + "; " + prov + "]", from, rms, mx});
+  };
+  auto curve_of = [&](const char* s) { return cal.curve(s); };
+  auto lat_of = [&](const char* s) { return cal.latency(s); };
+
+  const ModelParams defaults = defaults_for(topology);
+  const auto [mem_bw, flops] = gpu_rates(topology, defaults);
+
+  // --- peer transfers: efficiency against the route's bottleneck, latency beyond the route's hops ---
+  if (topology.num_gpus() >= 2) {
+    const topo::Path route = topology.route_gpus(0, 1);
+    const double hops = route.latency.value;
+    const double bottleneck = route.bottleneck.value;
+    const std::string route_txt = "route GPU0->GPU1 of " + topology.name + ": " + fmt(route.bottleneck.gbps()) +
+                                  " GB/s bottleneck, " + fmt(route.latency.us()) + " us of hop latency";
+    struct Map {
+      const char* series;
+      Proto proto;
+      bool latency;  // whether the series' alpha is this protocol's per-transfer latency
+    };
+    const Map maps[] = {{"p2p.ce.uni", Proto::copy_engine, true},
+                        {"p2p.sm.uni", Proto::sm_peer, true},
+                        {"p2p.sm.bidir", Proto::flash, true},
+                        // The stream kernel's handshake is not microbenchmarked: its rate only.
+                        {"p2p.sm.bidir", Proto::stream, false}};
+    for (const Map& mp : maps) {
+      const auto* c = curve_of(mp.series);
+      if (!c) continue;
+      const SaturatingFit& f = c->fit;
+      const std::string pre = "proto." + std::string(proto_name(mp.proto)) + ".";
+      add(pre + "efficiency", f.beta.value / bottleneck,
+          "peak " + fmt(f.beta.gbps()) + " GB/s per direction over the " + route_txt, mp.series, f.rms_rel_residual,
+          f.max_rel_residual);
+      if (mp.latency && f.points > 1)
+        add(pre + "latency_us", std::max(0.0, f.alpha.value - hops) * 1e6,
+            "fitted alpha " + fmt(f.alpha.us()) + " us minus the route's hop latency", mp.series, f.rms_rel_residual,
+            f.max_rel_residual);
+      if (f.x_half > 0) {
+        DerivedCurve dc{mp.proto, {}, ""};
+        for (int64_t b = 8; b <= (int64_t(1) << 30); b *= 2) dc.points.push_back({b, f.efficiency(double(b))});
+        dc.source = "efficiency 1/(1+(" + fmt(f.x_half, 6) + " B/S)^" + fmt(f.p, 3) + ") fitted to " + mp.series +
+                    " (rms residual " + fmt(100 * f.rms_rel_residual, 3) + "%) [" + prov + "]";
+        out.curves.push_back(dc);
+      }
+    }
+    // NCCL moves data with SM loads and stores over the same path: its protocols' payload fractions (from
+    // NCCL's tuning.cc: LL 0.5, LL128 0.92, Simple 1) times the SM-driven path efficiency measured here.
+    if (const auto* c = curve_of("p2p.sm.uni")) {
+      const double eta = c->fit.beta.value / bottleneck;
+      const std::string how = "SM-driven path efficiency " + fmt(eta) + " (" + route_txt + ") x NCCL payload fraction ";
+      add("proto.simple.efficiency", eta, how + "1 (Simple)", "p2p.sm.uni", c->fit.rms_rel_residual,
+          c->fit.max_rel_residual);
+      add("proto.ll128.efficiency", 0.92 * eta, how + "0.92 (LL128, tuning.cc)", "p2p.sm.uni", c->fit.rms_rel_residual,
+          c->fit.max_rel_residual);
+      add("proto.ll.efficiency", 0.5 * eta, how + "0.5 (LL, tuning.cc)", "p2p.sm.uni", c->fit.rms_rel_residual,
+          c->fit.max_rel_residual);
+    }
+    // Both directions at once: the simulator gives each direction of a link its own bandwidth, so any
+    // loss when both are busy is reported (and used where the model has a parameter for it).
+    for (auto [uni, bidir, proto] : {std::tuple{"p2p.ce.uni", "p2p.ce.bidir", Proto::copy_engine},
+                                     std::tuple{"p2p.sm.uni", "p2p.sm.bidir", Proto::sm_peer}}) {
+      const auto *u = curve_of(uni), *b = curve_of(bidir);
+      if (!u || !b) continue;
+      const double ratio = b->fit.beta.value / u->fit.beta.value;
+      add("proto." + std::string(proto_name(proto)) + ".duplex_efficiency", ratio,
+          "per-direction peak with both directions busy / one direction (" + fmt(b->fit.beta.gbps()) + " / " +
+              fmt(u->fit.beta.gbps()) + " GB/s)",
+          std::string(bidir) + " / " + uni, b->fit.rms_rel_residual, b->fit.max_rel_residual);
+    }
+  } else {
+    out.notes.push_back("topology " + topology.name + " has fewer than 2 GPUs: peer parameters not derived");
+  }
+
+  // --- latencies ---
+  if (const auto* l = lat_of("latency.launch"))
+    add("launch_latency_us", l->fit.value.us(), "median GPU time per back-to-back kernel launch", "latency.launch",
+        l->fit.rms_rel_residual, l->fit.max_rel_residual);
+  if (const auto* l = lat_of("latency.flag"))
+    add("sync_latency_us", l->fit.value.us() / 2, "half the median flag round trip across the fabric", "latency.flag",
+        l->fit.rms_rel_residual, l->fit.max_rel_residual);
+  if (const auto* e = lat_of("latency.event"), *l = lat_of("latency.launch"); e && l)
+    add("local_dep_latency_us", std::max(0.0, e->fit.value.us() - l->fit.value.us()),
+        "event ping-pong hop between two streams minus a back-to-back launch", "latency.event - latency.launch",
+        e->fit.rms_rel_residual, e->fit.max_rel_residual);
+
+  // --- local work ---
+  if (const auto* c = curve_of("reduce.local.float")) {
+    if (c->fit.points > 1)
+      add("local_op_latency_us", c->fit.alpha.us(), "fitted alpha of a local reduction kernel, back to back",
+          "reduce.local.float", c->fit.rms_rel_residual, c->fit.max_rel_residual);
+    add("mem_efficiency", 3.0 * c->fit.beta.value / mem_bw.value,
+        "3 bytes of HBM traffic per operand byte at " + fmt(c->fit.beta.gbps()) + " GB/s per operand, of " +
+            fmt(mem_bw.gbps()) + " GB/s HBM",
+        "reduce.local.float", c->fit.rms_rel_residual, c->fit.max_rel_residual);
+  }
+  if (const auto* c = curve_of("copy.local")) {
+    const double eff = 2.0 * c->fit.beta.value / mem_bw.value;
+    if (!curve_of("reduce.local.float"))
+      add("mem_efficiency", eff,
+          "2 bytes of HBM traffic per byte copied at " + fmt(c->fit.beta.gbps()) + " GB/s, of " + fmt(mem_bw.gbps()) +
+              " GB/s HBM",
+          "copy.local", c->fit.rms_rel_residual, c->fit.max_rel_residual);
+    else
+      out.notes.push_back("copy.local: " + fmt(2 * c->fit.beta.gbps()) + " GB/s of HBM traffic (read + write), " +
+                          fmt(100 * eff, 3) + "% of " + fmt(mem_bw.gbps()) +
+                          " GB/s; the model's one mem_efficiency follows the reduction");
+  }
+  const auto* mm16 = curve_of("matmul.half") ? curve_of("matmul.half") : curve_of("matmul.bfloat16");
+  if (mm16) {
+    add("matmul_efficiency", mm16->fit.beta.value / flops,
+        "peak " + fmt(mm16->fit.beta.value / 1e12) + " TFLOP/s of " + fmt(flops / 1e12) + " dense 16-bit", mm16->series,
+        mm16->fit.rms_rel_residual, mm16->fit.max_rel_residual);
+    if (const auto* mm32 = curve_of("matmul.float"))
+      add("fp32_matmul_ratio", mm32->fit.beta.value / mm16->fit.beta.value,
+          "fp32 peak " + fmt(mm32->fit.beta.value / 1e12) + " / 16-bit peak " + fmt(mm16->fit.beta.value / 1e12) +
+              " TFLOP/s",
+          "matmul.float / " + mm16->series, mm32->fit.rms_rel_residual, mm32->fit.max_rel_residual);
+  }
+  return out;
+}
+
+std::string make_profile_json(const Calibration& cal, const topo::Topology& topology, const std::string& topology_name,
+                              const std::string& profile_name) {
+  const MicroMeasurements& m = cal.measured;
+  const Derived d = derive_params(cal, topology);
+  ojson j;
+  j["format"] = kProfileFormat;
+  j["name"] = profile_name;
+  j["topology"] = topology_name;
+  j["fitted_from"] = kLeaveOutStatement;
+  j["leave_out"] = true;
+  j["origin"] = m.origin;
+  j["machine"] = m.machine;
+  j["gpu"] = m.gpu_name;
+  j["gpus"] = m.gpus;
+  j["driver"] = m.driver;
+  j["cuda_runtime"] = m.cuda_runtime;
+  j["nccl_version"] = m.nccl_version;
+  j["date"] = m.date;
+  j["commit"] = m.commit;
+  ojson params = ojson::object();
+  for (const auto& p : d.params)
+    params[p.name] = {{"value", p.value},
+                      {"source", p.source},
+                      {"from", p.from},
+                      {"rms_residual", p.rms_residual},
+                      {"max_residual", p.max_residual}};
+  j["params"] = params;
+  ojson curves = ojson::object();
+  for (const auto& c : d.curves) {
+    ojson pts = ojson::array();
+    for (const auto& p : c.points) pts.push_back({p.bytes, p.factor});
+    curves[std::string(proto_name(c.proto))] = {{"points", pts}, {"source", c.source}};
+  }
+  j["curves"] = curves;
+  ojson fits = ojson::object();
+  for (const auto& c : cal.curves) {
+    const bool flops = c.series.rfind("matmul.", 0) == 0;
+    ojson f = {{"alpha_us", c.fit.alpha.us()}};
+    if (flops)
+      f["peak_TFLOPs"] = c.fit.beta.value / 1e12;
+    else
+      f["beta_GBps"] = c.fit.beta.gbps();
+    f["efficiency_half"] = c.fit.x_half;
+    f["efficiency_exponent"] = c.fit.p;
+    f["rms_residual"] = c.fit.rms_rel_residual;
+    f["max_residual"] = c.fit.max_rel_residual;
+    f["points"] = c.fit.points;
+    f["model"] = flops ? "t(F) = alpha + F / (peak * eta(F)), F = 2mkn, eta(F) = 1 / (1 + (efficiency_half / F)^p)"
+                       : "t(S) = alpha + S / (beta * eta(S)), eta(S) = 1 / (1 + (efficiency_half / S)^p)";
+    fits[c.series] = f;
+  }
+  for (const auto& l : cal.latencies)
+    fits[l.series] = {{"median_us", l.fit.value.us()},
+                      {"rms_residual", l.fit.rms_rel_residual},
+                      {"max_residual", l.fit.max_rel_residual},
+                      {"points", l.fit.points}};
+  j["fits"] = fits;
+  j["notes"] = d.notes;
+  j["measurements"] = ojson::parse(measurements_to_json(m));
+  return j.dump(2) + "\n";
+}
+
+bool is_profile_file(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return false;
+  std::ifstream f(path);
+  if (!f) return false;
+  const auto j = nlohmann::json::parse(f, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("format") || !j["format"].is_string()) return false;
+  return j["format"].get<std::string>().rfind("cclab-profile", 0) == 0;
+}
+
+Profile load_profile_file(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) throw_input("no such profile '" + path + "'");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(read_text(path));
+  } catch (const nlohmann::json::exception& e) {
+    throw_input(path + ": not valid JSON (" + std::string(e.what()) + ")");
+  }
+  if (!j.is_object()) throw_input(path + ": a profile is a JSON object");
+  if (!j.contains("format") || !j["format"].is_string() ||
+      j["format"].get<std::string>().rfind("cclab-profile", 0) != 0)
+    throw_input(path + ": not a cclab profile (\"format\": \"" + std::string(kProfileFormat) + "\" missing)");
+  if (!j.contains("topology") || !j["topology"].is_string() || j["topology"].get<std::string>().empty())
+    throw_input(path + ": the profile names no \"topology\" (a preset such as h200x2, or a topology file)");
+  Profile p;
+  p.path = path;
+  p.topology = j["topology"].get<std::string>();
+  auto str = [&](const char* k) { return j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : std::string(); };
+  p.name = str("name");
+  p.fitted_from = str("fitted_from");
+  p.leave_out = j.contains("leave_out") && j["leave_out"].is_boolean() && j["leave_out"].get<bool>();
+  p.origin = str("origin");
+  p.machine = str("machine");
+  p.gpu = str("gpu");
+  p.driver = str("driver");
+  p.nccl_version = str("nccl_version");
+  p.date = str("date");
+  // A topology file named relative to the profile is found beside it.
+  std::string topo_ref = p.topology;
+  if (!topo::is_preset(topo_ref) && !std::filesystem::exists(topo_ref, ec)) {
+    const auto beside = std::filesystem::path(path).parent_path() / topo_ref;
+    if (std::filesystem::exists(beside, ec)) topo_ref = beside.string();
+  }
+  topo::Topology t;
+  try {
+    t = topo::load_topology(topo_ref);
+  } catch (const Error& e) {
+    throw_input(path + ": topology '" + p.topology + "': " + e.what());
+  }
+  p.params = load_profile(path, defaults_for(t));
+  return p;
+}
+
+Target resolve_target(const std::string& preset_file_or_profile) {
+  Target tg;
+  if (is_profile_file(preset_file_or_profile)) {
+    Profile p = load_profile_file(preset_file_or_profile);
+    std::string topo_ref = p.topology;
+    std::error_code ec;
+    if (!topo::is_preset(topo_ref) && !std::filesystem::exists(topo_ref, ec))
+      topo_ref = (std::filesystem::path(preset_file_or_profile).parent_path() / topo_ref).string();
+    tg.topology = topo::load_topology(topo_ref);
+    tg.params = p.params;
+    tg.label = p.topology + " (profile " + preset_file_or_profile + ")";
+    tg.profile = std::move(p);
+    return tg;
+  }
+  tg.topology = topo::load_topology(preset_file_or_profile);
+  tg.params = defaults_for(tg.topology);
+  tg.label = tg.topology.name;
+  return tg;
+}
+
+}  // namespace cclab::model

@@ -1,0 +1,183 @@
+// Profiles: fitted parameters map onto the simulator's ModelParams, a profile file round-trips through
+// model::load_profile, and `--topo <profile>` resolves to the profile's topology and parameters.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "core/error.hpp"
+#include "model/calibrate.hpp"
+#include "model/profile.hpp"
+
+namespace cclab::model {
+namespace {
+
+namespace fs = std::filesystem;
+
+MicroSeries line_series(const std::string& name, double alpha_us, double beta_gbps) {
+  SaturatingFit f;
+  f.alpha = microseconds(alpha_us);
+  f.beta = GBps(beta_gbps);
+  MicroSeries s{name, "synthetic", {}};
+  for (int64_t b = 1024; b <= (int64_t(1) << 30); b *= 4) s.samples.push_back({b, f.time(double(b)), 10});
+  return s;
+}
+
+MicroSeries curve_series(const std::string& name, double alpha_us, double beta_gbps, double x_half, double p) {
+  SaturatingFit f;
+  f.alpha = microseconds(alpha_us);
+  f.beta = GBps(beta_gbps);
+  f.x_half = x_half;
+  f.p = p;
+  MicroSeries s{name, "synthetic", {}};
+  for (int64_t b = 8; b <= (int64_t(1) << 30); b *= 2) s.samples.push_back({b, f.time(double(b)), 10});
+  return s;
+}
+
+MicroMeasurements synthetic_machine() {
+  MicroMeasurements m;
+  m.machine = "testhost";
+  m.gpu_name = "synthetic H200";
+  m.driver = "580.159";
+  m.nccl_version = "2.28.3";
+  m.date = "2026-11-22";
+  m.origin = "unit test";
+  m.gpus = 2;
+  m.series.push_back(curve_series("p2p.ce.uni", 1.8, 397, 75000, 0.6));
+  m.series.push_back(line_series("p2p.ce.bidir", 1.9, 392.5));
+  m.series.push_back(line_series("p2p.sm.uni", 3.0, 374));
+  m.series.push_back(line_series("p2p.sm.bidir", 3.2, 336.5));
+  m.series.push_back(line_series("reduce.local.float", 2.0, 1400));
+  m.series.push_back({"latency.launch", "synthetic", {{0, microseconds(1.5), 1}, {0, microseconds(1.5), 1}}});
+  m.series.push_back({"latency.event", "synthetic", {{0, microseconds(4.0), 1}}});
+  m.series.push_back({"latency.flag", "synthetic", {{0, microseconds(2.4), 1}, {0, microseconds(2.4), 1}}});
+  MicroSeries mm{"matmul.half", "synthetic", {}};
+  MicroSeries mf{"matmul.float", "synthetic", {}};
+  for (int64_t d : {1024, 2048, 4096, 8192}) {
+    const double fl = 2.0 * double(d) * d * d;
+    MicroSample p{.bytes = 0, .time = Seconds(fl / 800e12) + microseconds(4), .reps = 3, .m = d, .k = d, .n = d};
+    mm.samples.push_back(p);
+    p.time = Seconds(fl / 50e12) + microseconds(4);
+    mf.samples.push_back(p);
+  }
+  m.series.push_back(mm);
+  m.series.push_back(mf);
+  return m;
+}
+
+const DerivedParam* find(const Derived& d, const std::string& name) {
+  for (const auto& p : d.params)
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+TEST(CalibrateProfile, FitsMapOntoModelParams) {
+  const topo::Topology t = topo::make_preset("h200x2");
+  const topo::Path route = t.route_gpus(0, 1);
+  const Derived d = derive_params(calibrate(synthetic_machine()), t);
+  auto value = [&](const std::string& n) {
+    const DerivedParam* p = find(d, n);
+    EXPECT_NE(p, nullptr) << n;
+    return p ? p->value : NAN;
+  };
+  EXPECT_NEAR(value("proto.copy_engine.efficiency"), 397e9 / route.bottleneck.value, 1e-3);
+  EXPECT_NEAR(value("proto.copy_engine.latency_us"), 1.8 - route.latency.us(), 0.02);
+  EXPECT_NEAR(value("proto.sm_peer.efficiency"), 374e9 / route.bottleneck.value, 1e-3);
+  EXPECT_NEAR(value("proto.flash.efficiency"), 336.5e9 / route.bottleneck.value, 1e-3);
+  EXPECT_NEAR(value("proto.simple.efficiency"), 374e9 / route.bottleneck.value, 1e-3);
+  EXPECT_NEAR(value("launch_latency_us"), 1.5, 1e-9);
+  EXPECT_NEAR(value("sync_latency_us"), 1.2, 1e-9);
+  EXPECT_NEAR(value("local_dep_latency_us"), 2.5, 1e-9);
+  EXPECT_NEAR(value("local_op_latency_us"), 2.0, 0.02);
+  const double hbm = t.node(t.gpu(0)).mem_bw.value;
+  EXPECT_NEAR(value("mem_efficiency"), 3 * 1400e9 / hbm, 1e-3);
+  EXPECT_NEAR(value("matmul_efficiency"), 800e12 / t.node(t.gpu(0)).flops, 1e-3);
+  EXPECT_NEAR(value("fp32_matmul_ratio"), 50.0 / 800.0, 1e-3);
+  // Every derived number names the microbenchmark it came from and its residual.
+  for (const auto& p : d.params) {
+    EXPECT_FALSE(p.from.empty()) << p.name;
+    EXPECT_NE(p.source.find("unit test"), std::string::npos) << p.name << ": " << p.source;
+    EXPECT_GE(p.rms_residual, 0) << p.name;
+  }
+  // The copy engine's efficiency curve (only that series had one).
+  ASSERT_EQ(d.curves.size(), 1u);
+  EXPECT_EQ(d.curves[0].proto, Proto::copy_engine);
+}
+
+TEST(CalibrateProfile, ProfileRoundTripsThroughTheSimulatorsLoader) {
+  const fs::path dir = fs::temp_directory_path() / "cclab_test_profile_roundtrip";
+  fs::create_directories(dir);
+  const std::string path = (dir / "p.json").string();
+  const topo::Topology t = topo::make_preset("h200x2");
+  const Calibration cal = calibrate(synthetic_machine());
+  {
+    std::ofstream f(path);
+    f << make_profile_json(cal, t, "h200x2", "test-h200x2");
+  }
+  ASSERT_TRUE(is_profile_file(path));
+  const Profile p = load_profile_file(path);
+  EXPECT_EQ(p.topology, "h200x2");
+  EXPECT_EQ(p.name, "test-h200x2");
+  EXPECT_TRUE(p.leave_out);
+  EXPECT_NE(p.fitted_from.find("no collective record"), std::string::npos);
+  EXPECT_EQ(p.gpu, "synthetic H200");
+  EXPECT_EQ(p.nccl_version, "2.28.3");
+  // Every derived parameter reads back through model::load_profile with its value and source.
+  const Derived d = derive_params(cal, t);
+  ASSERT_FALSE(d.params.empty());
+  for (const auto& dp : d.params) {
+    const auto v = get_param(p.params, dp.name);
+    ASSERT_TRUE(v.has_value()) << dp.name;
+    EXPECT_NEAR(*v, dp.value, 1e-9 * std::max(1.0, std::abs(dp.value))) << dp.name;
+  }
+  EXPECT_NE(p.params.launch_latency.source.find("latency.launch"), std::string::npos);
+  // The size-dependent curve: efficiency_at follows the fitted eta(S) times the peak efficiency.
+  const auto& ce = p.params.of(Proto::copy_engine);
+  ASSERT_FALSE(ce.curve.empty());
+  const SaturatingFit& fit = cal.curve("p2p.ce.uni")->fit;
+  for (int64_t b : {int64_t(4096), int64_t(1) << 20, int64_t(256) << 20})
+    EXPECT_NEAR(ce.efficiency_at(b), ce.efficiency.value * fit.efficiency(double(b)), 1e-6) << b;
+  // The raw measurements ride along, so the fit can be redone from the profile alone.
+  const MicroMeasurements back = load_measurements(path);
+  EXPECT_EQ(back.series.size(), cal.measured.series.size());
+  // And `--topo profile` resolves to the profile's topology and parameters.
+  const Target tg = resolve_target(path);
+  EXPECT_EQ(tg.topology.num_gpus(), 2);
+  ASSERT_TRUE(tg.profile.has_value());
+  EXPECT_NEAR(tg.params.sync_latency.value.us(), 1.2, 1e-9);
+  const Target preset = resolve_target("h200x2");
+  EXPECT_FALSE(preset.profile.has_value());
+  EXPECT_EQ(preset.label, "h200x2");
+  fs::remove_all(dir);
+}
+
+TEST(CalibrateProfile, BadProfilesAreInputErrorsNamingTheFile) {
+  const fs::path dir = fs::temp_directory_path() / "cclab_test_profile_bad";
+  fs::create_directories(dir);
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir / name) << text;
+    return (dir / name).string();
+  };
+  auto expect_input_error = [](const std::string& path, const std::string& needle) {
+    try {
+      load_profile_file(path);
+      FAIL() << path << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::input);
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  expect_input_error((dir / "missing.json").string(), "missing.json");
+  expect_input_error(write("broken.json", "{\"format\": "), "broken.json");
+  expect_input_error(write("notopo.json", R"({"format": "cclab-profile/1", "params": {}})"), "topology");
+  expect_input_error(write("badtopo.json", R"({"format": "cclab-profile/1", "topology": "dgx-h999"})"), "dgx-h999");
+  expect_input_error(
+      write("badparam.json", R"({"format": "cclab-profile/1", "topology": "h200x2", "params": {"warp_speed": 9}})"),
+      "warp_speed");
+  EXPECT_FALSE(is_profile_file(write("plain.json", R"({"name": "x"})")));
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace cclab::model
