@@ -1,0 +1,556 @@
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <sstream>
+
+#include "exec/cmatmul.hpp"
+#include "exec/cmatmul_kernels.cuh"
+#include "exec/cmatmul_util.cuh"
+
+namespace cclab::exec {
+namespace {
+
+using namespace detail;
+
+// cuBLAS's documented workspace recommendation for Hopper (sm_90) is 32 MiB (cuBLAS guide,
+// "cublasSetWorkspace"); giving each handle its own buffer keeps allocations out of timed regions.
+constexpr size_t kCublasWorkspaceBytes = size_t(32) << 20;
+
+const char* kRing = "allgather_matmul.ring";
+const char* kBidir = "allgather_matmul.ring_bidir";
+const char* kRsRing = "matmul_reducescatter.ring";
+const char* kAgNccl = "allgather_matmul.nccl_cublas";
+const char* kRsNccl = "matmul_reducescatter.nccl_cublas";
+
+bool is_rs(const std::string& a) { return a.rfind("matmul_reducescatter.", 0) == 0; }
+bool is_nccl(const std::string& a) { return a.size() > 12 && a.substr(a.size() - 12) == ".nccl_cublas"; }
+
+// Tolerances against the fp32-output reference: one rounding of the output to the dtype (2^-11
+// relative for fp16, 2^-8 for bf16) plus, for matmul_reducescatter, one rounding of each partial sum
+// per hop; atol scales with the reference's rms so that elements near zero are judged fairly.
+struct Tolerance {
+  float rtol, atol_rms, relerr;
+};
+Tolerance tolerance(DType t) {
+  switch (t) {
+    case DType::f16:
+      return {1e-2f, 1e-2f, 1e-2f};
+    case DType::bf16:
+      return {2e-2f, 2e-2f, 1e-2f};
+    case DType::f32:
+      return {1e-4f, 1e-4f, 1e-4f};
+  }
+  return {1e-2f, 1e-2f, 1e-2f};
+}
+
+struct Rank {
+  int dev = 0;
+  Stream comp, copy_l, copy_r;  // matmuls; copies to the previous rank; copies to the next rank
+  cublasHandle_t blas = nullptr;
+  DevBuf ws;
+  DevBuf a_in, b, agather, c;       // allgather_matmul: A_d, B_d, gathered A (scratch), output
+  DevBuf a_rs, work, recv, out_rs;  // matmul_reducescatter: A_d, own partials, arrived partials, output
+  DevBuf ref_c, ref_rs;             // fp32 references
+  DevBuf stats;                     // comparison counters
+  std::vector<Event> arr_l, arr_r, ready;
+  Event done;
+  ~Rank() {
+    if (blas) cublasDestroy(blas);
+  }
+};
+
+class Runner {
+ public:
+  Runner(RankGpus& gpus, const CmatmulConfig& cfg, bool need_rs)
+      : g_(gpus), cfg_(cfg), D_(gpus.nranks()), m_(cfg.shape.m), k_(cfg.shape.k), n_(cfg.shape.n) {
+    es_ = dtype_size(cfg.dtype);
+    shard_bytes_ = size_t(m_ * k_ * es_);
+    blk_bytes_ = size_t(m_ * n_ * es_);
+    for (int r = 0; r < D_; ++r) {
+      auto x = std::make_unique<Rank>();
+      x->dev = g_.device(r);
+      DeviceScope scope(x->dev);
+      x->comp = Stream(x->dev);
+      x->copy_l = Stream(x->dev);
+      x->copy_r = Stream(x->dev);
+      MMSP_CUBLAS(cublasCreate(&x->blas));
+      // One stream per handle for its whole life: cublasSetStream would reset the workspace.
+      MMSP_CUBLAS(cublasSetStream(x->blas, x->comp));
+      x->ws = DevBuf(x->dev, kCublasWorkspaceBytes);
+      MMSP_CUBLAS(cublasSetWorkspace(x->blas, x->ws.as(), x->ws.bytes()));
+      x->a_in = DevBuf(x->dev, shard_bytes_);
+      x->b = DevBuf(x->dev, size_t(k_ * n_ * es_));
+      x->agather = DevBuf(x->dev, shard_bytes_ * D_);
+      x->c = DevBuf(x->dev, blk_bytes_ * D_);
+      if (need_rs) {
+        x->a_rs = DevBuf(x->dev, shard_bytes_ * D_);
+        x->work = DevBuf(x->dev, blk_bytes_ * std::max(1, D_ - 1));
+        x->recv = DevBuf(x->dev, blk_bytes_ * std::max(1, D_ - 1));
+        x->out_rs = DevBuf(x->dev, blk_bytes_);
+      }
+      x->stats = DevBuf(x->dev, 64);
+      for (int i = 0; i < std::max(1, D_); ++i) {
+        x->arr_l.emplace_back(x->dev, false);
+        x->arr_r.emplace_back(x->dev, false);
+        x->ready.emplace_back(x->dev, false);
+      }
+      x->done = Event(x->dev, false);
+      R_.push_back(std::move(x));
+    }
+    DeviceScope scope(R_[0]->dev);
+    start_ = Event(R_[0]->dev, true);
+    stop_ = Event(R_[0]->dev, true);
+    // Random non-zero inputs, a different stream of numbers per rank and operand.
+    for (int r = 0; r < D_; ++r) {
+      Rank& x = *R_[r];
+      DeviceScope s(x.dev);
+      uint64_t base = mix64(cfg.seed * 1000003ull + uint64_t(r));
+      fill_uniform(x.a_in.as(), cfg.dtype, m_ * k_, base ^ 1, x.comp);
+      fill_uniform(x.b.as(), cfg.dtype, k_ * n_, base ^ 2, x.comp);
+      fill_uniform(x.agather.as(), cfg.dtype, m_ * k_ * D_, base ^ 3, x.comp);
+      if (need_rs) fill_uniform(x.a_rs.as(), cfg.dtype, m_ * k_ * D_, base ^ 4, x.comp);
+    }
+    sync_all();
+  }
+
+  void sync_all() {
+    for (auto& x : R_) {
+      DeviceScope s(x->dev);
+      MMSP_CUDA(cudaDeviceSynchronize());
+    }
+  }
+
+  // C (rows x n) = A (rows x k) @ B (k x n) [+ beta C], row-major, fp32 accumulate, on the rank's
+  // compute stream. Row-major C = A B is column-major C^T = B^T A^T: cuBLAS gets (B, A) swapped.
+  void gemm(Rank& x, int64_t rows, const void* a, const void* b, void* c, cudaDataType_t ctype, float beta) {
+    const float alpha = 1.0f;
+    MMSP_CUBLAS(cublasGemmEx(x.blas, CUBLAS_OP_N, CUBLAS_OP_N, int(n_), int(rows), int(k_), &alpha, b,
+                             cuda_type(cfg_.dtype), int(n_), a, cuda_type(cfg_.dtype), int(k_), &beta, c, ctype,
+                             int(n_), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  }
+  void gemm(Rank& x, int64_t rows, const void* a, const void* b, void* c, float beta = 0.0f) {
+    gemm(x, rows, a, b, c, cuda_type(cfg_.dtype), beta);
+  }
+
+  int prev(int r) const { return (r - 1 + D_) % D_; }
+  int next(int r) const { return (r + 1) % D_; }
+
+  // ---- allgather_matmul.ring: at step i rank r multiplies shard (r+i) mod D while a copy engine
+  // forwards that shard to rank r-1, which needs it at step i+1.
+  void enqueue_ring() {
+    for (int r = 0; r < D_; ++r) {  // r-1 finished reading its slots in the previous iteration
+      DeviceScope scope(R_[r]->dev);
+      wait(R_[r]->copy_l, R_[prev(r)]->done);
+    }
+    for (int i = 0; i < D_; ++i) {
+      for (int r = 0; r < D_; ++r) {
+        Rank& x = *R_[r];
+        DeviceScope scope(x.dev);
+        int s = (r + i) % D_;
+        const char* src = i == 0 ? x.a_in.bytes_ptr() : x.agather.bytes_ptr(s * shard_bytes_);
+        if (i > 0) wait(x.comp, R_[next(r)]->arr_l[i - 1]);  // shard s has arrived from r+1
+        gemm(x, m_, src, x.b.as(), x.c.bytes_ptr(size_t(s) * blk_bytes_));
+        if (i < D_ - 1) {
+          if (i > 0) wait(x.copy_l, R_[next(r)]->arr_l[i - 1]);
+          MMSP_CUDA(cudaMemcpyAsync(R_[prev(r)]->agather.bytes_ptr(s * shard_bytes_), src, shard_bytes_,
+                                    cudaMemcpyDefault, x.copy_l));
+          record(x.arr_l[i], x.copy_l);
+        }
+      }
+    }
+    finish_ranks(true, false);
+  }
+
+  // ---- allgather_matmul.ring_bidir: rows [0, m0) of each shard travel to r-1, rows [m0, m) to r+1.
+  // At step i rank r holds the top half of shard (r+i) and the bottom half of shard (r-i).
+  void enqueue_bidir() {
+    const int64_t m0 = m_ / 2, m1 = m_ - m0;
+    const size_t top_bytes = size_t(m0 * k_ * es_), bot_bytes = size_t(m1 * k_ * es_);
+    for (int r = 0; r < D_; ++r) {
+      DeviceScope scope(R_[r]->dev);
+      wait(R_[r]->copy_l, R_[prev(r)]->done);
+      wait(R_[r]->copy_r, R_[next(r)]->done);
+    }
+    for (int i = 0; i < D_; ++i) {
+      for (int r = 0; r < D_; ++r) {
+        Rank& x = *R_[r];
+        DeviceScope scope(x.dev);
+        int sl = (r + i) % D_, sr = ((r - i) % D_ + D_) % D_;
+        auto shard = [&](int s) -> const char* {
+          return i == 0 ? x.a_in.bytes_ptr() : x.agather.bytes_ptr(s * shard_bytes_);
+        };
+        if (i > 0) {
+          wait(x.comp, R_[next(r)]->arr_l[i - 1]);
+          wait(x.comp, R_[prev(r)]->arr_r[i - 1]);
+        }
+        if (sl == sr) {  // both halves of one shard in hand (step 0, and step D/2 for even D): one matmul
+          gemm(x, m_, shard(sl), x.b.as(), x.c.bytes_ptr(size_t(sl) * blk_bytes_));
+        } else {
+          gemm(x, m0, shard(sl), x.b.as(), x.c.bytes_ptr(size_t(sl) * blk_bytes_));
+          gemm(x, m1, shard(sr) + top_bytes, x.b.as(), x.c.bytes_ptr(size_t(sr) * blk_bytes_ + size_t(m0 * n_ * es_)));
+        }
+        if (i < D_ - 1) {
+          if (i > 0) wait(x.copy_l, R_[next(r)]->arr_l[i - 1]);
+          if (top_bytes)
+            MMSP_CUDA(cudaMemcpyAsync(R_[prev(r)]->agather.bytes_ptr(sl * shard_bytes_), shard(sl), top_bytes,
+                                      cudaMemcpyDefault, x.copy_l));
+          record(x.arr_l[i], x.copy_l);
+          if (i > 0) wait(x.copy_r, R_[prev(r)]->arr_r[i - 1]);
+          MMSP_CUDA(cudaMemcpyAsync(R_[next(r)]->agather.bytes_ptr(sr * shard_bytes_ + top_bytes),
+                                    shard(sr) + top_bytes, bot_bytes, cudaMemcpyDefault, x.copy_r));
+          record(x.arr_r[i], x.copy_r);
+        }
+      }
+    }
+    finish_ranks(true, true);
+  }
+
+  // ---- matmul_reducescatter.ring: at step t rank r computes the partial of block (r-t-1) mod D into
+  // its own buffer (no wait), then adds the partial that rank r-1 sent one step earlier, and sends
+  // the sum on to r+1; the last step's block is r's own, computed straight into its output. The copy
+  // of step t runs while the matmul of step t+1 computes.
+  void enqueue_rs_ring() {
+    for (int r = 0; r < D_; ++r) {  // r+1 finished reading its recv slots in the previous iteration
+      DeviceScope scope(R_[r]->dev);
+      wait(R_[r]->copy_l, R_[next(r)]->done);
+    }
+    for (int t = 0; t < D_; ++t) {
+      for (int r = 0; r < D_; ++r) {
+        Rank& x = *R_[r];
+        DeviceScope scope(x.dev);
+        int b = ((r - t - 1) % D_ + D_) % D_;
+        char* target = t == D_ - 1 ? x.out_rs.bytes_ptr() : x.work.bytes_ptr(size_t(t) * blk_bytes_);
+        gemm(x, m_, x.a_rs.bytes_ptr(size_t(b) * shard_bytes_), x.b.as(), target);
+        if (t > 0) {
+          wait(x.comp, R_[prev(r)]->arr_l[t - 1]);
+          add_inplace(target, x.recv.bytes_ptr(size_t(t - 1) * blk_bytes_), cfg_.dtype, m_ * n_, x.comp);
+        }
+        if (t < D_ - 1) {
+          record(x.ready[t], x.comp);
+          wait(x.copy_l, x.ready[t]);
+          MMSP_CUDA(cudaMemcpyAsync(R_[next(r)]->recv.bytes_ptr(size_t(t) * blk_bytes_), target, blk_bytes_,
+                                    cudaMemcpyDefault, x.copy_l));
+          record(x.arr_l[t], x.copy_l);
+        }
+      }
+    }
+    finish_ranks(true, false);
+  }
+
+  // ---- baselines: NCCL all-gather then one cuBLAS matmul; one cuBLAS matmul then NCCL reduce-scatter.
+  // The communicators, created (ncclCommInitAll) before any group opens: init may not run inside one.
+  std::vector<ncclComm_t> comms() {
+    std::vector<ncclComm_t> c;
+    for (int r = 0; r < D_; ++r) c.push_back(g_.nccl(r));
+    return c;
+  }
+
+  void enqueue_ag_nccl() {
+    const auto comm = comms();
+    MMSP_NCCL(ncclGroupStart());
+    for (int r = 0; r < D_; ++r)
+      MMSP_NCCL(ncclAllGather(R_[r]->a_in.as(), R_[r]->agather.as(), size_t(m_ * k_), nccl_type(cfg_.dtype), comm[r],
+                              R_[r]->comp));
+    MMSP_NCCL(ncclGroupEnd());
+    for (int r = 0; r < D_; ++r) {
+      Rank& x = *R_[r];
+      DeviceScope scope(x.dev);
+      gemm(x, m_ * D_, x.agather.as(), x.b.as(), x.c.as());
+    }
+    finish_ranks(false, false);
+  }
+
+  void enqueue_rs_nccl() {
+    const auto comm = comms();
+    for (int r = 0; r < D_; ++r) {
+      Rank& x = *R_[r];
+      DeviceScope scope(x.dev);
+      gemm(x, m_ * D_, x.a_rs.as(), x.b.as(), x.c.as());
+    }
+    MMSP_NCCL(ncclGroupStart());
+    for (int r = 0; r < D_; ++r)
+      MMSP_NCCL(ncclReduceScatter(R_[r]->c.as(), R_[r]->out_rs.as(), size_t(m_ * n_), nccl_type(cfg_.dtype), ncclSum,
+                                  comm[r], R_[r]->comp));
+    MMSP_NCCL(ncclGroupEnd());
+    finish_ranks(false, false);
+  }
+
+  // Every rank's compute stream waits for its own last copies, then marks the iteration done.
+  void finish_ranks(bool used_l, bool used_r) {
+    for (int r = 0; r < D_; ++r) {
+      Rank& x = *R_[r];
+      DeviceScope scope(x.dev);
+      if (D_ > 1 && used_l) wait(x.comp, x.arr_l[D_ - 2]);
+      if (D_ > 1 && used_r) wait(x.comp, x.arr_r[D_ - 2]);
+      record(x.done, x.comp);
+    }
+  }
+
+  void enqueue(const std::string& algo) {
+    if (algo == kRing)
+      enqueue_ring();
+    else if (algo == kBidir)
+      enqueue_bidir();
+    else if (algo == kRsRing)
+      enqueue_rs_ring();
+    else if (algo == kAgNccl)
+      enqueue_ag_nccl();
+    else if (algo == kRsNccl)
+      enqueue_rs_nccl();
+    else
+      CCLAB_ASSERT(false, "unknown collective matmul " + algo);
+  }
+
+  // Mean time of one iteration in microseconds: warm-up, then `iters` back-to-back iterations between
+  // two events on rank 0 that wait for every rank (so the span covers the slowest GPU).
+  double time_algo(const std::string& algo) {
+    for (int w = 0; w < cfg_.warmup; ++w) enqueue(algo);
+    Rank& x0 = *R_[0];
+    {
+      DeviceScope scope(x0.dev);
+      for (auto& x : R_) wait(x0.comp, x->done);
+      record(start_, x0.comp);
+    }
+    for (auto& x : R_) {  // nobody starts the timed iterations before the start mark
+      DeviceScope scope(x->dev);
+      wait(x->comp, start_);
+      wait(x->copy_l, start_);
+      wait(x->copy_r, start_);
+    }
+    for (int it = 0; it < cfg_.iters; ++it) enqueue(algo);
+    DeviceScope scope(x0.dev);
+    for (auto& x : R_) wait(x0.comp, x->done);
+    record(stop_, x0.comp);
+    MMSP_CUDA(cudaEventSynchronize(stop_));
+    sync_all();
+    return 1e3 * elapsed_ms(start_, stop_) / cfg_.iters;
+  }
+
+  // One matmul of `rows` rows on rank 0's GPU alone: the full gathered shape or the local shard.
+  double time_single_gemm(int64_t rows) {
+    Rank& x = *R_[0];
+    DeviceScope scope(x.dev);
+    const void* a = x.agather.as();  // (D m) x k of random data
+    for (int w = 0; w < cfg_.warmup; ++w) gemm(x, rows, a, x.b.as(), x.c.as());
+    record(start_, x.comp);
+    for (int it = 0; it < cfg_.iters; ++it) gemm(x, rows, a, x.b.as(), x.c.as());
+    record(stop_, x.comp);
+    MMSP_CUDA(cudaEventSynchronize(stop_));
+    return 1e3 * elapsed_ms(start_, stop_) / cfg_.iters;
+  }
+
+  // fp32-output cuBLAS references, from operands assembled by plain peer copies.
+  void build_references(bool need_ag, bool need_rs) {
+    for (int r = 0; r < D_; ++r) {
+      Rank& x = *R_[r];
+      DeviceScope scope(x.dev);
+      if (need_ag) {
+        x.ref_c = DevBuf(x.dev, size_t(D_ * m_ * n_) * sizeof(float));
+        DevBuf gathered(x.dev, shard_bytes_ * D_);
+        for (int e = 0; e < D_; ++e)
+          MMSP_CUDA(cudaMemcpyAsync(gathered.bytes_ptr(e * shard_bytes_), R_[e]->a_in.as(), shard_bytes_,
+                                    cudaMemcpyDefault, x.comp));
+        gemm(x, D_ * m_, gathered.as(), x.b.as(), x.ref_c.as(), CUDA_R_32F, 0.0f);
+        MMSP_CUDA(cudaStreamSynchronize(x.comp));
+      }
+      if (need_rs) {
+        x.ref_rs = DevBuf(x.dev, size_t(m_ * n_) * sizeof(float));
+        DevBuf a_blk(x.dev, shard_bytes_), b_e(x.dev, size_t(k_ * n_ * es_));
+        for (int e = 0; e < D_; ++e) {
+          MMSP_CUDA(cudaMemcpyAsync(a_blk.as(), R_[e]->a_rs.bytes_ptr(size_t(r) * shard_bytes_), shard_bytes_,
+                                    cudaMemcpyDefault, x.comp));
+          MMSP_CUDA(cudaMemcpyAsync(b_e.as(), R_[e]->b.as(), b_e.bytes(), cudaMemcpyDefault, x.comp));
+          gemm(x, m_, a_blk.as(), b_e.as(), x.ref_rs.as(), CUDA_R_32F, e == 0 ? 0.0f : 1.0f);
+        }
+        MMSP_CUDA(cudaStreamSynchronize(x.comp));
+      }
+    }
+  }
+
+  struct Check {
+    int64_t wrong = 0;
+    double relerr = 0;
+  };
+
+  // Poisons every output and scratch buffer with NaN, runs one iteration, compares on every rank.
+  Check run_checked(const std::string& algo) {
+    const bool rs = is_rs(algo);
+    for (auto& x : R_) {
+      DeviceScope scope(x->dev);
+      MMSP_CUDA(cudaMemsetAsync(x->c.as(), 0xff, x->c.bytes(), x->comp));  // 0xffff: NaN in fp16/bf16/fp32
+      MMSP_CUDA(cudaMemsetAsync(x->agather.as(), 0xff, x->agather.bytes(), x->comp));
+      if (rs) {
+        MMSP_CUDA(cudaMemsetAsync(x->out_rs.as(), 0xff, x->out_rs.bytes(), x->comp));
+        MMSP_CUDA(cudaMemsetAsync(x->work.as(), 0xff, x->work.bytes(), x->comp));
+        MMSP_CUDA(cudaMemsetAsync(x->recv.as(), 0xff, x->recv.bytes(), x->comp));
+      }
+    }
+    sync_all();
+    enqueue(algo);
+    sync_all();
+    Tolerance tol = tolerance(cfg_.dtype);
+    Check out;
+    double d2 = 0, r2 = 0;
+    for (auto& x : R_) {
+      DeviceScope scope(x->dev);
+      const float* ref = rs ? x->ref_rs.as<float>() : x->ref_c.as<float>();
+      int64_t n = rs ? m_ * n_ : D_ * m_ * n_;
+      double rms = std::sqrt(sum_squares(ref, n, x->comp) / double(n));
+      CompareStats st = compare_to_ref(rs ? x->out_rs.as() : x->c.as(), cfg_.dtype, ref, n, tol.rtol,
+                                       float(tol.atol_rms * rms), x->stats.as(), x->comp);
+      out.wrong += int64_t(st.bad);
+      d2 += st.diff2;
+      r2 += st.ref2;
+    }
+    out.relerr = r2 > 0 ? std::sqrt(d2 / r2) : (d2 > 0 ? INFINITY : 0.0);
+    if (!(out.relerr <= tol.relerr) && out.wrong == 0) out.wrong = 1;  // a norm failure is a failure
+    // Re-fill the gathered-A scratch with random data: the single-matmul timings read it.
+    for (int r = 0; r < D_; ++r) {
+      DeviceScope scope(R_[r]->dev);
+      fill_uniform(R_[r]->agather.as(), cfg_.dtype, m_ * k_ * D_, mix64(cfg_.seed + 77 + r), R_[r]->comp);
+    }
+    sync_all();
+    return out;
+  }
+
+ private:
+  RankGpus& g_;
+  const CmatmulConfig& cfg_;
+  int D_;
+  int64_t m_, k_, n_;
+  int es_ = 2;
+  size_t shard_bytes_ = 0, blk_bytes_ = 0;
+  std::vector<std::unique_ptr<Rank>> R_;
+  Event start_, stop_;
+};
+
+std::string fmt(double v, int prec = 4) {
+  std::ostringstream os;
+  os.precision(prec);
+  os << v;
+  return os.str();
+}
+
+}  // namespace
+
+const std::vector<std::string>& collective_matmul_algos() {
+  static const std::vector<std::string> names = {kRing, kBidir, kRsRing, kAgNccl, kRsNccl};
+  return names;
+}
+
+bool is_collective_matmul(std::string_view algo) {
+  const auto& n = collective_matmul_algos();
+  return std::find(n.begin(), n.end(), algo) != n.end();
+}
+
+std::vector<Record> run_collective_matmul(RankGpus& gpus, const CmatmulConfig& cfg) {
+  const MatmulShape& s = cfg.shape;
+  if (!s.valid())
+    throw_input("--shape needs M,K,N all positive (got " + std::to_string(s.m) + "," + std::to_string(s.k) + "," +
+                std::to_string(s.n) + ")");
+  const int D = gpus.nranks();
+  if (s.m * D > INT_MAX || s.k > INT_MAX || s.n > INT_MAX)
+    throw_input("--shape " + std::to_string(s.m) + "," + std::to_string(s.k) + "," + std::to_string(s.n) +
+                ": each matmul dimension must stay below 2^31");
+  if (cfg.iters < 1 || cfg.warmup < 0) throw_input("collective matmul needs iters >= 1 and warmup >= 0");
+
+  std::vector<std::string> algos = cfg.algos;
+  const bool explicit_list = !algos.empty();
+  if (!explicit_list) algos = collective_matmul_algos();
+  for (const auto& a : algos) {
+    if (!is_collective_matmul(a)) throw_input("unknown collective matmul algorithm '" + a + "'");
+    if (a == kBidir && s.m < 2) throw_input(std::string(kBidir) + " needs M >= 2 (half of each shard goes each way)");
+  }
+  if (gpus.shared()) {  // NCCL cannot run ranks that share a GPU
+    if (explicit_list)
+      for (const auto& a : algos)
+        if (is_nccl(a)) throw_env(a + " needs one rank per GPU (NCCL): these ranks share GPUs");
+    std::erase_if(algos, [](const std::string& a) { return is_nccl(a); });
+  }
+  const bool need_rs = std::any_of(algos.begin(), algos.end(), [](const std::string& a) { return is_rs(a); });
+  const bool need_ag = std::any_of(algos.begin(), algos.end(), [](const std::string& a) { return !is_rs(a); });
+
+  Runner run(gpus, cfg, need_rs);
+  if (cfg.check) run.build_references(need_ag, need_rs);
+
+  const double t_full = run.time_single_gemm(s.m * D);
+  const double t_shard = run.time_single_gemm(s.m);
+  const double t_bound = D * t_shard;
+
+  struct Result {
+    std::string algo;
+    double t_us;
+    Runner::Check check;
+  };
+  std::vector<Result> results;
+  for (const auto& a : algos) {
+    Runner::Check chk{-1, NAN};
+    if (cfg.check) chk = run.run_checked(a);
+    double t = run.time_algo(a);
+    results.push_back({a, t, chk});
+  }
+  std::map<std::string, double> nccl_time;
+  for (const auto& r : results)
+    if (is_nccl(r.algo)) nccl_time[is_rs(r.algo) ? "rs" : "ag"] = r.t_us;
+
+  const std::string device = gpus.device_label(), date = detail::utc_now_iso(), commit = detail::commit_label();
+  const std::string shape = std::to_string(s.m) + "," + std::to_string(s.k) + "," + std::to_string(s.n);
+  const double flops_per_gpu = 2.0 * double(D) * s.m * s.k * s.n;
+  const int es = dtype_size(cfg.dtype);
+  auto base_record = [&](const std::string& algo, const std::string& collective, int ranks, double t_us) {
+    Record rec;
+    rec.algo = algo;
+    rec.collective = collective;
+    rec.backend = "gpu";
+    rec.ranks = ranks;
+    rec.count = int64_t(D) * s.m * s.k;
+    rec.bytes = rec.count * es;  // the gathered A, as DESIGN.md defines bytes for collective matmul
+    rec.dtype = std::string(dtype_name(cfg.dtype));
+    rec.redop = collective == "matmul_reducescatter" ? "sum" : "none";
+    rec.time_us = t_us;
+    rec.device = device;
+    rec.commit = commit;
+    rec.date = date;
+    rec.shape = shape;
+    if (gpus.shared()) rec.note = "ranks share GPUs: timing not meaningful";
+    fill_bandwidths(rec);
+    rec.extra.emplace_back("tflops", fmt(flops_per_gpu / (t_us * 1e-6) / 1e12));
+    rec.extra.emplace_back("util_vs_bound", fmt(t_bound / t_us));
+    rec.extra.emplace_back("ratio_vs_cublas_full", fmt(t_us / t_full));
+    return rec;
+  };
+
+  std::vector<Record> rows;
+  for (const auto& r : results) {
+    const bool rs = is_rs(r.algo);
+    Record rec = base_record(r.algo, rs ? "matmul_reducescatter" : "allgather_matmul", D, r.t_us);
+    rec.wrong = r.check.wrong;
+    auto it = nccl_time.find(rs ? "rs" : "ag");
+    rec.extra.emplace_back("speedup_vs_nccl_cublas", it != nccl_time.end() ? fmt(it->second / r.t_us) : "");
+    rec.extra.emplace_back("relerr", cfg.check ? fmt(r.check.relerr, 3) : "");
+    rec.extra.emplace_back("t_full_us", fmt(t_full, 6));
+    rec.extra.emplace_back("t_bound_us", fmt(t_bound, 6));
+    rows.push_back(std::move(rec));
+  }
+  if (cfg.reference_rows) {
+    // One GPU's matmuls: the full gathered shape, and the local shard (the bound is D times it).
+    for (auto [algo, t] : {std::pair<std::string, double>{"matmul.cublas_full", t_full},
+                           std::pair<std::string, double>{"matmul.cublas_shard_x" + std::to_string(D), t_bound}}) {
+      Record rec = base_record(algo, "matmul", 1, t);
+      rec.wrong = -1;
+      rec.algbw_gbps = rec.busbw_gbps = 0;
+      rec.extra.emplace_back("speedup_vs_nccl_cublas", "");
+      rec.extra.emplace_back("relerr", "");
+      rec.extra.emplace_back("t_full_us", fmt(t_full, 6));
+      rec.extra.emplace_back("t_bound_us", fmt(t_bound, 6));
+      rows.push_back(std::move(rec));
+    }
+  }
+  return rows;
+}
+
+}  // namespace cclab::exec
