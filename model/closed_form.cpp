@@ -39,6 +39,10 @@ Seconds allreduce_tree_stated(const AlphaBeta& ab, int n, int64_t S) {
   return 2.0 * ceil_log2(n) * ab.alpha + ab.beta_bytes(double(S));
 }
 
+Seconds allreduce_oneshot(const AlphaBeta& ab, int n, int64_t S) {
+  return double(n - 1) * (ab.alpha + ab.beta_bytes(double(S)));
+}
+
 Seconds alltoall_direct(const AlphaBeta& ab, int n, int64_t S) {
   return double(n - 1) * (ab.alpha + ab.beta_bytes(double(S) / n));
 }

@@ -30,10 +30,11 @@ Seconds reducescatter_ring(const AlphaBeta& ab, int n, int64_t S);
 Seconds allreduce_ring(const AlphaBeta& ab, int n, int64_t S);
 // All-reduce, recursive halving-doubling (n a power of two): 2·log2(n)·α + 2(n−1)/n·Sβ.
 Seconds allreduce_rhd(const AlphaBeta& ab, int n, int64_t S);
-// All-reduce, (double binary) tree pipelined in C chunks: ~2⌈log2 n⌉α + Sβ as ALGORITHMS.md states it.
-// The exact pipeline of a tree of depth d = ⌈log2 n⌉ with C chunks, each stage moving S/C:
-// (2d + C − 1)(α + Sβ/C) up and down back to back; it tends to 2dα + Sβ when α is small and C large.
+// All-reduce, (double binary) tree, as ALGORITHMS.md states it: ~2⌈log2 n⌉α + Sβ (pipelined).
 Seconds allreduce_tree_stated(const AlphaBeta& ab, int n, int64_t S);
+// All-reduce, one-shot pull (allreduce.bidir.flash): every rank reads each of the n−1 peers' whole
+// buffers in turn: (n−1)(α + Sβ); for n = 2 one phase, α + Sβ, with both link directions busy.
+Seconds allreduce_oneshot(const AlphaBeta& ab, int n, int64_t S);
 // All-to-all, direct (pairwise): (n−1)(α + Sβ/n).
 Seconds alltoall_direct(const AlphaBeta& ab, int n, int64_t S);
 

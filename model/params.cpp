@@ -51,6 +51,7 @@ ModelParams ModelParams::ideal() {
   p.default_mem_bw = {BytesPerSec(1e30), "ideal: local work is free"};
   p.default_flops = {1e30, "ideal: local work is free"};
   p.link = {};
+  p.free_local_work = true;
   return p;
 }
 

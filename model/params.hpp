@@ -132,6 +132,9 @@ struct ModelParams {
   };
   std::array<LinkOverride, 5> link;  // indexed by topo::LinkKind
 
+  // The textbook model: local copies, reductions and matmuls take no time whatever the GPUs' rates.
+  bool free_local_work = false;
+
   NcclTuning nccl;
   enum class Arch : uint8_t { ampere, hopper } arch = Arch::hopper;
 

@@ -117,6 +117,7 @@ struct Simulator::Impl {
       Resource m;
       m.capacity =
           (n.mem_bw.value > 0 ? n.mem_bw.value : params.default_mem_bw.value.value) * params.mem_efficiency.value;
+      if (params.free_local_work) m.capacity = kInf;
       res.push_back(std::move(m));
       res_name.push_back(n.name + ".hbm");
       res_kind.push_back("hbm");
@@ -125,6 +126,7 @@ struct Simulator::Impl {
       const topo::Node& n = t.node(t.gpu(g));
       Resource c;
       c.capacity = (n.flops > 0 ? n.flops : params.default_flops.value) * params.matmul_efficiency.value;
+      if (params.free_local_work) c.capacity = kInf;
       res.push_back(std::move(c));
       res_name.push_back(n.name + ".tensor");
       res_kind.push_back("tensor");
@@ -250,8 +252,8 @@ struct Simulator::Impl {
           Flow& f = flows[fi];
           const double r = new_rate[fi];
           if (r == f.rate) continue;
-          f.remaining -= f.rate * (now - f.last);
-          if (f.remaining < 0) f.remaining = 0;
+          if (now > f.last) f.remaining -= f.rate * (now - f.last);
+          if (!(f.remaining > 0)) f.remaining = 0;
           f.last = now;
           f.rate = r;
           f.version = (f.version + 1) & 0x3fffffffu;
@@ -337,7 +339,12 @@ struct Simulator::Impl {
         }
         continue;
       }
-      CCLAB_ASSERT(bres >= 0 && best > 0, "max-min solver found no positive share");
+      if (bres < 0) {  // only unbounded resources left (free local work): those flows take no time
+        for (int32_t fi : comp_flows)
+          if (new_rate[fi] < 0) freeze(fi, kInf);
+        break;
+      }
+      CCLAB_ASSERT(best > 0, "max-min solver found no positive share");
       // Freeze the unfrozen flows of the bottleneck (copy: freeze() does not touch the list).
       for (int32_t fi : res[bres].flows)
         if (new_rate[fi] < 0) freeze(fi, best);
