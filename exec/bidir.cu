@@ -1,0 +1,648 @@
+#include <algorithm>
+#include <cstring>
+#include <sstream>
+
+#include "core/parse.hpp"
+#include "exec/bidir.hpp"
+#include "exec/bidir_kernels.cuh"
+#include "exec/cuda_check.hpp"
+
+namespace cclab::exec {
+
+using namespace bidir;
+using dev::Acc;
+using dev::Elem;
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// ll: 8-byte words = 4 data bytes (low) + 4-byte epoch flag (high), two per thread (16-byte stores).
+
+__device__ __forceinline__ uint32_t load_word(const uint8_t* p, int64_t w, int64_t bytes) {
+  const int64_t at = w * 4;
+  if (at + 4 <= bytes) return *reinterpret_cast<const uint32_t*>(p + at);
+  uint32_t v = 0;  // a partial last word (16-bit types with an odd count)
+  for (int64_t i = at; i < bytes; ++i) v |= uint32_t(p[i]) << (8 * (i - at));
+  return v;
+}
+__device__ __forceinline__ void store_word(uint8_t* p, int64_t w, int64_t bytes, uint32_t v) {
+  const int64_t at = w * 4;
+  if (at + 4 <= bytes) {
+    *reinterpret_cast<uint32_t*>(p + at) = v;
+    return;
+  }
+  for (int64_t i = at; i < bytes; ++i) p[i] = uint8_t(v >> (8 * (i - at)));
+}
+
+template <typename T, RedOp Op>
+__device__ __forceinline__ uint32_t combine_word(uint32_t a, uint32_t b) {
+  constexpr int N = 4 / sizeof(T);
+  const T* pa = reinterpret_cast<const T*>(&a);
+  const T* pb = reinterpret_cast<const T*>(&b);
+  uint32_t r;
+  T* pr = reinterpret_cast<T*>(&r);
+#pragma unroll
+  for (int i = 0; i < N; ++i) pr[i] = Elem<T>::from(dev::combine<Op>(Elem<T>::to(pa[i]), Elem<T>::to(pb[i])));
+  return r;
+}
+template <typename T>
+__device__ __forceinline__ uint32_t divide_word(uint32_t a, float d) {
+  constexpr int N = 4 / sizeof(T);
+  T* pa = reinterpret_cast<T*>(&a);
+#pragma unroll
+  for (int i = 0; i < N; ++i) pa[i] = Elem<T>::from(Elem<T>::to(pa[i]) / d);
+  return a;
+}
+
+// Last CTA to finish advances the epoch (all CTAs read it at their start, before any finished).
+__device__ __forceinline__ void finish_launch(uint32_t* done, uint32_t* epoch, uint32_t e, uint32_t arrivals) {
+  __threadfence();
+  if (atomicAdd(done, 1u) == arrivals - 1) {
+    *done = 0;
+    *reinterpret_cast<volatile uint32_t*>(epoch) = e;
+  }
+}
+
+template <typename T, RedOp Op>
+__global__ void __launch_bounds__(512) ll_kernel(BidirArgs a) {
+  __shared__ uint32_t e_s;
+  Ctrl* me = a.ctrl[a.rank];
+  if (threadIdx.x == 0) e_s = *reinterpret_cast<volatile uint32_t*>(&me->ll_epoch) + 1;
+  __syncthreads();
+  const uint32_t e = e_s;
+  const uint64_t flag = uint64_t(e) << 32;
+  const int parity = e & 1;
+  const int n = a.nranks, r = a.rank;
+  const int64_t words = (a.bytes + 3) / 4, pairs = (words + 1) / 2;
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  bool ok = true;
+  for (int64_t q = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; q < pairs && ok; q += stride) {
+    const int64_t w0 = 2 * q;
+    const uint32_t d0 = load_word(a.in[r], w0, a.bytes);
+    const uint32_t d1 = w0 + 1 < words ? load_word(a.in[r], w0 + 1, a.bytes) : 0u;
+    for (int j = 1; j < n; ++j) {
+      const int p = (r + j) % n;
+      uint64_t* slot = a.ll[p] + (int64_t(parity) * kMaxRanks + r) * a.ll_words + w0;
+      asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(slot), "l"(flag | d0), "l"(flag | d1) : "memory");
+    }
+    uint32_t acc0 = d0, acc1 = d1;
+    for (int j = 1; j < n && ok; ++j) {
+      const int p = (r + j) % n;
+      const uint64_t* slot = a.ll[r] + (int64_t(parity) * kMaxRanks + p) * a.ll_words + w0;
+      uint64_t v0, v1;
+      const uint64_t start = dev::globaltimer_ns();
+      for (uint32_t it = 1;; ++it) {
+        asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];" : "=l"(v0), "=l"(v1) : "l"(slot) : "memory");
+        if ((v0 >> 32) == e && (v1 >> 32) == e) break;
+        if ((it & 1023u) == 0 && dev::globaltimer_ns() - start > a.timeout_ns) {
+          report_timeout(a, kWaitLL, int(blockIdx.x), int(w0), e, v0 >> 32);
+          ok = false;
+          break;
+        }
+      }
+      acc0 = combine_word<T, Op>(acc0, uint32_t(v0));
+      acc1 = combine_word<T, Op>(acc1, uint32_t(v1));
+    }
+    if (a.divisor != 1.f) {
+      acc0 = divide_word<T>(acc0, a.divisor);
+      acc1 = divide_word<T>(acc1, a.divisor);
+    }
+    store_word(a.out, w0, a.bytes, acc0);
+    if (w0 + 1 < words) store_word(a.out, w0 + 1, a.bytes, acc1);
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) finish_launch(&me->ll_done, &me->ll_epoch, e, gridDim.x);
+}
+
+// ---------------------------------------------------------------------------------------------
+// flash: one-shot pull through shared memory with cp.async, S stages deep.
+
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
+  const uint32_t s = uint32_t(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+
+template <typename T, RedOp Op, int S>
+__global__ void __launch_bounds__(512) flash_kernel(BidirArgs a, bool in_place) {
+  extern __shared__ uint4 smem[];
+  __shared__ uint32_t e_s;
+  __shared__ int abort_s;
+  const int t = threadIdx.x, nt = blockDim.x, b = blockIdx.x, G = gridDim.x;
+  const int r = a.rank, n = a.nranks, npeers = n - 1;
+  Ctrl* me = a.ctrl[r];
+  if (t == 0) {
+    e_s = *reinterpret_cast<volatile uint32_t*>(&me->flash_epoch) + 1;
+    abort_s = 0;
+  }
+  __syncthreads();
+  const uint32_t e = e_s;
+  // Start: every peer's CTA b has begun, so its input (written before its launch) is ready.
+  if (t == 0) {
+    for (int j = 1; j < n; ++j) st_release(&a.ctrl[(r + j) % n]->flash_start[b][r], e);
+    for (int j = 1; j < n; ++j)
+      if (!wait_ge(a, &me->flash_start[b][(r + j) % n], e, kWaitFlashStart, b, -1)) abort_s = 1;
+  }
+  __syncthreads();
+  if (abort_s) return;
+
+  constexpr int N = 16 / sizeof(T);
+  const int64_t nvec = a.bytes / 16;
+  // Tail elements past the last full vector: block 0 reads them now, writes them after the finish
+  // handshake (in place, a peer may still be reading them before that).
+  const int64_t tail0 = nvec * N, tail_n = a.count - tail0;
+  float tail_acc = 0.f;
+  if (b == 0 && t < tail_n) {
+    const T* mine = reinterpret_cast<const T*>(a.in[r]);
+    tail_acc = Elem<T>::to(mine[tail0 + t]);
+    for (int j = 1; j < n; ++j)
+      tail_acc = dev::combine<Op>(tail_acc, Elem<T>::to(reinterpret_cast<const T*>(a.in[(r + j) % n])[tail0 + t]));
+  }
+
+  const int U = a.unroll;
+  const int64_t tile_vecs = int64_t(U) * nt;
+  const int64_t tiles = (nvec + tile_vecs - 1) / tile_vecs;
+  const int64_t J = tiles > b ? (tiles - b + G - 1) / G : 0;
+  const uint4* own = reinterpret_cast<const uint4*>(a.in[r]);
+  uint4* out = reinterpret_cast<uint4*>(a.out);
+  auto stage_at = [&](int64_t j, int i, int u) -> uint4* {
+    return smem + ((int64_t(j % S) * npeers + i) * U + u) * nt + t;
+  };
+  auto issue = [&](int64_t j) {
+    if (j < J) {
+      const int64_t base = (b + j * G) * tile_vecs;
+      for (int i = 0; i < npeers; ++i) {
+        const uint4* src = reinterpret_cast<const uint4*>(a.in[(r + 1 + i) % n]);
+        for (int u = 0; u < U; ++u) {
+          const int64_t v = base + int64_t(u) * nt + t;
+          if (v < nvec) cp_async16(stage_at(j, i, u), src + v);
+        }
+      }
+    }
+    cp_async_commit();  // empty groups keep the group count aligned with j
+  };
+  for (int s = 0; s < S - 1; ++s) issue(s);
+  const uint64_t E = uint64_t(e) << 32;
+  for (int64_t j = 0; j < J; ++j) {
+    issue(j + S - 1);
+    cp_async_wait<S - 1>();  // tile j has landed (this thread's part)
+    if (in_place) {
+      // Tell peers tile j of ours... no: that we fetched their tile j; wait until they fetched ours
+      // before overwriting it.
+      __syncthreads();
+      if (t == 0) {
+        for (int p = 1; p < n; ++p) st_release(&a.ctrl[(r + p) % n]->flash_prog[b][r], E | uint64_t(j + 1));
+        for (int p = 1; p < n; ++p)
+          if (!wait_ge(a, &me->flash_prog[b][(r + p) % n], E | uint64_t(j + 1), kWaitFlashProgress, b, int(j)))
+            abort_s = 1;
+      }
+      __syncthreads();
+      if (abort_s) return;
+    }
+    const int64_t base = (b + j * G) * tile_vecs;
+    for (int u = 0; u < U; ++u) {
+      const int64_t v = base + int64_t(u) * nt + t;
+      if (v < nvec) {
+        Acc<T> acc;
+        acc.load(own[v]);
+        for (int i = 0; i < npeers; ++i) acc.template add<Op>(*stage_at(j, i, u));
+        out[v] = acc.store(a.divisor);
+      }
+    }
+  }
+  cp_async_wait<0>();
+  __syncthreads();
+  // Finish: every peer's CTA b is done reading our tiles (and the tail).
+  if (t == 0) {
+    for (int j = 1; j < n; ++j) st_release(&a.ctrl[(r + j) % n]->flash_fin[b][r], e);
+    for (int j = 1; j < n; ++j)
+      if (!wait_ge(a, &me->flash_fin[b][(r + j) % n], e, kWaitFlashFinish, b, -1)) abort_s = 1;
+  }
+  __syncthreads();
+  if (abort_s) return;
+  if (b == 0 && t < tail_n)
+    reinterpret_cast<T*>(a.out)[tail0 + t] = Elem<T>::from(a.divisor == 1.f ? tail_acc : tail_acc / a.divisor);
+  if (t == 0) finish_launch(&me->flash_done, &me->flash_epoch, e, G);
+}
+
+// ---------------------------------------------------------------------------------------------
+// stream: lane = CTA; first half of the threads produce (push into peers' rings), second half consume.
+
+__device__ __forceinline__ void copy_bytes(uint8_t* dst, const uint8_t* src, int64_t len, int t, int nt) {
+  const int64_t nv = len / 16;
+  const uint4* s = reinterpret_cast<const uint4*>(src);
+  uint4* d = reinterpret_cast<uint4*>(dst);
+  int64_t v = t;
+  for (; v + 3 * nt < nv; v += 4 * nt) {
+    uint4 x0 = s[v], x1 = s[v + nt], x2 = s[v + 2 * nt], x3 = s[v + 3 * nt];
+    d[v] = x0;
+    d[v + nt] = x1;
+    d[v + 2 * nt] = x2;
+    d[v + 3 * nt] = x3;
+  }
+  for (; v < nv; v += nt) d[v] = s[v];
+  for (int64_t i = nv * 16 + t; i < len; i += nt) dst[i] = src[i];
+}
+
+template <typename T, RedOp Op>
+__global__ void __launch_bounds__(512) stream_kernel(BidirArgs a) {
+  __shared__ uint32_t e_s;
+  __shared__ volatile uint32_t produced;
+  __shared__ volatile int abort_p, abort_c;
+  const int lane = blockIdx.x, L = gridDim.x, half = blockDim.x / 2;
+  const bool producer = threadIdx.x < half;
+  const int t = producer ? threadIdx.x : threadIdx.x - half;
+  const int r = a.rank, n = a.nranks;
+  Ctrl* me = a.ctrl[r];
+  if (threadIdx.x == 0) {
+    e_s = *reinterpret_cast<volatile uint32_t*>(&me->stream_epoch) + 1;
+    produced = 0;
+    abort_p = 0;
+    abort_c = 0;
+  }
+  __syncthreads();
+  const uint32_t e = e_s;
+  const uint64_t E = uint64_t(e) << 32;
+  const int64_t B = a.slot_bytes;
+  const int K = a.slots;
+  const int64_t units = (a.bytes + B - 1) / B;
+  const int64_t mine = units > lane ? (units - lane + L - 1) / L : 0;
+  auto ring_slot = [&](int dst, int src, int64_t s) {
+    const int idx = (src - dst - 1 + n) % n;  // 0 .. n-2
+    return a.ring[dst] + ((int64_t(idx) * L + lane) * K + s % K) * B;
+  };
+  if (producer) {
+    for (int64_t s = 0; s < mine; ++s) {
+      const int64_t off = (lane + s * L) * B, len = min(B, a.bytes - off);
+      for (int j = 1; j < n; ++j) {
+        const int p = (r + j) % n;
+        if (t == 0) {
+          const uint64_t want = s >= K ? (E | uint64_t(s - K + 1)) : E;
+          if (!wait_ge(a, &me->cons[p][lane], want, kWaitStreamFreeSlot, lane, int(s % K))) abort_p = 1;
+        }
+        named_barrier(1, half);
+        if (abort_p) return;
+        copy_bytes(ring_slot(p, r, s), a.in[r] + off, len, t, half);
+        __threadfence_system();
+        named_barrier(1, half);
+        if (t == 0) st_release(&a.ctrl[p]->prod[r][lane], E | uint64_t(s + 1));
+      }
+      if (t == 0) produced = uint32_t(s + 1);
+    }
+  } else {
+    constexpr int N = 16 / sizeof(T);
+    for (int64_t s = 0; s < mine; ++s) {
+      const int64_t off = (lane + s * L) * B, len = min(B, a.bytes - off);
+      if (t == 0) {
+        for (int j = 1; j < n && !abort_c; ++j) {
+          const int p = (r + j) % n;
+          if (!wait_ge(a, &me->prod[p][lane], E | uint64_t(s + 1), kWaitStreamData, lane, int(s % K))) abort_c = 1;
+        }
+        // In place, our own producer must have pushed this unit before we overwrite it.
+        const uint64_t start = dev::globaltimer_ns();
+        while (!abort_c && produced < uint32_t(s + 1)) {
+          if (dev::globaltimer_ns() - start > a.timeout_ns) {
+            report_timeout(a, kWaitStreamLocal, lane, int(s % K), uint64_t(s + 1), produced);
+            abort_c = 1;
+          }
+        }
+      }
+      named_barrier(2, half);
+      if (abort_c) return;
+      const int64_t nv = len / 16;
+      const uint4* own = reinterpret_cast<const uint4*>(a.in[r] + off);
+      uint4* out = reinterpret_cast<uint4*>(a.out + off);
+      for (int64_t v = t; v < nv; v += half) {
+        Acc<T> acc;
+        acc.load(own[v]);
+        for (int j = 1; j < n; ++j)
+          acc.template add<Op>(reinterpret_cast<const uint4*>(ring_slot(r, (r + j) % n, s))[v]);
+        out[v] = acc.store(a.divisor);
+      }
+      const int64_t elems = len / int64_t(sizeof(T));
+      for (int64_t k = nv * N + t; k < elems; k += half) {
+        float acc = Elem<T>::to(reinterpret_cast<const T*>(a.in[r] + off)[k]);
+        for (int j = 1; j < n; ++j)
+          acc = dev::combine<Op>(acc, Elem<T>::to(reinterpret_cast<const T*>(ring_slot(r, (r + j) % n, s))[k]));
+        reinterpret_cast<T*>(a.out + off)[k] = Elem<T>::from(a.divisor == 1.f ? acc : acc / a.divisor);
+      }
+      named_barrier(2, half);
+      if (t == 0)
+        for (int j = 1; j < n; ++j) st_release(&a.ctrl[(r + j) % n]->cons[r][lane], E | uint64_t(s + 1));
+    }
+    // This lane consumed everything of epoch e: producers may start epoch e+1's first slots.
+    if (t == 0)
+      for (int j = 1; j < n; ++j) st_release(&a.ctrl[(r + j) % n]->cons[r][lane], E + (uint64_t(1) << 32));
+  }
+  if (t == 0) finish_launch(&me->stream_done, &me->stream_epoch, e, 2 * L);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Launchers by dtype and op.
+
+template <typename T, RedOp Op>
+struct LaunchLL {
+  static void run(const BidirArgs& a, int blocks, int threads, cudaStream_t s) {
+    ll_kernel<T, Op><<<blocks, threads, 0, s>>>(a);
+  }
+};
+template <typename T, RedOp Op>
+struct LaunchFlash {
+  static void run(const BidirArgs& a, int blocks, int threads, int stages, size_t smem, bool in_place, cudaStream_t s) {
+    if (stages <= 2) {
+      CCLAB_CUDA(cudaFuncSetAttribute(flash_kernel<T, Op, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+      flash_kernel<T, Op, 2><<<blocks, threads, smem, s>>>(a, in_place);
+    } else {
+      CCLAB_CUDA(cudaFuncSetAttribute(flash_kernel<T, Op, 4>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+      flash_kernel<T, Op, 4><<<blocks, threads, smem, s>>>(a, in_place);
+    }
+  }
+};
+template <typename T, RedOp Op>
+struct LaunchStream {
+  static void run(const BidirArgs& a, int blocks, int threads, cudaStream_t s) {
+    stream_kernel<T, Op><<<blocks, threads, 0, s>>>(a);
+  }
+};
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Host side.
+
+std::string_view bidir_mode_name(BidirMode m) {
+  switch (m) {
+    case BidirMode::ll:
+      return "ll";
+    case BidirMode::flash:
+      return "flash";
+    case BidirMode::stream:
+      return "stream";
+    case BidirMode::copy:
+      return "copy";
+  }
+  return "?";
+}
+
+BidirMode parse_bidir_mode(std::string_view s) {
+  for (BidirMode m : {BidirMode::ll, BidirMode::flash, BidirMode::stream, BidirMode::copy})
+    if (bidir_mode_name(m) == s) return m;
+  throw_input("unknown bidir mode '" + std::string(s) + "' (ll, flash, stream, copy)");
+}
+
+void BidirParams::apply(const std::string& tune) {
+  std::stringstream ss(tune);
+  std::string kv;
+  while (std::getline(ss, kv, ',')) {
+    if (kv.empty()) continue;
+    const auto eq = kv.find('=');
+    if (eq == std::string::npos) throw_input("--tune: expected key=value, got '" + kv + "'");
+    const std::string k = kv.substr(0, eq), v = kv.substr(eq + 1), flag = "--tune " + k;
+    auto i = [&](int lo, int hi) { return int(parse_int(flag, v, lo, hi)); };
+    if (k == "flash_blocks")
+      flash_blocks = i(0, kMaxBlocks);
+    else if (k == "flash_threads")
+      flash_threads = i(32, 512);
+    else if (k == "flash_stages")
+      flash_stages = i(2, 4);
+    else if (k == "flash_unroll")
+      flash_unroll = i(1, 4);
+    else if (k == "lanes")
+      lanes = i(0, kMaxLanes);
+    else if (k == "slots")
+      slots = i(2, 64);
+    else if (k == "slot_bytes")
+      slot_bytes = parse_size(flag, v);
+    else if (k == "stream_threads")
+      stream_threads = i(64, 1024);
+    else if (k == "ll_blocks")
+      ll_blocks = i(0, kMaxBlocks);
+    else if (k == "ll_threads")
+      ll_threads = i(32, 512);
+    else if (k == "ll_max_bytes")
+      ll_max_bytes = parse_size(flag, v);
+    else if (k == "ce_chunk")
+      ce_chunk = parse_size(flag, v);
+    else if (k == "ce_slots")
+      ce_slots = i(1, 64);
+    else if (k == "ce_push")
+      ce_push = i(0, 1) != 0;
+    else if (k == "kernel_timeout")
+      kernel_timeout_s = parse_double(flag, v, 0.001, 3600);
+    else if (k == "mode" || k == "reduce_blocks" || k == "sol_chunks" || k == "streams")
+      continue;  // read elsewhere
+    else
+      throw_input("--tune: unknown key '" + k + "'");
+  }
+  if (slot_bytes % 16 != 0 || slot_bytes <= 0) throw_input("--tune slot_bytes must be a positive multiple of 16");
+  if (ce_chunk % 16 != 0 || ce_chunk <= 0) throw_input("--tune ce_chunk must be a positive multiple of 16");
+  if (stream_threads % 64 != 0) throw_input("--tune stream_threads must be a multiple of 64");
+  if (ll_max_bytes > (int64_t(1) << 20)) throw_input("--tune ll_max_bytes must be at most 1M");
+}
+
+std::string BidirParams::describe(BidirMode m) const {
+  std::ostringstream os;
+  os << "mode=" << bidir_mode_name(m);
+  switch (m) {
+    case BidirMode::ll:
+      os << " threads=" << ll_threads;
+      break;
+    case BidirMode::flash:
+      os << " threads=" << flash_threads << " stages=" << flash_stages << " unroll=" << flash_unroll;
+      break;
+    case BidirMode::stream:
+      os << " slots=" << slots << " slot_bytes=" << slot_bytes << " threads=" << stream_threads;
+      break;
+    case BidirMode::copy:
+      os << " chunk=" << ce_chunk << " slots=" << ce_slots << (ce_push ? " push" : " pull");
+      break;
+  }
+  return os.str();
+}
+
+BidirMode choose_bidir_mode(int64_t bytes, DType, int nranks, const BidirParams& p) {
+  // Placeholder crossovers until the 2 x H200 measurements replace them (see exec/NOTES.md).
+  if (bytes <= std::min<int64_t>(p.ll_max_bytes, 64 << 10)) return BidirMode::ll;
+  if (nranks != 2) return BidirMode::flash;
+  if (bytes < (int64_t(32) << 20)) return BidirMode::flash;
+  return BidirMode::stream;
+}
+
+namespace {
+size_t ll_buffer_bytes(const BidirParams& p) {
+  const int64_t words = (p.ll_max_bytes + 3) / 4 + 1;
+  return size_t(2) * kMaxRanks * size_t(words) * 8;
+}
+}  // namespace
+
+BidirContext::BidirContext(const Communicator& comm, const BidirParams& params)
+    : comm_(comm), params_(params), err_(sizeof(ErrWord)) {
+  if (comm.nranks() > kMaxRanks)
+    throw_input("the fused all-reduce kernels support at most " + std::to_string(kMaxRanks) + " ranks");
+  auto init = std::make_unique<Ctrl>();
+  std::memset(init.get(), 0, sizeof(Ctrl));
+  // Consumers "released" epoch 0 entirely: producers may fill the first slots of epoch 1.
+  for (auto& row : init->cons)
+    for (auto& v : row) v = uint64_t(1) << 32;
+  for (int r = 0; r < comm.nranks(); ++r) {
+    const int d = comm.device_of(r);
+    DeviceGuard g(d);
+    ctrl_.emplace_back(d, sizeof(Ctrl));
+    CCLAB_CUDA(cudaMemcpy(ctrl_.back().get(), init.get(), sizeof(Ctrl), cudaMemcpyHostToDevice));
+    ll_.emplace_back(d, ll_buffer_bytes(params));
+    CCLAB_CUDA(cudaMemset(ll_.back().get(), 0, ll_buffer_bytes(params)));
+    ring_.emplace_back();
+  }
+}
+
+BidirContext::~BidirContext() = default;
+
+void BidirContext::ensure_ring(int lanes, int slots, int64_t slot_bytes) {
+  if (lanes == ring_lanes_ && slots == ring_slots_ && slot_bytes == ring_slot_bytes_) return;
+  const size_t bytes = size_t(std::max(comm_.nranks() - 1, 1)) * size_t(lanes) * size_t(slots) * size_t(slot_bytes);
+  for (int r = 0; r < comm_.nranks(); ++r) {
+    DeviceGuard g(comm_.device_of(r));
+    CCLAB_CUDA(cudaDeviceSynchronize());  // no kernel may still use the old ring
+    ring_[size_t(r)] = DeviceBuffer();
+    ring_[size_t(r)] = DeviceBuffer(comm_.device_of(r), bytes);
+  }
+  ring_lanes_ = lanes;
+  ring_slots_ = slots;
+  ring_slot_bytes_ = slot_bytes;
+}
+
+void BidirContext::check_errors(const std::string& what) {
+  auto* w = static_cast<volatile ErrWord*>(err_.host());
+  if (w->code == 0) return;
+  static const char* names[] = {"",
+                                "flash start handshake",
+                                "flash in-place progress flag",
+                                "flash finish handshake",
+                                "stream producer waiting for a free slot",
+                                "stream consumer waiting for data",
+                                "stream consumer waiting for its own producer",
+                                "ll receive flag"};
+  const uint32_t code = w->code;
+  std::string msg = what + ": kernel spin-wait timed out (" + (code < 8 ? names[code] : "?") + ") on rank " +
+                    std::to_string(w->rank) + " block/lane " + std::to_string(w->block) + " slot " +
+                    std::to_string(w->slot) + ": wanted " + std::to_string(w->want) + ", saw " + std::to_string(w->got);
+  std::memset(const_cast<ErrWord*>(w), 0, sizeof(ErrWord));
+  throw_env(msg);
+}
+
+BidirWorkload::BidirWorkload(BidirContext& ctx, BidirMode mode, CollSpec spec)
+    : ctx_(ctx), mode_(mode), spec_(std::move(spec)) {
+  if (spec_.coll != Coll::allreduce) throw_internal(__FILE__, __LINE__, "fused bidir kernels run all-reduce only");
+  if (mode_ == BidirMode::copy) throw_internal(__FILE__, __LINE__, "copy mode runs as a schedule");
+  const auto& comm = ctx.comm();
+  const int64_t bytes = spec_.count * dtype_size(spec_.dtype);
+  if (mode_ == BidirMode::ll && bytes > ctx.params().ll_max_bytes)
+    throw_input("ll mode handles at most " + std::to_string(ctx.params().ll_max_bytes) + " bytes");
+  std::vector<BufferSizes> sizes(size_t(spec_.nranks), BufferSizes{bytes, bytes, 0});
+  buffers_ = std::make_unique<RankBuffers>(comm, sizes);
+  for (int r = 0; r < spec_.nranks; ++r) {
+    streams_.emplace_back(comm.device_of(r));
+    raw_.push_back(streams_.back().get());
+    joins_.emplace_back(comm.device_of(r), false);
+    raw_joins_.push_back(joins_.back().get());
+  }
+  fork_ = Event(comm.device_of(0), false);
+  const auto& p = ctx.params();
+  // Ranks sharing a GPU run concurrently and wait on each other: their grids must fit together.
+  int share = 1;
+  for (int d : comm.devices()) share = std::max(share, comm.ranks_on_device(d));
+  const int sms = comm.sm_count();
+  if (mode_ == BidirMode::stream) {
+    int lanes = p.lanes > 0 ? p.lanes : sms;
+    lanes = std::max(1, std::min(lanes, sms / share));
+    const int64_t units = (bytes + p.slot_bytes - 1) / p.slot_bytes;
+    lanes = int(std::max<int64_t>(1, std::min<int64_t>(lanes, units)));
+    grid_ = lanes;
+    // The ring is laid out for the largest lane count, so sizes can change lanes without realloc.
+    ctx.ensure_ring(std::max(1, std::min(p.lanes > 0 ? p.lanes : sms, kMaxLanes)), p.slots, p.slot_bytes);
+  } else if (mode_ == BidirMode::flash) {
+    const int64_t tile = int64_t(p.flash_threads) * 16 * p.flash_unroll;
+    const int64_t tiles = std::max<int64_t>(1, (bytes / 16 * 16 + tile - 1) / tile);
+    int blocks = p.flash_blocks > 0 ? p.flash_blocks : 2 * sms;
+    blocks = std::max(1, std::min(blocks, std::max(1, 2 * sms / share)));
+    grid_ = int(std::min<int64_t>(blocks, tiles));
+  } else {
+    const int64_t pairs = ((bytes + 3) / 4 + 1) / 2;
+    const int64_t want = (pairs + p.ll_threads - 1) / p.ll_threads;
+    int blocks = p.ll_blocks > 0 ? p.ll_blocks : int(std::min<int64_t>(want, sms));
+    blocks = std::max(1, std::min(blocks, std::max(1, sms / share)));
+    grid_ = blocks;
+  }
+}
+
+void BidirWorkload::issue(cudaStream_t origin) {
+  const auto& comm = ctx_.comm();
+  const auto& p = ctx_.params();
+  fork_streams(origin, fork_.get(), raw_);
+  const int n = spec_.nranks;
+  BidirArgs a;
+  a.nranks = n;
+  a.count = spec_.count;
+  a.bytes = spec_.count * dtype_size(spec_.dtype);
+  a.divisor = spec_.op == RedOp::avg ? float(n) : 1.f;
+  for (int q = 0; q < n; ++q) {
+    a.in[q] = static_cast<const uint8_t*>(buffers_->ptr(spec_.resolve(Ref{q, Buf::input, 0})));
+    a.ctrl[q] = static_cast<Ctrl*>(ctx_.ctrl(q));
+    a.ll[q] = static_cast<uint64_t*>(ctx_.ll(q));
+    a.ring[q] = static_cast<uint8_t*>(ctx_.ring(q));
+  }
+  a.ll_words = (p.ll_max_bytes + 3) / 4 + 1;
+  a.lanes = grid_;
+  a.slots = p.slots;
+  a.slot_bytes = p.slot_bytes;
+  a.unroll = p.flash_unroll;
+  a.err = static_cast<ErrWord*>(ctx_.error_word());
+  a.timeout_ns = uint64_t(p.kernel_timeout_s * 1e9);
+  for (int r = 0; r < n; ++r) {
+    DeviceGuard g(comm.device_of(r));
+    a.rank = r;
+    a.out = static_cast<uint8_t*>(buffers_->ptr(spec_.resolve(Ref{r, Buf::output, 0})));
+    const cudaStream_t s = raw_[size_t(r)];
+    switch (mode_) {
+      case BidirMode::ll:
+        dev::dispatch<LaunchLL>(spec_.dtype, spec_.op, a, grid_, p.ll_threads, s);
+        break;
+      case BidirMode::flash: {
+        const int stages = p.flash_stages <= 2 ? 2 : 4;
+        const size_t smem =
+            size_t(stages) * size_t(std::max(n - 1, 1)) * size_t(p.flash_unroll) * size_t(p.flash_threads) * 16;
+        if (smem > 227 * 1024)
+          throw_input("flash: " + std::to_string(smem) +
+                      " bytes of shared memory needed (fewer stages, unroll or threads)");
+        dev::dispatch<LaunchFlash>(spec_.dtype, spec_.op, a, grid_, p.flash_threads, stages, smem, spec_.in_place, s);
+        break;
+      }
+      case BidirMode::stream:
+        dev::dispatch<LaunchStream>(spec_.dtype, spec_.op, a, grid_, p.stream_threads, s);
+        break;
+      case BidirMode::copy:
+        break;
+    }
+    CCLAB_CUDA_LAUNCHED();
+  }
+  join_streams(origin, raw_joins_, raw_);
+}
+
+void BidirWorkload::check_device_errors() { ctx_.check_errors("allreduce." + std::string(bidir_mode_name(mode_))); }
+
+std::string BidirWorkload::hang_report() {
+  try {
+    ctx_.check_errors("allreduce bidir");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "fused " + std::string(bidir_mode_name(mode_)) + " kernel still running (no spin-wait reported a timeout)";
+}
+
+std::string BidirWorkload::note() const { return ctx_.params().describe(mode_) + " grid=" + std::to_string(grid_); }
+
+}  // namespace cclab::exec

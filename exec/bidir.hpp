@@ -1,0 +1,124 @@
+// Fused all-reduce kernels for NVLink-connected GPUs (ALGORITHMS.md, "Bidirectional all-reduce"):
+//  - ll:     small messages. One kernel per GPU pushes its data into every peer's receive buffer as
+//            8-byte words of 4 data bytes + a 4-byte epoch flag, and reduces what arrives: one
+//            one-way NVLink latency, no handshake, double-buffered by epoch parity; graph-safe.
+//  - flash:  one-shot pull. Many CTAs stream the peers' buffers through shared memory with cp.async
+//            (several stages in flight) and reduce with the local data; a start and a finish
+//            handshake per CTA pair are the only cross-GPU synchronisation (plus, in place, a
+//            per-tile progress flag so no rank overwrites a tile a peer has not fetched yet).
+//  - stream: persistent lanes. Each lane owns a ring of slots in each peer's memory; producers wait
+//            for a free slot, store, fence (system scope) and publish a sequence number; consumers
+//            wait for it, reduce from local memory, and release the slot. Bounded scratch, any size.
+//  - copy:   copy engines pull peer chunks into local scratch, pipelined with a local reduce kernel
+//            (cross-GPU dependencies as CUDA events), for the largest sizes where copy engines reach
+//            more of the link than SM loads do.
+// Every spin-wait has a timeout that records rank, block/lane and slot in an error word the host
+// reads after each synchronisation.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "exec/device.hpp"
+#include "exec/workload.hpp"
+
+namespace cclab::exec {
+
+enum class BidirMode : uint8_t { ll, flash, stream, copy };
+std::string_view bidir_mode_name(BidirMode m);
+BidirMode parse_bidir_mode(std::string_view s);
+
+struct BidirParams {
+  // flash
+  int flash_blocks = 0;  // 0: 2 per SM (divided among ranks sharing a GPU)
+  int flash_threads = 512;
+  int flash_stages = 4;
+  int flash_unroll = 2;  // 16-byte vectors per thread per tile
+  // stream
+  int lanes = 0;  // 0: one per SM
+  int slots = 4;
+  int64_t slot_bytes = 256 << 10;
+  int stream_threads = 512;  // half producers, half consumers
+  // ll
+  int ll_blocks = 0;  // 0: enough for one word pair per thread
+  int ll_threads = 256;
+  // copy-engine pipeline
+  int64_t ce_chunk = 8 << 20;
+  int ce_slots = 3;
+  bool ce_push = false;  // copy engines push (put) instead of pull (get)
+  int64_t ll_max_bytes = 256 << 10;
+  // Kernel spin-wait timeout.
+  double kernel_timeout_s = 10.0;
+  // Applies "key=value,key=value" overrides (cclab run --tune); throws an input error naming an
+  // unknown key or bad value.
+  void apply(const std::string& tune);
+  std::string describe(BidirMode m) const;
+};
+
+// allreduce.bidir's choice by size (measured crossovers on 2 x H200: see exec/bidir.cpp).
+BidirMode choose_bidir_mode(int64_t bytes, DType dtype, int nranks, const BidirParams& p);
+
+// Per-rank control words, receive buffers and rings: allocated once per communicator and kept
+// across sizes, so epochs and sequence numbers stay monotonic (graph replays read them from device
+// memory).
+class BidirContext {
+ public:
+  BidirContext(const Communicator& comm, const BidirParams& params);
+  ~BidirContext();
+  const Communicator& comm() const { return comm_; }
+  const BidirParams& params() const { return params_; }
+  // Ring memory for the stream mode, (re)allocated when the layout grows; callers synchronise first.
+  void ensure_ring(int lanes, int slots, int64_t slot_bytes);
+  void* ctrl(int rank) const { return ctrl_[size_t(rank)].get(); }
+  void* ll(int rank) const { return ll_[size_t(rank)].get(); }
+  void* ring(int rank) const { return ring_[size_t(rank)].get(); }
+  void* error_word() const { return err_.device(); }
+  // Throws an environment error describing the first kernel timeout, if any (and clears it).
+  void check_errors(const std::string& what);
+
+ private:
+  const Communicator& comm_;
+  BidirParams params_;
+  std::vector<DeviceBuffer> ctrl_, ll_, ring_;
+  MappedHost err_;
+  int ring_lanes_ = 0, ring_slots_ = 0;
+  int64_t ring_slot_bytes_ = 0;
+};
+
+// allreduce through one of the fused modes (ll, flash, stream); `copy` goes through
+// make_bidir_copy_workload (a schedule on the general path).
+class BidirWorkload : public Workload {
+ public:
+  BidirWorkload(BidirContext& ctx, BidirMode mode, CollSpec spec);
+  const CollSpec& spec() const override { return spec_; }
+  const RankBuffers& buffers() const override { return *buffers_; }
+  void issue(cudaStream_t origin) override;
+  void check_device_errors() override;
+  std::string hang_report() override;
+  std::string note() const override;
+
+ private:
+  BidirContext& ctx_;
+  BidirMode mode_;
+  CollSpec spec_;
+  std::unique_ptr<RankBuffers> buffers_;
+  std::vector<Stream> streams_;
+  std::vector<cudaStream_t> raw_;
+  Event fork_;
+  std::vector<Event> joins_;
+  std::vector<cudaEvent_t> raw_joins_;
+  int grid_ = 0;
+};
+
+// The copy-engine pipeline as a Schedule (get chunk -> scratch slot on channel 0, reduce on
+// channel 1, slot reuse and in-place hazards as dependencies), run by the general lowering.
+Schedule bidir_copy_schedule(int nranks, int64_t count, DType dtype, RedOp op, bool in_place, const BidirParams& p);
+
+// sol.bidir_copy: rank r's copy engine pushes its input into rank r-1's output, all at once
+// (S bytes each way for 2 GPUs): the speed of light of the link in both directions.
+Schedule sol_bidir_copy_schedule(int nranks, int64_t count, DType dtype, int chunks);
+
+}  // namespace cclab::exec

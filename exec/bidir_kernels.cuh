@@ -1,0 +1,102 @@
+// Device side of the fused all-reduce modes (bidir.hpp). Kernels receive one BidirArgs by value.
+#pragma once
+
+#include <cstdint>
+
+#include "exec/device_util.cuh"
+
+namespace cclab::exec::bidir {
+
+constexpr int kMaxRanks = 8;
+constexpr int kMaxBlocks = 1024;  // flash CTAs and ll CTAs
+constexpr int kMaxLanes = 512;    // stream lanes
+
+// Per-rank control words in device memory. Peers write the flag arrays (indexed by the writer's
+// rank); the owner polls them locally. Epoch counters advance once per launch (the last CTA to
+// finish bumps them), so graph replays see fresh values.
+struct Ctrl {
+  uint32_t ll_epoch, ll_done, flash_epoch, flash_done, stream_epoch, stream_done, pad[2];
+  uint64_t flash_start[kMaxBlocks][kMaxRanks];
+  uint64_t flash_fin[kMaxBlocks][kMaxRanks];
+  uint64_t flash_prog[kMaxBlocks][kMaxRanks];
+  uint64_t prod[kMaxRanks][kMaxLanes];  // prod[src][lane]: sequence published by producer src
+  uint64_t cons[kMaxRanks][kMaxLanes];  // cons[dst][lane]: sequence released by consumer dst
+};
+
+// Written once by the first spin-wait that times out (mapped host memory).
+struct ErrWord {
+  uint32_t code;  // 0: none; else which wait (see wait codes)
+  int32_t rank, block, slot;
+  uint64_t want, got;
+};
+enum WaitCode : uint32_t {
+  kWaitFlashStart = 1,
+  kWaitFlashProgress,
+  kWaitFlashFinish,
+  kWaitStreamFreeSlot,
+  kWaitStreamData,
+  kWaitStreamLocal,
+  kWaitLL,
+};
+
+struct BidirArgs {
+  int rank = 0, nranks = 0;
+  int64_t count = 0, bytes = 0;
+  float divisor = 1.f;  // nranks for avg
+  const uint8_t* in[kMaxRanks] = {};
+  uint8_t* out = nullptr;
+  Ctrl* ctrl[kMaxRanks] = {};
+  uint64_t* ll[kMaxRanks] = {};  // [2 parities][kMaxRanks sources][ll_words]
+  int64_t ll_words = 0;
+  uint8_t* ring[kMaxRanks] = {};  // [nranks-1 sources][lanes][slots][slot_bytes]
+  int lanes = 0, slots = 0;
+  int64_t slot_bytes = 0;
+  int unroll = 1;
+  ErrWord* err = nullptr;
+  uint64_t timeout_ns = 0;
+};
+
+__device__ __forceinline__ uint64_t ld_acquire(const uint64_t* p) {
+  uint64_t v;
+  asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void st_release(uint64_t* p, uint64_t v) {
+  asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ void named_barrier(int id, int threads) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
+__device__ __noinline__ void report_timeout(const BidirArgs& a, uint32_t code, int block, int slot, uint64_t want,
+                                            uint64_t got) {
+  if (atomicCAS(&a.err->code, 0u, code) == 0u) {
+    a.err->rank = a.rank;
+    a.err->block = block;
+    a.err->slot = slot;
+    a.err->want = want;
+    a.err->got = got;
+    __threadfence_system();
+  }
+}
+
+// Spins until *p >= want; false (after recording the error) on timeout or when another wait failed.
+__device__ __forceinline__ bool wait_ge(const BidirArgs& a, const uint64_t* p, uint64_t want, uint32_t code, int block,
+                                        int slot) {
+  uint64_t v = ld_acquire(p);
+  if (v >= want) return true;
+  const uint64_t start = dev::globaltimer_ns();
+  for (uint32_t it = 1;; ++it) {
+    v = ld_acquire(p);
+    if (v >= want) return true;
+    if ((it & 255u) == 0) {
+      if (dev::globaltimer_ns() - start > a.timeout_ns) {
+        report_timeout(a, code, block, slot, want, v);
+        return false;
+      }
+      if (*static_cast<volatile uint32_t*>(&a.err->code) != 0) return false;  // someone else timed out
+    }
+  }
+}
+
+}  // namespace cclab::exec::bidir

@@ -1,0 +1,91 @@
+// The copy-engine pipeline and the link test as schedules: plain data, run by the general lowering
+// (and tested on the CPU).
+#include <algorithm>
+#include <vector>
+
+#include "algorithms/transport.hpp"
+#include "exec/bidir.hpp"
+
+namespace cclab::exec {
+
+Schedule bidir_copy_schedule(int nranks, int64_t count, DType dtype, RedOp op, bool in_place, const BidirParams& p) {
+  Schedule s;
+  s.algo = "allreduce.bidir.copy";
+  s.collective = "allreduce";
+  s.nranks = nranks;
+  s.count = count;
+  s.dtype = dtype;
+  s.redop = op;
+  s.in_place = in_place;
+  s.lowering = Lowering::copy_engine;
+  const int64_t e = dtype_size(dtype), bytes = count * e;
+  const int64_t chunk = std::max<int64_t>(e, p.ce_chunk / e * e);
+  const int64_t chunks = (bytes + chunk - 1) / chunk;
+  const int K = std::max(1, p.ce_slots);
+  const int64_t slot = std::min(chunk, bytes);
+  s.buffers.assign(size_t(nranks), BufferSizes{bytes, bytes, int64_t(std::max(nranks - 1, 1)) * K * slot});
+  if (bytes == 0) return s;
+  Transport t(s);
+  // fetched[r][k*(n-1)+j]: rank r's copy of chunk k from its j-th peer; reduced[r][k]: last reduce.
+  std::vector<std::vector<OpId>> fetched(static_cast<size_t>(nranks)), reduced(static_cast<size_t>(nranks));
+  for (int r = 0; r < nranks; ++r) {
+    fetched[size_t(r)].assign(size_t(chunks * std::max(nranks - 1, 1)), kNoOp);
+    reduced[size_t(r)].assign(size_t(chunks), kNoOp);
+  }
+  for (int64_t k = 0; k < chunks; ++k) {
+    const int64_t off = k * chunk, len = std::min(chunk, bytes - off);
+    for (int r = 0; r < nranks; ++r) {
+      for (int j = 1; j < nranks; ++j) {
+        const int q = (r + j) % nranks;
+        const Ref slot_ref = scratch(r, ((int64_t(j - 1) * K) + k % K) * slot);
+        // The slot is free once the reduce that read it K chunks ago is done.
+        const OpId war = k >= K ? reduced[size_t(r)][size_t(k - K)] : kNoOp;
+        fetched[size_t(r)][size_t(k * (nranks - 1) + j - 1)] = p.ce_push
+                                                                   ? t.put(q, in(q, off), slot_ref, len, {war}, j - 1)
+                                                                   : t.get(r, in(q, off), slot_ref, len, {war}, j - 1);
+      }
+    }
+    for (int r = 0; r < nranks; ++r) {
+      Ref lhs = in(r, off);
+      OpId last = kNoOp;
+      for (int j = 1; j < nranks; ++j) {
+        std::vector<OpId> deps = {fetched[size_t(r)][size_t(k * (nranks - 1) + j - 1)], last};
+        // In place, our chunk k must have been fetched by every peer before we overwrite it.
+        if (in_place && j == 1)
+          for (int jj = 1; jj < nranks; ++jj) {
+            const int q = (r + jj) % nranks;
+            const int jq = (r - q + nranks) % nranks;  // r is q's jq-th peer
+            deps.push_back(fetched[size_t(q)][size_t(k * (nranks - 1) + jq - 1)]);
+          }
+        const Ref slot_ref = scratch(r, ((int64_t(j - 1) * K) + k % K) * slot);
+        last = t.reduce(r, lhs, slot_ref, out(r, off), len, Transport::Deps(deps.data(), deps.size()), nranks - 1);
+        lhs = out(r, off);
+      }
+      reduced[size_t(r)][size_t(k)] = last;
+    }
+  }
+  return s;
+}
+
+Schedule sol_bidir_copy_schedule(int nranks, int64_t count, DType dtype, int chunks) {
+  Schedule s;
+  s.algo = "sol.bidir_copy";
+  s.collective = "exchange";
+  s.nranks = nranks;
+  s.count = count;
+  s.dtype = dtype;
+  s.lowering = Lowering::copy_engine;
+  const int64_t bytes = count * dtype_size(dtype);
+  s.buffers.assign(size_t(nranks), BufferSizes{bytes, bytes, 0});
+  Transport t(s);
+  const int c = std::max(1, chunks);
+  const int64_t e = dtype_size(dtype), piece = (count + c - 1) / c * e;
+  for (int q = 0; q < nranks; ++q)
+    for (int i = 0; i < c; ++i) {
+      const int64_t off = i * piece, len = std::min(piece, bytes - off);
+      if (len > 0) t.put(q, in(q, off), out((q - 1 + nranks) % nranks, off), len, {}, i);
+    }
+  return s;
+}
+
+}  // namespace cclab::exec

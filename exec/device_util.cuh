@@ -1,0 +1,112 @@
+// Device helpers shared by the executor's kernels: dtype vectors, redops, timed spin-waits.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+#include "core/dtype.hpp"
+
+namespace cclab::exec::dev {
+
+__device__ __forceinline__ uint64_t globaltimer_ns() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+template <typename T>
+struct Elem;
+template <>
+struct Elem<float> {
+  static __device__ __forceinline__ float to(float v) { return v; }
+  static __device__ __forceinline__ float from(float v) { return v; }
+};
+template <>
+struct Elem<__half> {
+  static __device__ __forceinline__ float to(__half v) { return __half2float(v); }
+  static __device__ __forceinline__ __half from(float v) { return __float2half_rn(v); }
+};
+template <>
+struct Elem<__nv_bfloat16> {
+  static __device__ __forceinline__ float to(__nv_bfloat16 v) { return __bfloat162float(v); }
+  static __device__ __forceinline__ __nv_bfloat16 from(float v) { return __float2bfloat16_rn(v); }
+};
+
+// Same arithmetic as values.hpp combine(): the reference backend's float accumulation.
+template <RedOp Op>
+__device__ __forceinline__ float combine(float a, float b) {
+  if constexpr (Op == RedOp::prod) return a * b;
+  if constexpr (Op == RedOp::min) return a < b ? a : b;
+  if constexpr (Op == RedOp::max) return a > b ? a : b;
+  return a + b;
+}
+
+// Elementwise on a 16-byte vector of T.
+template <typename T, RedOp Op>
+__device__ __forceinline__ uint4 combine_vec(uint4 a, uint4 b) {
+  constexpr int N = 16 / sizeof(T);
+  const T* pa = reinterpret_cast<const T*>(&a);
+  const T* pb = reinterpret_cast<const T*>(&b);
+  uint4 r;
+  T* pr = reinterpret_cast<T*>(&r);
+#pragma unroll
+  for (int i = 0; i < N; ++i) pr[i] = Elem<T>::from(combine<Op>(Elem<T>::to(pa[i]), Elem<T>::to(pb[i])));
+  return r;
+}
+
+// Accumulate in float (used where several sources are folded before one store).
+template <typename T>
+struct Acc {
+  static constexpr int N = 16 / sizeof(T);
+  float v[N];
+  __device__ __forceinline__ void load(uint4 x) {
+    const T* p = reinterpret_cast<const T*>(&x);
+#pragma unroll
+    for (int i = 0; i < N; ++i) v[i] = Elem<T>::to(p[i]);
+  }
+  template <RedOp Op>
+  __device__ __forceinline__ void add(uint4 x) {
+    const T* p = reinterpret_cast<const T*>(&x);
+#pragma unroll
+    for (int i = 0; i < N; ++i) v[i] = combine<Op>(v[i], Elem<T>::to(p[i]));
+  }
+  __device__ __forceinline__ uint4 store(float divisor) const {
+    uint4 r;
+    T* p = reinterpret_cast<T*>(&r);
+#pragma unroll
+    for (int i = 0; i < N; ++i) p[i] = Elem<T>::from(divisor == 1.f ? v[i] : v[i] / divisor);
+    return r;
+  }
+};
+
+// Dispatch a functor templated on <T, Op> by runtime dtype and op.
+template <template <typename, RedOp> class K, typename... Args>
+void dispatch(DType dt, RedOp op, Args&&... args) {
+  auto by_op = [&](auto tag) {
+    using T = decltype(tag);
+    switch (op) {
+      case RedOp::sum:
+        return K<T, RedOp::sum>::run(args...);
+      case RedOp::prod:
+        return K<T, RedOp::prod>::run(args...);
+      case RedOp::min:
+        return K<T, RedOp::min>::run(args...);
+      case RedOp::max:
+        return K<T, RedOp::max>::run(args...);
+      case RedOp::avg:
+        return K<T, RedOp::avg>::run(args...);
+    }
+  };
+  switch (dt) {
+    case DType::f32:
+      return by_op(float{});
+    case DType::f16:
+      return by_op(__half{});
+    case DType::bf16:
+      return by_op(__nv_bfloat16{});
+  }
+}
+
+}  // namespace cclab::exec::dev

@@ -1,0 +1,211 @@
+#include "exec/nccl_workload.hpp"
+
+#include <cstdlib>
+
+#include "exec/cuda_check.hpp"
+
+namespace cclab::exec {
+
+namespace {
+
+ncclDataType_t nccl_type(DType t) {
+  switch (t) {
+    case DType::f32:
+      return ncclFloat32;
+    case DType::f16:
+      return ncclFloat16;
+    case DType::bf16:
+      return ncclBfloat16;
+  }
+  return ncclFloat32;
+}
+
+ncclRedOp_t nccl_op(RedOp op) {
+  switch (op) {
+    case RedOp::sum:
+      return ncclSum;
+    case RedOp::prod:
+      return ncclProd;
+    case RedOp::min:
+      return ncclMin;
+    case RedOp::max:
+      return ncclMax;
+    case RedOp::avg:
+      return ncclAvg;
+  }
+  return ncclSum;
+}
+
+}  // namespace
+
+NcclComms::NcclComms(const Communicator& comm, const NcclOptions& options) {
+  if (comm.shared())
+    throw_input("NCCL baselines need one GPU per rank (" + std::to_string(comm.nranks()) + " ranks on " +
+                std::to_string(comm.ngpus()) + " GPUs)");
+  // NVLink SHARP / multicast stays off: it can take the shared host's GPUs out of service.
+  setenv("NCCL_NVLS_ENABLE", "0", 0);
+  if (std::string(std::getenv("NCCL_NVLS_ENABLE")) != "0")
+    throw_env("NCCL_NVLS_ENABLE is set to '" + std::string(std::getenv("NCCL_NVLS_ENABLE")) +
+              "': cclab keeps NVLink multicast off (set it to 0)");
+  if (!options.algo.empty()) setenv("NCCL_ALGO", options.algo.c_str(), 1);
+  if (!options.proto.empty()) setenv("NCCL_PROTO", options.proto.c_str(), 1);
+  if (const char* a = std::getenv("NCCL_ALGO")) pins_ += std::string("NCCL_ALGO=") + a;
+  if (const char* p = std::getenv("NCCL_PROTO")) pins_ += (pins_.empty() ? "" : " ") + std::string("NCCL_PROTO=") + p;
+  comms_.resize(size_t(comm.nranks()));
+  std::vector<int> devs = comm.rank_device();
+  CCLAB_NCCL(ncclCommInitAll(comms_.data(), comm.nranks(), devs.data()));
+  int v = 0;
+  CCLAB_NCCL(ncclGetVersion(&v));
+  version_ = std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
+}
+
+NcclComms::~NcclComms() {
+  for (auto c : comms_)
+    if (c) ncclCommDestroy(c);
+}
+
+std::vector<BufferSizes> nccl_buffer_sizes(Coll coll, int nranks, int64_t count, DType dtype, int root) {
+  std::vector<BufferSizes> sizes;
+  const int64_t e = dtype_size(dtype);
+  for (int r = 0; r < nranks; ++r) {
+    const CollShape s = coll_shape(coll, nranks, count, r, root);
+    // Every rank gets full-size buffers (nccl-tests allocates the same on all ranks).
+    const CollShape full_in = coll_shape(coll, nranks, count, root, root);
+    sizes.push_back({std::max(s.in_elems, full_in.in_elems) * e, std::max(s.out_elems, full_in.out_elems) * e, 0});
+  }
+  return sizes;
+}
+
+NcclWorkload::NcclWorkload(const Communicator& comm, const NcclComms& nccl, CollSpec spec)
+    : comm_(comm), nccl_(nccl), spec_(std::move(spec)) {
+  if (spec_.coll == Coll::exchange) throw_input("NCCL has no exchange collective");
+  buffers_ = std::make_unique<RankBuffers>(
+      comm, nccl_buffer_sizes(spec_.coll, spec_.nranks, spec_.count, spec_.dtype, spec_.root));
+  for (int r = 0; r < spec_.nranks; ++r) {
+    streams_.emplace_back(comm.device_of(r));
+    raw_.push_back(streams_.back().get());
+    joins_.emplace_back(comm.device_of(r), false);
+    raw_joins_.push_back(joins_.back().get());
+  }
+  fork_ = Event(comm.device_of(0), false);
+}
+
+void NcclWorkload::enqueue() {
+  const int n = spec_.nranks;
+  const auto t = nccl_type(spec_.dtype);
+  const int64_t per = spec_.count / n, e = dtype_size(spec_.dtype);
+  CCLAB_NCCL(ncclGroupStart());
+  for (int r = 0; r < n; ++r) {
+    void* in = buffers_->ptr(spec_.resolve(Ref{r, Buf::input, 0}));
+    void* out = buffers_->ptr(spec_.resolve(Ref{r, Buf::output, 0}));
+    ncclComm_t c = nccl_.get(r);
+    cudaStream_t s = raw_[size_t(r)];
+    switch (spec_.coll) {
+      case Coll::allreduce:
+        CCLAB_NCCL(ncclAllReduce(in, out, size_t(spec_.count), t, nccl_op(spec_.op), c, s));
+        break;
+      case Coll::broadcast:
+        CCLAB_NCCL(ncclBroadcast(in, out, size_t(spec_.count), t, spec_.root, c, s));
+        break;
+      case Coll::reduce:
+        CCLAB_NCCL(ncclReduce(in, out, size_t(spec_.count), t, nccl_op(spec_.op), spec_.root, c, s));
+        break;
+      case Coll::allgather:
+        CCLAB_NCCL(ncclAllGather(in, out, size_t(per), t, c, s));
+        break;
+      case Coll::reducescatter:
+        CCLAB_NCCL(ncclReduceScatter(in, out, size_t(per), t, nccl_op(spec_.op), c, s));
+        break;
+      case Coll::alltoall:
+        for (int p = 0; p < n; ++p) {
+          CCLAB_NCCL(ncclSend(static_cast<char*>(in) + p * per * e, size_t(per), t, p, c, s));
+          CCLAB_NCCL(ncclRecv(static_cast<char*>(out) + p * per * e, size_t(per), t, p, c, s));
+        }
+        break;
+      case Coll::gather:
+        CCLAB_NCCL(ncclSend(in, size_t(per), t, spec_.root, c, s));
+        if (r == spec_.root)
+          for (int p = 0; p < n; ++p)
+            CCLAB_NCCL(ncclRecv(static_cast<char*>(out) + p * per * e, size_t(per), t, p, c, s));
+        break;
+      case Coll::scatter:
+        if (r == spec_.root)
+          for (int p = 0; p < n; ++p)
+            CCLAB_NCCL(ncclSend(static_cast<char*>(in) + p * per * e, size_t(per), t, p, c, s));
+        CCLAB_NCCL(ncclRecv(out, size_t(per), t, spec_.root, c, s));
+        break;
+      case Coll::exchange:
+        break;
+    }
+  }
+  CCLAB_NCCL(ncclGroupEnd());
+}
+
+void NcclWorkload::issue(cudaStream_t origin) {
+  fork_streams(origin, fork_.get(), raw_);
+  enqueue();
+  join_streams(origin, raw_joins_, raw_);
+}
+
+namespace {
+
+class PerDeviceReplay : public Replay {
+ public:
+  PerDeviceReplay(const Communicator& comm, std::vector<cudaStream_t> streams, std::vector<cudaGraphExec_t> execs,
+                  std::vector<cudaGraph_t> graphs)
+      : streams_(std::move(streams)),
+        execs_(std::move(execs)),
+        graphs_(std::move(graphs)),
+        fork_(comm.device_of(0), false) {
+    for (size_t i = 0; i < streams_.size(); ++i) {
+      int dev = 0;
+      cudaStreamGetDevice(streams_[i], &dev);
+      joins_.emplace_back(dev, false);
+      raw_joins_.push_back(joins_.back().get());
+    }
+  }
+  ~PerDeviceReplay() override {
+    for (auto e : execs_) cudaGraphExecDestroy(e);
+    for (auto g : graphs_) cudaGraphDestroy(g);
+  }
+  void launch(cudaStream_t origin) override {
+    fork_streams(origin, fork_.get(), streams_);
+    for (size_t i = 0; i < streams_.size(); ++i) CCLAB_CUDA(cudaGraphLaunch(execs_[i], streams_[i]));
+    join_streams(origin, raw_joins_, streams_);
+  }
+
+ private:
+  std::vector<cudaStream_t> streams_;
+  std::vector<cudaGraphExec_t> execs_;
+  std::vector<cudaGraph_t> graphs_;
+  Event fork_;
+  std::vector<Event> joins_;
+  std::vector<cudaEvent_t> raw_joins_;
+};
+
+}  // namespace
+
+std::unique_ptr<Replay> NcclWorkload::capture(cudaStream_t, int iters) {
+  for (auto s : raw_) CCLAB_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  std::vector<cudaGraph_t> graphs(raw_.size(), nullptr);
+  std::vector<cudaGraphExec_t> execs(raw_.size(), nullptr);
+  try {
+    for (int i = 0; i < iters; ++i) enqueue();
+  } catch (...) {
+    for (size_t i = 0; i < raw_.size(); ++i) {
+      cudaStreamEndCapture(raw_[i], &graphs[i]);
+      if (graphs[i]) cudaGraphDestroy(graphs[i]);
+    }
+    cudaGetLastError();
+    throw;
+  }
+  for (size_t i = 0; i < raw_.size(); ++i) CCLAB_CUDA(cudaStreamEndCapture(raw_[i], &graphs[i]));
+  for (size_t i = 0; i < raw_.size(); ++i) CCLAB_CUDA(cudaGraphInstantiate(&execs[i], graphs[i], 0));
+  return std::make_unique<PerDeviceReplay>(comm_, raw_, std::move(execs), std::move(graphs));
+}
+
+std::string NcclWorkload::note() const {
+  return "NCCL " + nccl_.version() + (nccl_.pins().empty() ? std::string() : " " + nccl_.pins());
+}
+
+}  // namespace cclab::exec

@@ -1,0 +1,65 @@
+// Library baselines in the same harness: `<collective>.nccl` through NCCL, single-process mode
+// (ncclCommInitAll over the GPUs in use; group calls), with the same buffers, sizes and checks.
+#pragma once
+
+#include <nccl.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "exec/workload.hpp"
+
+namespace cclab::exec {
+
+struct NcclOptions {
+  std::string algo;   // pins NCCL_ALGO when non-empty (e.g. Ring, Tree)
+  std::string proto;  // pins NCCL_PROTO when non-empty (e.g. Simple, LL, LL128)
+};
+
+// One NCCL communicator per GPU. Sets NCCL_NVLS_ENABLE=0 unless already set (NVLink multicast must
+// stay off on the shared machines) and the pins before ncclCommInitAll. Throws an input error when
+// ranks share GPUs (NCCL needs one GPU per rank), an environment error on NCCL failures.
+class NcclComms {
+ public:
+  NcclComms(const Communicator& comm, const NcclOptions& options);
+  ~NcclComms();
+  NcclComms(const NcclComms&) = delete;
+  NcclComms& operator=(const NcclComms&) = delete;
+  ncclComm_t get(int rank) const { return comms_[size_t(rank)]; }
+  const std::string& version() const { return version_; }
+  const std::string& pins() const { return pins_; }
+
+ private:
+  std::vector<ncclComm_t> comms_;
+  std::string version_, pins_;
+};
+
+// The buffer sizes NCCL's call needs for a collective (nccl-tests layout).
+std::vector<BufferSizes> nccl_buffer_sizes(Coll coll, int nranks, int64_t count, DType dtype, int root);
+
+class NcclWorkload : public Workload {
+ public:
+  NcclWorkload(const Communicator& comm, const NcclComms& nccl, CollSpec spec);
+  const CollSpec& spec() const override { return spec_; }
+  const RankBuffers& buffers() const override { return *buffers_; }
+  void issue(cudaStream_t origin) override;
+  // One graph per GPU, as nccl-tests -G captures (NCCL's group calls across several GPUs' streams).
+  std::unique_ptr<Replay> capture(cudaStream_t origin, int iters) override;
+  std::string hang_report() override { return "NCCL did not complete"; }
+  std::string note() const override;
+
+ private:
+  void enqueue();  // the group call on the rank streams
+  const Communicator& comm_;
+  const NcclComms& nccl_;
+  CollSpec spec_;
+  std::unique_ptr<RankBuffers> buffers_;
+  std::vector<Stream> streams_;
+  std::vector<cudaStream_t> raw_;
+  Event fork_;
+  std::vector<Event> joins_;
+  std::vector<cudaEvent_t> raw_joins_;
+};
+
+}  // namespace cclab::exec

@@ -1,0 +1,152 @@
+#include "exec/plan.hpp"
+
+#include <algorithm>
+#include <functional>
+#include <sstream>
+
+#include "core/error.hpp"
+
+namespace cclab::exec {
+
+namespace {
+
+StepKind step_kind(const Op& op, Engine copies) {
+  switch (op.kind) {
+    case OpKind::put:
+    case OpKind::get:
+    case OpKind::copy:
+      return copies == Engine::copy_engine ? StepKind::memcpy : StepKind::copy_kernel;
+    case OpKind::reduce:
+      return StepKind::reduce_kernel;
+    case OpKind::compute:
+      return StepKind::compute;
+  }
+  return StepKind::memcpy;
+}
+
+}  // namespace
+
+Plan lower(const Schedule& s, const LowerOptions& options) {
+  Plan p;
+  p.nranks = s.nranks;
+  p.rank_device = options.rank_device;
+  if (p.rank_device.empty())
+    for (int r = 0; r < s.nranks; ++r) p.rank_device.push_back(r);
+  if (int(p.rank_device.size()) != s.nranks)
+    throw_input("lowering: " + std::to_string(p.rank_device.size()) + " devices given for " + std::to_string(s.nranks) +
+                " ranks");
+  const int per_rank = std::max(1, options.max_streams_per_rank);
+  Engine copies = options.copies;
+  if (s.lowering == Lowering::copy_engine) copies = Engine::copy_engine;
+  if (s.lowering == Lowering::kernel) copies = Engine::kernel;
+
+  // Streams: one per (rank, channel % per_rank), created in first-use order within each rank.
+  std::vector<std::vector<int32_t>> stream_of(size_t(s.nranks), std::vector<int32_t>(size_t(per_rank), -1));
+  std::vector<int32_t> op_stream(s.ops.size());
+  for (size_t i = 0; i < s.ops.size(); ++i) {
+    const Op& op = s.ops[i];
+    CCLAB_ASSERT(op.rank >= 0 && op.rank < s.nranks, "op rank out of range");
+    int32_t& id = stream_of[size_t(op.rank)][op.channel % per_rank];
+    if (id < 0) {
+      id = int32_t(p.streams.size());
+      p.streams.push_back({op.rank, op.channel, p.rank_device[size_t(op.rank)]});
+    }
+    op_stream[i] = id;
+  }
+  const size_t nstreams = p.streams.size();
+
+  // Position of each op within its stream.
+  std::vector<int32_t> pos(s.ops.size()), stream_len(nstreams, 0);
+  for (size_t i = 0; i < s.ops.size(); ++i) pos[i] = stream_len[size_t(op_stream[i])]++;
+
+  // Pass 1: ops some op on another stream depends on (candidates for an event).
+  std::vector<char> candidate(s.ops.size(), 0);
+  for (size_t i = 0; i < s.ops.size(); ++i)
+    for (OpId d : s.deps(s.ops[i])) {
+      if (d < 0 || size_t(d) >= i)
+        throw_internal(__FILE__, __LINE__,
+                       "op " + std::to_string(i) + " depends on op " + std::to_string(d) + ", not an earlier op");
+      if (op_stream[size_t(d)] != op_stream[i]) candidate[size_t(d)] = 1;
+    }
+
+  // Pass 2: vector clocks. clock[s][t] = the last position of stream t known to be done before the
+  // current point of stream s; a dependency already implied (same stream, or transitively through
+  // an earlier wait) costs no event.
+  std::vector<std::vector<int32_t>> clock(nstreams, std::vector<int32_t>(nstreams, -1));
+  std::vector<std::vector<int32_t>> snapshot(s.ops.size());  // only for candidates
+  std::vector<int32_t> event_of(s.ops.size(), -1);
+  std::vector<std::vector<OpId>> waits_of(s.ops.size());
+  for (size_t i = 0; i < s.ops.size(); ++i) {
+    const size_t st = size_t(op_stream[i]);
+    auto deps = s.deps(s.ops[i]);
+    std::vector<OpId> sorted(deps.begin(), deps.end());
+    // Latest first: an op's snapshot covers everything that happened before it, so waiting on the
+    // latest dependencies first makes the earlier ones implied (same stream or transitively).
+    std::sort(sorted.begin(), sorted.end(), std::greater<OpId>());
+    for (OpId d : sorted) {
+      const size_t ds = size_t(op_stream[size_t(d)]);
+      if (ds == st || clock[st][ds] >= pos[size_t(d)]) continue;
+      const auto& snap = snapshot[size_t(d)];
+      for (size_t t = 0; t < nstreams; ++t) clock[st][t] = std::max(clock[st][t], snap[t]);
+      waits_of[i].push_back(d);
+    }
+    clock[st][st] = pos[i];
+    if (candidate[i]) snapshot[i] = clock[st];
+  }
+
+  // Pass 3: events for the ops actually waited on, then the steps.
+  for (size_t i = 0; i < s.ops.size(); ++i)
+    for (OpId d : waits_of[i])
+      if (event_of[size_t(d)] < 0) {
+        event_of[size_t(d)] = int32_t(p.event_stream.size());
+        p.event_stream.push_back(op_stream[size_t(d)]);
+      }
+  p.steps.reserve(s.ops.size());
+  for (size_t i = 0; i < s.ops.size(); ++i) {
+    const Op& op = s.ops[i];
+    PlanStep step;
+    step.op = OpId(i);
+    step.kind = step_kind(op, copies);
+    step.stream = op_stream[i];
+    step.dst = s.resolve(op.dst);
+    step.src = s.resolve(op.src);
+    step.src2 = s.resolve(op.src2);
+    step.bytes = op.bytes;
+    step.compute = op.compute;
+    step.wait_begin = uint32_t(p.wait_pool.size());
+    for (OpId d : waits_of[i]) {
+      const int32_t e = event_of[size_t(d)];
+      p.wait_pool.push_back(e);
+      if (p.streams[size_t(p.event_stream[size_t(e)])].device != p.streams[size_t(step.stream)].device)
+        ++p.cross_device_waits;
+    }
+    step.wait_count = uint32_t(p.wait_pool.size() - step.wait_begin);
+    step.record = event_of[i];
+    p.steps.push_back(step);
+  }
+  return p;
+}
+
+std::string describe(const Schedule& s, const Plan& p) {
+  static const char* kinds[] = {"memcpy", "copy_kernel", "reduce_kernel", "compute"};
+  auto ref = [](Ref r) {
+    return "r" + std::to_string(r.rank) + "." + std::string(buf_name(r.buf)) + "+" + std::to_string(r.offset);
+  };
+  std::ostringstream os;
+  for (const auto& st : p.steps) {
+    const auto& stream = p.streams[size_t(st.stream)];
+    os << "op " << st.op << " " << op_kind_name(s.ops[size_t(st.op)].kind) << " -> " << kinds[int(st.kind)] << " rank "
+       << stream.rank << " gpu " << stream.device << " stream " << st.stream << " " << ref(st.src);
+    if (st.kind == StepKind::reduce_kernel) os << " , " << ref(st.src2);
+    os << " -> " << ref(st.dst) << " " << st.bytes << " B";
+    if (st.wait_count) {
+      os << " waits";
+      for (int32_t e : p.waits(st)) os << " e" << e;
+    }
+    if (st.record >= 0) os << " records e" << st.record;
+    os << "\n";
+  }
+  return os.str();
+}
+
+}  // namespace cclab::exec

@@ -1,0 +1,427 @@
+#include "exec/runner.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <ostream>
+#include <sstream>
+
+#include "algorithms/registry.hpp"
+#include "core/error.hpp"
+#include "core/parse.hpp"
+#include "exec/bidir.hpp"
+#include "exec/harness.hpp"
+#include "exec/nccl_workload.hpp"
+#include "exec/plan_workload.hpp"
+
+#ifndef CCLAB_GIT_COMMIT
+#define CCLAB_GIT_COMMIT "unknown"
+#endif
+
+namespace cclab::exec {
+
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+extern "C" void on_sigint(int) { g_interrupted = true; }
+
+// Names the executor runs itself, without a schedule from the registry.
+
+bool needs_split(Coll c) {
+  return c == Coll::allgather || c == Coll::reducescatter || c == Coll::alltoall || c == Coll::gather ||
+         c == Coll::scatter;
+}
+
+std::string iso_date() {
+  const std::time_t now = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  return buf;
+}
+
+std::string commit() {
+  if (const char* c = std::getenv("CCLAB_COMMIT"); c && *c) return c;
+  return CCLAB_GIT_COMMIT;
+}
+
+std::string driver_version() {
+  std::ifstream f("/proc/driver/nvidia/version");
+  std::string line;
+  if (!std::getline(f, line)) return "";
+  // "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  ..."
+  std::istringstream ss(line);
+  std::string w;
+  while (ss >> w)
+    if (!w.empty() && std::isdigit(static_cast<unsigned char>(w[0])) && w.find('.') != std::string::npos) return w;
+  return "";
+}
+
+// Schedule::resolve for a collective without building its ops.
+std::function<Ref(Ref)> resolver(const std::string& collective, int nranks, int64_t count, DType dtype, bool in_place) {
+  auto s = std::make_shared<Schedule>();
+  s->collective = collective;
+  s->nranks = nranks;
+  s->count = count;
+  s->dtype = dtype;
+  s->in_place = in_place;
+  return [s](Ref r) { return s->resolve(r); };
+}
+
+std::map<std::string, std::string> tune_map(const std::string& tune) {
+  std::map<std::string, std::string> m;
+  std::stringstream ss(tune);
+  std::string kv;
+  while (std::getline(ss, kv, ',')) {
+    const auto eq = kv.find('=');
+    if (eq != std::string::npos) m[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return m;
+}
+
+// Everything shared by the algorithms of one sweep (created lazily: NCCL init takes a second).
+struct Session {
+  const RunOptions& opt;
+  Communicator comm;
+  Harness harness;
+  BidirParams params;
+  std::map<std::string, std::string> tune;
+  std::unique_ptr<NcclComms> nccl;
+  std::unique_ptr<BidirContext> bidir;
+  std::string driver;
+
+  explicit Session(const RunOptions& o)
+      : opt(o),
+        comm(CommOptions{o.nranks, o.share_gpus}),
+        harness(comm, TimingOptions{o.warmup, o.iters, o.graph, o.timeout_s}),
+        tune(tune_map(o.tune)),
+        driver(driver_version()) {
+    params.apply(o.tune);
+  }
+  NcclComms& get_nccl() {
+    if (!nccl) nccl = std::make_unique<NcclComms>(comm, NcclOptions{opt.nccl_algo, opt.nccl_proto});
+    return *nccl;
+  }
+  BidirContext& get_bidir() {
+    if (!bidir) bidir = std::make_unique<BidirContext>(comm, params);
+    return *bidir;
+  }
+  int tune_int(const std::string& key, int fallback) const {
+    auto it = tune.find(key);
+    return it == tune.end() ? fallback : int(parse_int("--tune " + key, it->second, 0, 1 << 20));
+  }
+};
+
+// What kind of workload an algorithm name maps to.
+struct AlgoPlan {
+  std::string name, collective;
+  const Algorithm* algo = nullptr;  // registry entry, when any
+  enum Kind { schedule, nccl, bidir, bidir_copy, sol } kind = schedule;
+  BidirMode forced = BidirMode::flash;
+  bool auto_mode = false;
+};
+
+AlgoPlan classify(const std::string& name) {
+  AlgoPlan p;
+  p.name = name;
+  if (name == "sol.bidir_copy") {
+    p.kind = AlgoPlan::sol;
+    p.collective = "sol";
+    return p;
+  }
+  if (name == "allreduce.bidir.ll") {
+    p.kind = AlgoPlan::bidir;
+    p.forced = BidirMode::ll;
+    p.collective = "allreduce";
+    return p;
+  }
+  if (name == "allreduce.bidir.copy") {
+    p.kind = AlgoPlan::bidir_copy;
+    p.collective = "allreduce";
+    return p;
+  }
+  const Algorithm* a = nullptr;
+  try {
+    a = &find_algorithm(name);
+  } catch (const Error&) {
+    // A library baseline the registry does not list yet still runs: `<collective>.nccl`.
+    if (name.size() > 5 && name.ends_with(".nccl")) {
+      p.kind = AlgoPlan::nccl;
+      p.collective = name.substr(0, name.size() - 5);
+      parse_coll(p.collective);
+      return p;
+    }
+    throw;
+  }
+  p.algo = a;
+  p.collective = a->collective;
+  if (a->needs_shape || a->needs_sparse)
+    throw_input(name + " needs collective-matmul or sparse inputs, which `cclab run` does not drive yet");
+  if (a->library) {
+    if (!name.ends_with(".nccl")) throw_input(name + ": only NCCL baselines run in this harness");
+    p.kind = AlgoPlan::nccl;
+    return p;
+  }
+  parse_coll(p.collective);
+  if (!(a->backends & kGpu)) throw_input(name + " does not run on the GPU backend (see cclab list)");
+  if (name == "allreduce.bidir") {
+    p.kind = AlgoPlan::bidir;
+    p.auto_mode = true;
+  } else if (name == "allreduce.bidir.flash" || name == "allreduce.bidir.stream") {
+    p.kind = AlgoPlan::bidir;
+    p.forced = name.ends_with("flash") ? BidirMode::flash : BidirMode::stream;
+  }
+  return p;
+}
+
+std::unique_ptr<Workload> make_workload(Session& ss, const AlgoPlan& ap, int64_t count, bool in_place,
+                                        std::string& mode_note) {
+  const RunOptions& o = ss.opt;
+  const int n = ss.comm.nranks();
+  PlanOptions po;
+  po.reduce_blocks = ss.tune_int("reduce_blocks", 0);
+  po.lower.max_streams_per_rank = ss.tune_int("streams", 16);
+  switch (ap.kind) {
+    case AlgoPlan::sol:
+      return std::make_unique<PlanWorkload>(
+          ss.comm, sol_bidir_copy_schedule(n, count, o.dtype, ss.tune_int("sol_chunks", 1)), po);
+    case AlgoPlan::nccl: {
+      CollSpec spec{parse_coll(ap.collective),
+                    n,
+                    count,
+                    o.dtype,
+                    o.op,
+                    o.root,
+                    in_place,
+                    resolver(ap.collective, n, count, o.dtype, in_place)};
+      return std::make_unique<NcclWorkload>(ss.comm, ss.get_nccl(), spec);
+    }
+    case AlgoPlan::bidir_copy:
+      mode_note = ss.params.describe(BidirMode::copy);
+      return std::make_unique<PlanWorkload>(ss.comm, bidir_copy_schedule(n, count, o.dtype, o.op, in_place, ss.params),
+                                            po);
+    case AlgoPlan::bidir: {
+      const int64_t bytes = count * dtype_size(o.dtype);
+      BidirMode m = ap.forced;
+      if (ap.auto_mode) {
+        auto it = ss.tune.find("mode");
+        m = it != ss.tune.end() ? parse_bidir_mode(it->second) : choose_bidir_mode(bytes, o.dtype, n, ss.params);
+      }
+      if (m == BidirMode::copy) {
+        mode_note = ss.params.describe(m);
+        return std::make_unique<PlanWorkload>(ss.comm,
+                                              bidir_copy_schedule(n, count, o.dtype, o.op, in_place, ss.params), po);
+      }
+      CollSpec spec{Coll::allreduce,
+                    n,
+                    count,
+                    o.dtype,
+                    o.op,
+                    o.root,
+                    in_place,
+                    resolver("allreduce", n, count, o.dtype, in_place)};
+      return std::make_unique<BidirWorkload>(ss.get_bidir(), m, spec);
+    }
+    case AlgoPlan::schedule: {
+      AlgoArgs args;
+      args.nranks = n;
+      args.count = count;
+      args.dtype = o.dtype;
+      args.redop = o.op;
+      args.root = o.root;
+      args.in_place = in_place;
+      args.channels = ss.tune_int("channels", args.channels);
+      args.chunk_bytes = ss.tune_int("chunk_bytes", 0);
+      return std::make_unique<PlanWorkload>(ss.comm, make_schedule(*ap.algo, args), po);
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::vector<int64_t> sweep_sizes(const RunOptions& o) {
+  if (o.min_bytes < 0 || o.max_bytes < o.min_bytes)
+    throw_input("-b " + std::to_string(o.min_bytes) + " and -e " + std::to_string(o.max_bytes) +
+                ": the minimum size must not exceed the maximum");
+  if (o.step_bytes <= 0 && o.step_factor < 2 && o.min_bytes != o.max_bytes)
+    throw_input("-f must be at least 2 (or give -i for an additive step)");
+  std::vector<int64_t> sizes;
+  for (int64_t s = o.min_bytes; s <= o.max_bytes;) {
+    sizes.push_back(s);
+    if (o.min_bytes == o.max_bytes) break;
+    const int64_t next = o.step_bytes > 0 ? s + o.step_bytes : (s == 0 ? 1 : s * o.step_factor);
+    if (next <= s) break;
+    s = next;
+  }
+  return sizes;
+}
+
+std::vector<std::string> gpu_algorithm_names() {
+  std::vector<std::string> names;
+  for (const auto& a : algorithms()) {
+    if (!(a.backends & kGpu) || a.needs_shape || a.needs_sparse) continue;
+    try {
+      parse_coll(a.collective);
+    } catch (const Error&) {
+      continue;
+    }
+    if (a.library && !a.name.ends_with(".nccl")) continue;
+    names.push_back(a.name);
+  }
+  names.push_back("allreduce.bidir.ll");
+  names.push_back("allreduce.bidir.copy");
+  names.push_back("sol.bidir_copy");
+  return names;
+}
+
+void print_run_header(std::ostream& os, bool pred) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "#%54s %36s %36s\n", "", "out-of-place", "in-place");
+  os << buf;
+  std::snprintf(buf, sizeof buf, "#%12s %12s %9s %6s %5s %10s %8s %8s %7s %10s %8s %8s %7s%s\n", "size", "count",
+                "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong",
+                pred ? "  pred_time pred_bus    error" : "");
+  os << buf;
+  std::snprintf(buf, sizeof buf, "#%12s %12s %9s %6s %5s %10s %8s %8s %7s %10s %8s %8s %7s%s\n", "(B)", "(elements)",
+                "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "",
+                pred ? "       (us)   (GB/s)      (%)" : "");
+  os << buf;
+}
+
+void print_run_line(std::ostream& os, const Record* oop, const Record* ip, bool pred) {
+  const Record* any = oop ? oop : ip;
+  if (!any) return;
+  char buf[512];
+  auto group = [](const Record* r) {
+    char g[96];
+    if (!r) return std::string("        N/A      N/A      N/A     N/A");
+    const std::string wrong = r->wrong < 0 ? "N/A" : std::to_string(r->wrong);
+    std::snprintf(g, sizeof g, " %10.2f %8.2f %8.2f %7s", r->time_us, r->algbw_gbps, r->busbw_gbps, wrong.c_str());
+    return std::string(g);
+  };
+  std::snprintf(buf, sizeof buf, " %12lld %12lld %9s %6s %5d", (long long)any->bytes, (long long)any->count,
+                any->dtype.c_str(), any->redop.c_str(), any->root);
+  os << buf << group(oop) << group(ip);
+  if (pred) {
+    if (any->pred_time_us) {
+      std::snprintf(buf, sizeof buf, " %10.2f %8.2f %+8.1f", *any->pred_time_us, any->pred_busbw_gbps.value_or(0),
+                    any->error().value_or(0) * 100);
+      os << buf;
+    } else {
+      os << "          -        -        -";
+    }
+  }
+  os << "\n";
+}
+
+int run_sweep(const RunOptions& o, std::ostream& out) {
+  if (!o.predict.empty())
+    throw_env("--predict is not available yet: the simulator library (sim/) exposes no prediction API to the executor");
+  // Resolve and validate the algorithm names before touching the GPUs.
+  std::vector<std::string> names;
+  for (const auto& a : o.algos) {
+    if (a == "all") {
+      for (const auto& n : gpu_algorithm_names()) names.push_back(n);
+    } else {
+      names.push_back(a);
+    }
+  }
+  if (names.empty()) throw_input("--algo is required (a name from `cclab list`, or all)");
+  std::vector<AlgoPlan> plans;
+  for (const auto& n : names) plans.push_back(classify(n));
+  const auto sizes = sweep_sizes(o);
+  {
+    BidirParams check;
+    check.apply(o.tune);  // bad --tune values are input errors, before any GPU work
+  }
+
+  Session ss(o);
+  const int n = ss.comm.nranks();
+  const bool with_nccl =
+      std::any_of(plans.begin(), plans.end(), [](const AlgoPlan& p) { return p.kind == AlgoPlan::nccl; });
+  if (with_nccl && ss.comm.shared())
+    throw_input("NCCL baselines need one GPU per rank: drop --share-gpus or the .nccl algorithms");
+
+  auto prev = std::signal(SIGINT, on_sigint);
+  g_interrupted = false;
+  const std::string date = iso_date(), sha = commit();
+  out << "# cclab run: " << n << " ranks on " << ss.comm.device_label() << " (" << ss.comm.versions()
+      << (ss.driver.empty() ? "" : " driver=" + ss.driver) << "), " << (o.graph ? "graph replay" : "op by op")
+      << ", warmup " << o.warmup << ", iters " << o.iters << (o.check ? ", checked" : ", not checked")
+      << (ss.comm.shared() ? ", ranks share GPUs: timings not meaningful" : "") << "\n";
+  std::vector<Record> rows;
+  int64_t total_wrong = 0;
+  std::string stopped;
+  for (const auto& ap : plans) {
+    if (g_interrupted) break;
+    out << "#\n# algo " << ap.name << "\n";
+    print_run_header(out, false);
+    for (int64_t bytes : sizes) {
+      if (g_interrupted) {
+        stopped = ap.name + " at " + std::to_string(bytes) + " B";
+        break;
+      }
+      const int64_t e = dtype_size(o.dtype);
+      int64_t count = bytes / e;
+      const Coll c = ap.kind == AlgoPlan::sol ? Coll::exchange : parse_coll(ap.collective);
+      if (needs_split(c)) count = count / n * n;
+      if (count == 0 && bytes > 0) continue;  // smaller than one element per rank
+      Record rec[2];
+      bool have[2] = {false, false};
+      for (int ip = 0; ip < 2; ++ip) {
+        if ((o.inplace == 0 && ip == 1) || (o.inplace == 1 && ip == 0)) continue;
+        if (ap.kind == AlgoPlan::sol && ip == 1) continue;  // a link test has no in-place form
+        std::string mode_note;
+        auto w = make_workload(ss, ap, count, ip == 1, mode_note);
+        Record& r = rec[ip];
+        r.algo = ap.name;
+        r.collective = ap.collective;
+        r.backend = "gpu";
+        r.topology = o.topology;
+        r.ranks = n;
+        r.count = count;
+        r.bytes = count * e;
+        r.dtype = std::string(dtype_name(o.dtype));
+        r.redop = std::string(redop_name(o.op));
+        r.root = (c == Coll::broadcast || c == Coll::reduce || c == Coll::gather || c == Coll::scatter) ? o.root : -1;
+        r.in_place = ip == 1;
+        r.wrong = o.check ? ss.harness.check(*w) : -1;
+        r.time_us = ss.harness.time_us(*w);
+        fill_bandwidths(r);
+        r.device = ss.comm.device_label();
+        r.commit = sha;
+        r.date = date;
+        std::string note = w->note();
+        if (!mode_note.empty()) note = mode_note + "; " + note;
+        if (ss.comm.shared()) note = "ranks share GPUs: timing not meaningful; " + note;
+        r.note = note;
+        r.extra = {{"graph", o.graph ? "1" : "0"},
+                   {"iters", std::to_string(o.iters)},
+                   {"cuda", ss.comm.versions()},
+                   {"driver", ss.driver}};
+        if (r.wrong > 0) total_wrong += r.wrong;
+        have[ip] = true;
+      }
+      print_run_line(out, have[0] ? &rec[0] : nullptr, have[1] ? &rec[1] : nullptr, false);
+      out.flush();
+      for (int ip = 0; ip < 2; ++ip)
+        if (have[ip]) rows.push_back(rec[ip]);
+      if (!o.csv.empty()) write_csv_atomic(o.csv, rows);  // an interrupted sweep keeps finished rows
+    }
+  }
+  std::signal(SIGINT, prev);
+  if (g_interrupted) {
+    out << "# interrupted" << (stopped.empty() ? "" : " before " + stopped) << "; " << rows.size() << " rows kept"
+        << (o.csv.empty() ? "" : " in " + o.csv) << "\n";
+    return 130;
+  }
+  out << "# out of bounds values : " << total_wrong << (total_wrong ? " FAILED" : " OK") << "\n";
+  return total_wrong > 0 ? 3 : 0;
+}
+
+}  // namespace cclab::exec

@@ -1,0 +1,52 @@
+// `cclab run`: sweeps sizes for one or more algorithms on the GPUs of this node, checks every
+// result, prints nccl-tests' table (out-of-place and in-place) and writes contract CSV records.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "core/dtype.hpp"
+#include "core/record.hpp"
+
+namespace cclab::exec {
+
+struct RunOptions {
+  std::vector<std::string> algos;  // names, or {"all"}
+  int nranks = 0;                  // 0: one per visible GPU
+  int64_t min_bytes = 32 << 20, max_bytes = 32 << 20;
+  int64_t step_factor = 2;  // -f
+  int64_t step_bytes = 0;   // -i (additive step), when non-zero
+  int warmup = 5, iters = 20;
+  bool check = true;
+  DType dtype = DType::f32;
+  RedOp op = RedOp::sum;
+  int root = 0;
+  bool graph = true;
+  bool share_gpus = false;
+  int inplace = 2;  // 0: out-of-place only, 1: in-place only, 2: both
+  std::string csv;
+  std::string predict;
+  std::string nccl_algo, nccl_proto;
+  std::string tune;  // key=value,... (bidir launch parameters, channels, chunk_bytes, ...)
+  std::string topology = "local";
+  double timeout_s = 60;
+};
+
+// Sizes of a sweep: min, then *factor (or +step) up to max inclusive.
+std::vector<int64_t> sweep_sizes(const RunOptions& o);
+
+// The algorithm names `--algo all` expands to (those the executor runs, plus sol.bidir_copy).
+std::vector<std::string> gpu_algorithm_names();
+
+// Runs the sweep; prints the table to `out`; writes the CSV (atomically, after every size) when
+// o.csv is set. Returns the exit code: 0, or 3 when any result was wrong. Throws cclab::Error on
+// bad input (1) and environment problems (2).
+int run_sweep(const RunOptions& o, std::ostream& out);
+
+// Two records (out-of-place, in-place) of one size as one nccl-tests line; either may be absent.
+void print_run_header(std::ostream& os, bool with_prediction);
+void print_run_line(std::ostream& os, const Record* oop, const Record* ip, bool with_prediction);
+
+}  // namespace cclab::exec

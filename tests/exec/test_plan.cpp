@@ -1,0 +1,227 @@
+#include <gtest/gtest.h>
+
+#include "algorithms/registry.hpp"
+#include "algorithms/transport.hpp"
+#include "core/error.hpp"
+#include "exec/bidir.hpp"
+#include "exec/plan.hpp"
+#include "exec/runner.hpp"
+
+namespace cclab::exec {
+namespace {
+
+Schedule empty_schedule(int n, int64_t bytes, const char* coll = "allreduce") {
+  Schedule s;
+  s.algo = "test";
+  s.collective = coll;
+  s.nranks = n;
+  s.count = bytes / 4;
+  s.buffers.assign(size_t(n), BufferSizes{bytes, bytes, bytes});
+  return s;
+}
+
+TEST(Lowering, StreamsPerRankAndChannelAndEnginesByKind) {
+  Schedule s = empty_schedule(2, 1024);
+  Transport t(s);
+  const OpId a = t.put(0, in(0), scratch(1), 512, {}, 0);
+  const OpId b = t.put(1, in(1), scratch(0), 512, {}, 1);
+  t.reduce(0, in(0), scratch(0), out(0), 512, {b}, 0);
+  t.reduce(1, in(1), scratch(1), out(1), 512, {a}, 2);
+  const Plan p = lower(s, LowerOptions{});
+  ASSERT_EQ(p.steps.size(), 4u);
+  EXPECT_EQ(p.streams.size(), 3u);  // (0,0), (1,1), (1,2)
+  EXPECT_EQ(p.steps[0].kind, StepKind::memcpy);
+  EXPECT_EQ(p.steps[2].kind, StepKind::reduce_kernel);
+  EXPECT_EQ(p.steps[0].stream, p.steps[2].stream);  // same rank, same channel
+  EXPECT_NE(p.steps[1].stream, p.steps[3].stream);  // same rank, other channel
+  // Both reduces wait for a put of the other rank: two events, both crossing GPUs.
+  EXPECT_EQ(p.num_events(), 2);
+  EXPECT_EQ(p.steps[2].wait_count, 1u);
+  EXPECT_EQ(p.steps[3].wait_count, 1u);
+  EXPECT_EQ(p.cross_device_waits, 2);
+  EXPECT_EQ(p.streams[size_t(p.steps[1].stream)].device, 1);
+}
+
+TEST(Lowering, KernelLoweringTurnsCopiesIntoCopyKernels) {
+  Schedule s = empty_schedule(2, 64);
+  s.lowering = Lowering::kernel;
+  Transport t(s);
+  t.get(0, in(1), out(0), 64);
+  const Plan p = lower(s, LowerOptions{});
+  EXPECT_EQ(p.steps[0].kind, StepKind::copy_kernel);
+}
+
+TEST(Lowering, SameStreamAndImpliedDependenciesCostNoEvent) {
+  Schedule s = empty_schedule(2, 4096);
+  Transport t(s);
+  const OpId a0 = t.copy(0, in(0), scratch(0), 64, {}, 0);
+  const OpId a1 = t.copy(0, in(0, 64), scratch(0, 64), 64, {}, 0);
+  const OpId b0 = t.copy(1, in(1), scratch(1), 64, {a0, a1}, 0);          // only a1 needs an event
+  const OpId b1 = t.copy(1, in(1, 64), scratch(1, 64), 64, {a0, b0}, 0);  // a0 implied through b0
+  t.copy(0, in(0, 128), scratch(0, 128), 64, {a1, b1}, 0);
+  const Plan p = lower(s, LowerOptions{});
+  EXPECT_EQ(p.steps[size_t(b0)].wait_count, 1u);
+  EXPECT_EQ(p.wait_pool[p.steps[size_t(b0)].wait_begin], p.steps[size_t(a1)].record);
+  EXPECT_EQ(p.steps[size_t(a0)].record, -1);
+  EXPECT_EQ(p.steps[size_t(b1)].wait_count, 0u);
+  EXPECT_EQ(p.steps[4].wait_count, 1u);
+  EXPECT_EQ(p.num_events(), 2);
+}
+
+TEST(Lowering, TransitiveThroughAThirdStream) {
+  Schedule s = empty_schedule(3, 4096);
+  Transport t(s);
+  const OpId a = t.copy(0, in(0), scratch(0), 64);
+  const OpId b = t.copy(1, in(1), scratch(1), 64, {a});
+  t.copy(2, in(2), scratch(2), 64, {a, b});  // a is implied by b
+  const Plan p = lower(s, LowerOptions{});
+  EXPECT_EQ(p.steps[2].wait_count, 1u);
+  EXPECT_EQ(p.wait_pool[p.steps[2].wait_begin], p.steps[size_t(b)].record);
+}
+
+TEST(Lowering, SharedGpusAndChannelFolding) {
+  Schedule s = empty_schedule(4, 4096);
+  Transport t(s);
+  for (int c = 0; c < 6; ++c) t.copy(3, in(3, c * 64), scratch(3, c * 64), 64, {}, c);
+  LowerOptions o;
+  o.rank_device = {0, 0, 1, 1};
+  o.max_streams_per_rank = 4;
+  const Plan p = lower(s, o);
+  EXPECT_EQ(p.streams.size(), 4u);  // channels 4 and 5 fold onto 0 and 1
+  for (const auto& st : p.streams) EXPECT_EQ(st.device, 1);
+  EXPECT_EQ(p.steps[4].stream, p.steps[0].stream);
+}
+
+TEST(Lowering, InPlaceRefsAreResolved) {
+  Schedule s = empty_schedule(2, 256, "allgather");
+  s.count = 64;
+  s.in_place = true;
+  Transport t(s);
+  t.get(1, in(0), out(1), 128);
+  const Plan p = lower(s, LowerOptions{});
+  // allgather in place: rank 0's input is its output at offset 0 * count/n.
+  EXPECT_EQ(p.steps[0].src.buf, Buf::output);
+  EXPECT_EQ(p.steps[0].src.offset, 0);
+  Schedule s2 = s;
+  s2.ops.clear();
+  Transport t2(s2);
+  t2.get(0, in(1), out(0, 128), 128);
+  EXPECT_EQ(lower(s2, LowerOptions{}).steps[0].src.offset, 128);  // rank 1's slice
+}
+
+TEST(Lowering, RejectsWrongDeviceCount) {
+  Schedule s = empty_schedule(2, 64);
+  LowerOptions o;
+  o.rank_device = {0};
+  EXPECT_THROW(lower(s, o), Error);
+}
+
+TEST(BidirCopySchedule, ValidPipelineWithSlotReuseAndInPlaceHazards) {
+  BidirParams p;
+  p.ce_chunk = 1024;
+  p.ce_slots = 2;
+  for (bool ip : {false, true}) {
+    const Schedule s = bidir_copy_schedule(2, 1000, DType::f32, RedOp::sum, ip, p);  // 4000 B: 4 chunks
+    validate(s);
+    validate_dataflow(s);
+    int gets = 0, reduces = 0;
+    for (const auto& op : s.ops) {
+      gets += op.kind == OpKind::get;
+      reduces += op.kind == OpKind::reduce;
+    }
+    EXPECT_EQ(gets, 8);
+    EXPECT_EQ(reduces, 8);
+    EXPECT_EQ(s.buffers[0].scratch, 2 * 1024);
+    const Plan plan = lower(s, LowerOptions{});
+    EXPECT_GT(plan.num_events(), 0);
+  }
+}
+
+TEST(BidirCopySchedule, ManyRanksAndPush) {
+  BidirParams p;
+  p.ce_chunk = 512;
+  p.ce_push = true;
+  const Schedule s = bidir_copy_schedule(4, 1001, DType::f16, RedOp::max, true, p);
+  validate(s);
+  validate_dataflow(s);
+}
+
+TEST(SolSchedule, EachRankPushesIntoItsLeftNeighbour) {
+  const Schedule s = sol_bidir_copy_schedule(2, 1 << 20, DType::f32, 4);
+  validate(s);
+  ASSERT_EQ(s.ops.size(), 8u);
+  int64_t bytes = 0;
+  for (const auto& op : s.ops) {
+    EXPECT_EQ(op.kind, OpKind::put);
+    EXPECT_EQ(op.dst.rank, (op.rank + 1) % 2);
+    if (op.rank == 0) bytes += op.bytes;
+  }
+  EXPECT_EQ(bytes, 4 << 20);
+}
+
+TEST(BidirParams, TuneKeysAndErrors) {
+  BidirParams p;
+  p.apply("lanes=64,slots=8,slot_bytes=128K,flash_stages=2,ce_chunk=4M,mode=flash");
+  EXPECT_EQ(p.lanes, 64);
+  EXPECT_EQ(p.slots, 8);
+  EXPECT_EQ(p.slot_bytes, 128 << 10);
+  EXPECT_EQ(p.ce_chunk, 4 << 20);
+  EXPECT_THROW(p.apply("bogus=1"), Error);
+  EXPECT_THROW(p.apply("lanes"), Error);
+  EXPECT_THROW(p.apply("slot_bytes=17"), Error);
+  EXPECT_EQ(parse_bidir_mode("stream"), BidirMode::stream);
+  EXPECT_THROW(parse_bidir_mode("warp"), Error);
+}
+
+TEST(BidirChoice, SmallUsesLLLargeUsesABandwidthMode) {
+  BidirParams p;
+  EXPECT_EQ(choose_bidir_mode(8, DType::f32, 2, p), BidirMode::ll);
+  EXPECT_EQ(choose_bidir_mode(64 << 10, DType::bf16, 2, p), BidirMode::ll);
+  EXPECT_NE(choose_bidir_mode(int64_t(1) << 30, DType::f32, 2, p), BidirMode::ll);
+  EXPECT_NE(choose_bidir_mode(4 << 20, DType::f32, 8, p), BidirMode::ll);
+}
+
+TEST(Sweep, SizesFollowNcclTestsFlags) {
+  RunOptions o;
+  o.min_bytes = 8;
+  o.max_bytes = 64;
+  o.step_factor = 2;
+  EXPECT_EQ(sweep_sizes(o), (std::vector<int64_t>{8, 16, 32, 64}));
+  o.step_factor = 4;
+  EXPECT_EQ(sweep_sizes(o), (std::vector<int64_t>{8, 32}));
+  o.step_bytes = 20;
+  EXPECT_EQ(sweep_sizes(o), (std::vector<int64_t>{8, 28, 48}));
+  o.min_bytes = 100;
+  o.max_bytes = 10;
+  EXPECT_THROW(sweep_sizes(o), Error);
+}
+
+TEST(Sweep, AllListsTheLinkTestAndTheFusedModes) {
+  const auto names = gpu_algorithm_names();
+  EXPECT_NE(std::find(names.begin(), names.end(), "sol.bidir_copy"), names.end());
+  EXPECT_NE(std::find(names.begin(), names.end(), "allreduce.bidir.ll"), names.end());
+  for (const auto& n : names) EXPECT_EQ(n.find("matmul"), std::string::npos) << n;
+}
+
+TEST(RunTable, OneLinePerSizeWithBothGroups) {
+  Record a{.algo = "x", .collective = "allreduce", .ranks = 2, .bytes = 1024, .count = 256, .time_us = 10};
+  fill_bandwidths(a);
+  Record b = a;
+  b.in_place = true;
+  b.time_us = 20;
+  fill_bandwidths(b);
+  b.wrong = 3;
+  std::ostringstream os;
+  print_run_line(os, &a, &b, false);
+  const std::string line = os.str();
+  EXPECT_NE(line.find("1024"), std::string::npos);
+  EXPECT_NE(line.find("10.00"), std::string::npos);
+  EXPECT_NE(line.find("20.00"), std::string::npos);
+  EXPECT_NE(line.find(" 3\n"), std::string::npos);
+  std::ostringstream os2;
+  print_run_line(os2, &a, nullptr, false);
+  EXPECT_NE(os2.str().find("N/A"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace cclab::exec
