@@ -123,6 +123,14 @@ class Runner {
       MMSP_CUDA(cudaDeviceSynchronize());
     }
   }
+  // After a failed algorithm: drain what was enqueued, ignoring errors (they were reported).
+  void sync_all_quiet() {
+    for (auto& x : R_) {
+      cudaSetDevice(x->dev);
+      cudaDeviceSynchronize();
+      cudaGetLastError();
+    }
+  }
 
   // C (rows x n) = A (rows x k) @ B (k x n) [+ beta C], row-major, fp32 accumulate, on the rank's
   // compute stream. Row-major C = A B is column-major C^T = B^T A^T: cuBLAS gets (B, A) swapped.
@@ -251,11 +259,11 @@ class Runner {
 
   void enqueue_ag_nccl() {
     const auto comm = comms();
-    MMSP_NCCL(ncclGroupStart());
+    NcclGroup group;
     for (int r = 0; r < D_; ++r)
       MMSP_NCCL(ncclAllGather(R_[r]->a_in.as(), R_[r]->agather.as(), size_t(m_ * k_), nccl_type(cfg_.dtype), comm[r],
                               R_[r]->comp));
-    MMSP_NCCL(ncclGroupEnd());
+    group.end();
     for (int r = 0; r < D_; ++r) {
       Rank& x = *R_[r];
       DeviceScope scope(x.dev);
@@ -271,11 +279,11 @@ class Runner {
       DeviceScope scope(x.dev);
       gemm(x, m_ * D_, x.a_rs.as(), x.b.as(), x.c.as());
     }
-    MMSP_NCCL(ncclGroupStart());
+    NcclGroup group;
     for (int r = 0; r < D_; ++r)
       MMSP_NCCL(ncclReduceScatter(R_[r]->c.as(), R_[r]->out_rs.as(), size_t(m_ * n_), nccl_type(cfg_.dtype), ncclSum,
                                   comm[r], R_[r]->comp));
-    MMSP_NCCL(ncclGroupEnd());
+    group.end();
     finish_ranks(false, false);
   }
 
@@ -447,7 +455,8 @@ bool is_collective_matmul(std::string_view algo) {
   return std::find(n.begin(), n.end(), algo) != n.end();
 }
 
-std::vector<Record> run_collective_matmul(RankGpus& gpus, const CmatmulConfig& cfg) {
+std::vector<Record> run_collective_matmul(RankGpus& gpus, const CmatmulConfig& cfg,
+                                          std::vector<std::string>* failures) {
   const MatmulShape& s = cfg.shape;
   if (!s.valid())
     throw_input("--shape needs M,K,N all positive (got " + std::to_string(s.m) + "," + std::to_string(s.k) + "," +
@@ -488,10 +497,16 @@ std::vector<Record> run_collective_matmul(RankGpus& gpus, const CmatmulConfig& c
   };
   std::vector<Result> results;
   for (const auto& a : algos) {
-    Runner::Check chk{-1, NAN};
-    if (cfg.check) chk = run.run_checked(a);
-    double t = run.time_algo(a);
-    results.push_back({a, t, chk});
+    try {
+      Runner::Check chk{-1, NAN};
+      if (cfg.check) chk = run.run_checked(a);
+      double t = run.time_algo(a);
+      results.push_back({a, t, chk});
+    } catch (const Error& e) {
+      if (!failures) throw;
+      failures->push_back(a + ": " + e.what());  // the other algorithms still run and keep their rows
+      run.sync_all_quiet();
+    }
   }
   std::map<std::string, double> nccl_time;
   for (const auto& r : results)

@@ -54,7 +54,10 @@ bool is_collective_matmul(std::string_view algo);
 // `shape` column, `wrong` (elements outside tolerance; -1 when unchecked) and extra columns
 // tflops (per GPU), util_vs_bound (D x shard matmul time / time), ratio_vs_cublas_full
 // (time / one full cuBLAS matmul), speedup_vs_nccl_cublas, relerr (||out-ref|| / ||ref||),
-// t_full_us and t_bound_us. Throws an input error for a bad shape, dtype or name.
-std::vector<Record> run_collective_matmul(RankGpus& gpus, const CmatmulConfig& cfg);
+// t_full_us and t_bound_us. Throws an input error for a bad shape, dtype or name. With `failures`,
+// an algorithm that fails (e.g. an NCCL error) is reported there ("algo: message") and left out, and
+// the others still run; without it, the first failure throws.
+std::vector<Record> run_collective_matmul(RankGpus& gpus, const CmatmulConfig& cfg,
+                                          std::vector<std::string>* failures = nullptr);
 
 }  // namespace cclab::exec

@@ -99,7 +99,11 @@ int cmd_matmul(const std::vector<std::string>& argv) {
       cfg.check = f.get("--check", "1") != "0";
       cfg.seed = uint64_t(parse_int("--seed", f.get("--seed", "1"), 0, INT64_MAX));
       try {
-        auto rows = run_collective_matmul(gpus, cfg);
+        std::vector<std::string> failed;
+        auto rows = run_collective_matmul(gpus, cfg, &failed);
+        for (const auto& f : failed)
+          std::cerr << "cclab_mmsp_bench: matmul " << shape_text << " " << dt << ": " << f << "\n";
+        failures += int(failed.size());
         all.insert(all.end(), rows.begin(), rows.end());
         write_rows(f.get("--csv", ""), all);
       } catch (const Error& e) {
@@ -209,7 +213,11 @@ int cmd_sparse(const std::vector<std::string>& argv) {
       cfg.host_baseline = in_list(p, host_at);
       cfg.match_bench = in_list(p, match_at);
       try {
-        auto rows = run_sparse_allreduce(gpus, cfg);
+        std::vector<std::string> failed;
+        auto rows = run_sparse_allreduce(gpus, cfg, &failed);
+        for (const auto& f : failed)
+          std::cerr << "cclab_mmsp_bench: sparse " << dist << " density " << p << ": " << f << "\n";
+        failures += int(failed.size());
         for (const auto& r : rows)
           if (r.algo == "allreduce.nccl") dense_us = r.time_us;
         all.insert(all.end(), rows.begin(), rows.end());

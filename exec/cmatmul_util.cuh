@@ -194,6 +194,25 @@ class Event {
 inline void record(const Event& e, cudaStream_t s) { MMSP_CUDA(cudaEventRecord(e.get(), s)); }
 inline void wait(cudaStream_t waiter, const Event& e) { MMSP_CUDA(cudaStreamWaitEvent(waiter, e.get(), 0)); }
 
+// ncclGroupStart() ... end(): if an error escapes before end(), the destructor still closes the
+// group, so that later NCCL calls are not silently nested in a group that never ends.
+class NcclGroup {
+ public:
+  NcclGroup() { MMSP_NCCL(ncclGroupStart()); }
+  void end() {
+    open_ = false;
+    MMSP_NCCL(ncclGroupEnd());
+  }
+  ~NcclGroup() {
+    if (open_) ncclGroupEnd();
+  }
+  NcclGroup(const NcclGroup&) = delete;
+  NcclGroup& operator=(const NcclGroup&) = delete;
+
+ private:
+  bool open_ = true;
+};
+
 inline float elapsed_ms(const Event& start, const Event& stop) {
   float ms = 0;
   MMSP_CUDA(cudaEventElapsedTime(&ms, start.get(), stop.get()));

@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <future>
 #include <iostream>
 #include <memory>
@@ -128,6 +129,14 @@ class SparseRunner {
       MMSP_CUDA(cudaStreamSynchronize(x->st));
     }
   }
+  // After a failed part: drain what was enqueued, ignoring errors (they were reported).
+  void drain_quiet() {
+    for (auto& x : X_) {
+      cudaSetDevice(x->dev);
+      cudaStreamSynchronize(x->st);
+      cudaGetLastError();
+    }
+  }
 
   void ensure_table() {
     for (auto& x : X_) {
@@ -147,10 +156,10 @@ class SparseRunner {
     if (g_.has_nccl()) {
       std::vector<ncclComm_t> comm;  // created before the group opens: ncclCommInitAll may not run inside one
       for (int r = 0; r < D_; ++r) comm.push_back(g_.nccl(r));
-      MMSP_NCCL(ncclGroupStart());
+      NcclGroup group;
       for (int r = 0; r < D_; ++r)
         MMSP_NCCL(ncclAllReduce(bufs[r], bufs[r], size_t(n), ncclFloat32, ncclSum, comm[r], X_[r]->st));
-      MMSP_NCCL(ncclGroupEnd());
+      group.end();
       return;
     }
     PeerBufs pb{};
@@ -558,7 +567,7 @@ class SparseRunner {
 
 }  // namespace
 
-std::vector<Record> run_sparse_allreduce(RankGpus& gpus, const SparseConfig& cfg) {
+std::vector<Record> run_sparse_allreduce(RankGpus& gpus, const SparseConfig& cfg, std::vector<std::string>* failures) {
   if (cfg.iters < 1 || cfg.warmup < 0 || cfg.dense_iters < 1)
     throw_input("sparse all-reduce needs iters >= 1, dense iters >= 1 and warmup >= 0");
   const int D = gpus.nranks();
@@ -596,15 +605,27 @@ std::vector<Record> run_sparse_allreduce(RankGpus& gpus, const SparseConfig& cfg
     return rec;
   };
 
+  // Runs one measured part; with `failures`, a failing part is reported there and the rest go on.
+  auto guarded = [&](const std::string& what, const std::function<void()>& part) {
+    try {
+      part();
+    } catch (const Error& e) {
+      if (!failures) throw;
+      failures->push_back(what + ": " + e.what());
+      run.drain_quiet();
+    }
+  };
+
   std::vector<Record> rows;
   double t_dense = 0;
-  if (cfg.dense_baseline && gpus.has_nccl()) {
-    t_dense = run.time_dense_nccl(1, cfg.dense_iters);
-    Record rec = base("allreduce.nccl", t_dense);
-    rec.wrong = -1;  // timing baseline; NCCL's all-reduce is checked by the executor's sweep
-    rec.extra.emplace_back("mode", "dense_table");
-    rows.push_back(std::move(rec));
-  }
+  if (cfg.dense_baseline && gpus.has_nccl())
+    guarded("allreduce.nccl (dense table)", [&] {
+      t_dense = run.time_dense_nccl(1, cfg.dense_iters);
+      Record rec = base("allreduce.nccl", t_dense);
+      rec.wrong = -1;  // timing baseline; NCCL's all-reduce is checked by the executor's sweep
+      rec.extra.emplace_back("mode", "dense_table");
+      rows.push_back(std::move(rec));
+    });
 
   struct Variant {
     SparseMode mode;
@@ -618,93 +639,96 @@ std::vector<Record> run_sparse_allreduce(RankGpus& gpus, const SparseConfig& cfg
     }
     for (UnionMode u : cfg.union_modes) variants.push_back({p, u});
   }
-  for (const Variant& v : variants) {
-    int64_t wrong = -1, checked = 0;
-    if (cfg.check) {
-      run.poison();
-      Outcome o = run.run_once(v.mode, v.um);
-      auto c = run.check(o);
-      wrong = c.wrong;
-      checked = c.checked_rows;
-    }
-    for (int w = 0; w < cfg.warmup; ++w) run.run_once(v.mode, v.um);
-    Outcome sum;
-    double phase[4] = {0, 0, 0, 0};
-    for (int it = 0; it < cfg.iters; ++it) {
-      Outcome o = run.run_once(v.mode, v.um);
-      sum.wall_us += o.wall_us;
-      for (int p = 0; p < 4; ++p) phase[p] += o.phase_us[p];
-      sum.dense = o.dense;
-      sum.union_rows = o.union_rows;
-      sum.nnz = o.nnz;
-    }
-    const double t = sum.wall_us / cfg.iters;
-    Record rec = base("allreduce.sparse", t);
-    rec.wrong = wrong;
-    double mean_nnz = 0;
-    for (int64_t n : sum.nnz) mean_nnz += double(n) / D;
-    const double t_ref = t_dense > 0 ? t_dense : cfg.dense_ref_us;
-    rec.extra.emplace_back("mode", path_name(v.mode));
-    rec.extra.emplace_back("path", sum.dense ? "dense" : "sparse");
-    rec.extra.emplace_back("union_mode", sum.dense ? "" : union_name(v.um));
-    rec.extra.emplace_back("nnz_per_rank", fmt(mean_nnz, 9));
-    rec.extra.emplace_back("union_rows", std::to_string(sum.union_rows));
-    rec.extra.emplace_back("coalesce_us", fmt(phase[0] / cfg.iters));
-    rec.extra.emplace_back("union_us", fmt(phase[1] / cfg.iters));
-    rec.extra.emplace_back("match_fill_us", fmt(phase[2] / cfg.iters));
-    rec.extra.emplace_back("allreduce_us", fmt(phase[3] / cfg.iters));
-    rec.extra.emplace_back("speedup_vs_dense_nccl", t_ref > 0 ? fmt(t_ref / t) : "");
-    rec.extra.emplace_back("checked_rows", std::to_string(checked));
-    rec.extra.emplace_back("dense_allreduce", gpus.has_nccl() ? "nccl" : "peer_kernel");
-    rows.push_back(std::move(rec));
-  }
-
-  if (cfg.host_baseline) {
-    run.run_host_staged();  // warm-up (allocates the pinned buffers)
-    double tsum = 0;
-    Outcome o;
-    for (int it = 0; it < cfg.dense_iters; ++it) {
-      run.poison();
-      o = run.run_host_staged();
-      tsum += o.wall_us;
-    }
-    int64_t wrong = -1, checked = 0;
-    if (cfg.check) {
-      auto c = run.check(o);
-      wrong = c.wrong;
-      checked = c.checked_rows;
-    }
-    const double t = tsum / cfg.dense_iters;
-    Record rec = base("allreduce.sparse_hoststaged", t);
-    rec.wrong = wrong;
-    const double t_ref = t_dense > 0 ? t_dense : cfg.dense_ref_us;
-    rec.extra.emplace_back("mode", "host");
-    rec.extra.emplace_back("union_rows", std::to_string(o.union_rows));
-    rec.extra.emplace_back("speedup_vs_dense_nccl", t_ref > 0 ? fmt(t_ref / t) : "");
-    rec.extra.emplace_back("checked_rows", std::to_string(checked));
-    rows.push_back(std::move(rec));
-  }
-
-  if (cfg.match_bench) {
-    // A fresh sparse run leaves rank 0's local indices and the union in place for the kernels.
-    const Outcome last_sparse = run.run_once(SparseMode::sparse, UnionMode::allgather);
-    auto mt = run.bench_match(last_sparse.nnz[0], last_sparse.union_rows);
-    const char* names[3] = {"index_match.quadratic", "index_match.binsearch", "index_match.window"};
-    for (int k = 0; k < 3; ++k) {
-      Record rec = base(names[k], mt.us[k]);
-      rec.collective = "index_match";
-      rec.ranks = 1;
-      rec.count = mt.n_local;
-      rec.bytes = mt.n_local * 4;
-      rec.redop = "none";
-      fill_bandwidths(rec);
-      rec.wrong = mt.wrong[k];
-      rec.extra.emplace_back("mode", "kernel");
-      rec.extra.emplace_back("union_rows", std::to_string(mt.n_global));
-      rec.extra.emplace_back("speedup_vs_quadratic", fmt(mt.us[0] / mt.us[k]));
+  for (const Variant& v : variants)
+    guarded(std::string("allreduce.sparse mode ") + path_name(v.mode), [&] {
+      int64_t wrong = -1, checked = 0;
+      if (cfg.check) {
+        run.poison();
+        Outcome o = run.run_once(v.mode, v.um);
+        auto c = run.check(o);
+        wrong = c.wrong;
+        checked = c.checked_rows;
+      }
+      for (int w = 0; w < cfg.warmup; ++w) run.run_once(v.mode, v.um);
+      Outcome sum;
+      double phase[4] = {0, 0, 0, 0};
+      for (int it = 0; it < cfg.iters; ++it) {
+        Outcome o = run.run_once(v.mode, v.um);
+        sum.wall_us += o.wall_us;
+        for (int p = 0; p < 4; ++p) phase[p] += o.phase_us[p];
+        sum.dense = o.dense;
+        sum.union_rows = o.union_rows;
+        sum.nnz = o.nnz;
+      }
+      const double t = sum.wall_us / cfg.iters;
+      Record rec = base("allreduce.sparse", t);
+      rec.wrong = wrong;
+      double mean_nnz = 0;
+      for (int64_t n : sum.nnz) mean_nnz += double(n) / D;
+      const double t_ref = t_dense > 0 ? t_dense : cfg.dense_ref_us;
+      rec.extra.emplace_back("mode", path_name(v.mode));
+      rec.extra.emplace_back("path", sum.dense ? "dense" : "sparse");
+      rec.extra.emplace_back("union_mode", sum.dense ? "" : union_name(v.um));
+      rec.extra.emplace_back("nnz_per_rank", fmt(mean_nnz, 9));
+      rec.extra.emplace_back("union_rows", std::to_string(sum.union_rows));
+      rec.extra.emplace_back("coalesce_us", fmt(phase[0] / cfg.iters));
+      rec.extra.emplace_back("union_us", fmt(phase[1] / cfg.iters));
+      rec.extra.emplace_back("match_fill_us", fmt(phase[2] / cfg.iters));
+      rec.extra.emplace_back("allreduce_us", fmt(phase[3] / cfg.iters));
+      rec.extra.emplace_back("speedup_vs_dense_nccl", t_ref > 0 ? fmt(t_ref / t) : "");
+      rec.extra.emplace_back("checked_rows", std::to_string(checked));
+      rec.extra.emplace_back("dense_allreduce", gpus.has_nccl() ? "nccl" : "peer_kernel");
       rows.push_back(std::move(rec));
-    }
-  }
+    });
+
+  if (cfg.host_baseline)
+    guarded("allreduce.sparse_hoststaged", [&] {
+      run.run_host_staged();  // warm-up (allocates the pinned buffers)
+      double tsum = 0;
+      Outcome o;
+      for (int it = 0; it < cfg.dense_iters; ++it) {
+        run.poison();
+        o = run.run_host_staged();
+        tsum += o.wall_us;
+      }
+      int64_t wrong = -1, checked = 0;
+      if (cfg.check) {
+        auto c = run.check(o);
+        wrong = c.wrong;
+        checked = c.checked_rows;
+      }
+      const double t = tsum / cfg.dense_iters;
+      Record rec = base("allreduce.sparse_hoststaged", t);
+      rec.wrong = wrong;
+      const double t_ref = t_dense > 0 ? t_dense : cfg.dense_ref_us;
+      rec.extra.emplace_back("mode", "host");
+      rec.extra.emplace_back("union_rows", std::to_string(o.union_rows));
+      rec.extra.emplace_back("speedup_vs_dense_nccl", t_ref > 0 ? fmt(t_ref / t) : "");
+      rec.extra.emplace_back("checked_rows", std::to_string(checked));
+      rows.push_back(std::move(rec));
+    });
+
+  if (cfg.match_bench)
+    guarded("index_match", [&] {
+      // A fresh sparse run leaves rank 0's local indices and the union in place for the kernels.
+      const Outcome last_sparse = run.run_once(SparseMode::sparse, UnionMode::allgather);
+      auto mt = run.bench_match(last_sparse.nnz[0], last_sparse.union_rows);
+      const char* names[3] = {"index_match.quadratic", "index_match.binsearch", "index_match.window"};
+      for (int k = 0; k < 3; ++k) {
+        Record rec = base(names[k], mt.us[k]);
+        rec.collective = "index_match";
+        rec.ranks = 1;
+        rec.count = mt.n_local;
+        rec.bytes = mt.n_local * 4;
+        rec.redop = "none";
+        fill_bandwidths(rec);
+        rec.wrong = mt.wrong[k];
+        rec.extra.emplace_back("mode", "kernel");
+        rec.extra.emplace_back("union_rows", std::to_string(mt.n_global));
+        rec.extra.emplace_back("speedup_vs_quadratic", fmt(mt.us[0] / mt.us[k]));
+        rows.push_back(std::move(rec));
+      }
+    });
   return rows;
 }
 

@@ -83,7 +83,10 @@ float sparse_raw_value(uint64_t seed, int rank, int64_t row, int copy, int64_t c
 // checked the same way, and a sample of the other rows must be zero. Records: algo allreduce.sparse (extra columns:
 // rows, dim, density, dist, mode, path, union_mode, nnz_per_rank, union_rows, phase times, speedup_vs_dense_nccl,
 // checked_rows), allreduce.nccl (dense table), allreduce.sparse_hoststaged, index_match.{quadratic,binsearch,window}.
-std::vector<Record> run_sparse_allreduce(RankGpus& gpus, const SparseConfig& cfg);
+// With `failures`, a part that fails (a variant, a baseline) is reported there ("part: message") and
+// the other parts still run; without it, the first failure throws.
+std::vector<Record> run_sparse_allreduce(RankGpus& gpus, const SparseConfig& cfg,
+                                         std::vector<std::string>* failures = nullptr);
 
 // Runs one index-matching kernel on `device`: the position of each local index in `global` (both
 // sorted, unique), -1 where absent. For tests and for checking the kernels against each other.

@@ -30,19 +30,16 @@ export CCLAB_COMMIT=${CCLAB_COMMIT:-$(git rev-parse --short=12 HEAD 2>/dev/null 
 BENCH="$BUILD/exec/cclab_mmsp_bench"
 JOBS=$(nproc)
 
-targets="cclab_mmsp_bench"
-[ "${MMSP_TESTS:-0}" = 1 ] && targets="$targets test_cmatmul test_sparse"
-if [ ! -x "$BENCH" ] || [ "${MMSP_TESTS:-0}" = 1 ]; then
+tests=OFF
+[ "${MMSP_TESTS:-0}" = 1 ] && tests=ON
+if [ ! -x "$BENCH" ] || [ "$tests" = ON ]; then
   gen="Unix Makefiles"
   command -v ninja >/dev/null && gen=Ninja
-  tests=OFF
-  [ "${MMSP_TESTS:-0}" = 1 ] && tests=ON
-  echo "measure_matmul_sparse: building $targets in $BUILD ($gen, $JOBS jobs)"
+  echo "measure_matmul_sparse: building cclab_mmsp_bench in $BUILD ($gen, $JOBS jobs)"
   t0=$(date +%s)
   cmake -S . -B "$BUILD" -G "$gen" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DCCLAB_BENCH=OFF \
     -DCCLAB_TESTS=$tests >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 2; }
-  # shellcheck disable=SC2086
-  cmake --build "$BUILD" --target $targets -j "$JOBS" >>"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 2; }
+  cmake --build "$BUILD" --target cclab_mmsp_bench -j "$JOBS" >>"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 2; }
   echo "measure_matmul_sparse: built in $(( $(date +%s) - t0 )) s"
 fi
 nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader || true
@@ -69,14 +66,18 @@ echo "== sparse/dense crossover"
 "$BENCH" sparse --ranks 2 "${cross[@]}" --dist uniform,zipf --paths sparse,dense,auto --union allgather \
   -w 1 -n 3 --dense-iters 3 --crossover --csv "$OUT/crossover.csv" || status=1
 
-if [ "${MMSP_TESTS:-0}" = 1 ]; then
+if [ "$tests" = ON ]; then  # after the measurements, so that their records come back first
   echo "== GPU tests (test_cmatmul, test_sparse)"
-  { "$BUILD/tests/exec/test_cmatmul" && "$BUILD/tests/exec/test_sparse"; } >"$OUT/tests.log" 2>&1 || status=1
-  grep -E "^\[  (PASSED|FAILED|SKIPPED) |^\[==========\]" "$OUT/tests.log" || true
+  if cmake --build "$BUILD" --target test_cmatmul test_sparse -j "$JOBS" >"$OUT/tests.log" 2>&1; then
+    { "$BUILD/tests/exec/test_cmatmul" && "$BUILD/tests/exec/test_sparse"; } >>"$OUT/tests.log" 2>&1 || status=1
+  else
+    echo "test build failed (see tests.log)"; status=1
+  fi
+  grep -E "^\[  (PASSED|FAILED|SKIPPED) |^\[==========\]|^\[  FAILED" "$OUT/tests.log" || true
 fi
 
 # The short table: the goals of issue 7, read back from the records.
-python3 - "$OUT" <<'EOF' | tee "$OUT/summary.txt"
+(python3 - "$OUT" <<'EOF' | tee "$OUT/summary.txt"
 import csv, os, sys
 out = sys.argv[1]
 def rows(name):
@@ -99,4 +100,5 @@ for r in rows("crossover.csv"):
 for d, v in cx.items():
     print(f"measured crossover density ({d}, {rows('crossover.csv')[0].get('rows')} x {rows('crossover.csv')[0].get('dim')}): {v}")
 EOF
+) || true
 exit $status
