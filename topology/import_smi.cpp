@@ -136,6 +136,7 @@ Topology import_nvidia_smi(const std::string& raw, const std::string& origin) {
   std::vector<std::vector<std::string>> label(nd, std::vector<std::string>(nd));
   std::vector<size_t> row_line(nd, 0);
   std::vector<std::optional<int>> numa(nd);
+  std::vector<std::string> cpu_affinity(nd);
   std::vector<bool> seen(nd, false);
   size_t i = header + 1;
   for (; i < lines.size(); ++i) {
@@ -160,7 +161,7 @@ Topology import_nvidia_smi(const std::string& raw, const std::string& origin) {
       const std::string v = cells[1 + nd + numa_col];
       if (!v.empty() && std::all_of(v.begin(), v.end(), ::isdigit)) numa[r] = std::stoi(v);
     }
-    (void)cpu_col;
+    if (cpu_col >= 0 && 1 + nd + cpu_col < static_cast<int>(cells.size())) cpu_affinity[r] = cells[1 + nd + cpu_col];
   }
   const size_t end_of_rows = i;
   for (int d = 0; d < nd; ++d) {
@@ -253,6 +254,12 @@ Topology import_nvidia_smi(const std::string& raw, const std::string& origin) {
     c.kind = NodeKind::cpu;
     c.name = "n0.cpu" + std::to_string(s);
     c.socket = s;
+    for (int d : gpus) {
+      if (socket[d] == s && !cpu_affinity[d].empty() && cpu_affinity[d] != "N/A") {
+        c.model = "CPUs " + cpu_affinity[d] + (numa[d] ? " (NUMA " + std::to_string(*numa[d]) + ")" : "");
+        break;
+      }
+    }
     cpu[s] = t.add_node(c);
     Node m;
     m.kind = NodeKind::host_memory;

@@ -110,6 +110,8 @@ class Topology {
   // route exists (a disconnected graph, or no path without NVLink). Routes are memoised: repeated calls
   // are a hash lookup. Within a server: fewest hops, then least latency, never through a GPU or host
   // memory. Across servers of a cluster: GPU -> its rail NIC -> leaf -> (spine) -> leaf -> NIC -> GPU.
+  // With no_p2p, GPU pairs of one server get the staged path (Path::second_leg); a == b gives an empty path
+  // (no links, zero latency, bottleneck 0: local work is the caller's to cost).
   Path route_gpus(int a, int b, const RouteOptions& opt = {}) const;
   Path route(NodeId a, NodeId b, const RouteOptions& opt = {}) const;
   // The host memory node nearest a GPU (its socket's), for --no-p2p staging and host transfers.
