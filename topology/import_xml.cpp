@@ -215,7 +215,7 @@ struct PendingGpu {
 
 class Importer {
  public:
-  Importer(const std::string& origin) : origin_(origin) {}
+  explicit Importer(const std::string& origin) : origin_(origin) {}
 
   Topology run(const Element& root) {
     if (root.name != "system") {
@@ -321,9 +321,13 @@ class Importer {
   Link pcie_link(const Element& pci) const {
     const std::string speed = pci.attr("link_speed").value_or("");
     int width = pci.attr("link_width") && !pci.attr("link_width")->empty() ? need_int(pci, "link_width") : 0;
+    if (width < 0)
+      fail(pci, "<pci busid=\"" + pci.attr("busid").value_or("?") + "\"> has link_width " + std::to_string(width));
     const bool width_known = width > 0;
     if (!width_known) width = 16;  // as NCCL does when sysfs reports no width
     const PcieRate r = pcie_rate(speed);
+    if (!(r.gts > 0))
+      fail(pci, "<pci busid=\"" + pci.attr("busid").value_or("?") + "\"> has link_speed \"" + speed + "\"");
     const double bw = r.lane_Bps * width;
     char src[256];
     std::snprintf(src, sizeof src,

@@ -8,7 +8,6 @@
 #include <map>
 #include <mutex>
 #include <queue>
-#include <set>
 #include <unordered_map>
 #include <unordered_set>
 

@@ -288,6 +288,22 @@ TEST(BadFiles, InlineTexts) {
   expect_input_error([] { import_nccl_xml("<topology/>", "r.xml"); }, {"r.xml:1:", "expected <system>"});
   expect_input_error([] { import_nccl_xml("<system version=\"1\"><cpu numaid=\"x\"/></system>", "n.xml"); },
                      {"n.xml:1:", "numaid=\"x\" is not an integer"});
+  expect_input_error(
+      [] {
+        import_nccl_xml(
+            "<system version=\"1\">\n<cpu numaid=\"0\">\n<pci busid=\"0000:01:00.0\" link_speed=\"-32.0 GT/s PCIe\" "
+            "link_width=\"16\"><gpu dev=\"0\" sm=\"90\"/></pci></cpu></system>",
+            "neg.xml");
+      },
+      {"neg.xml:3:", "link_speed \"-32.0 GT/s PCIe\""});
+  expect_input_error(
+      [] {
+        import_nccl_xml(
+            "<system version=\"1\"><cpu numaid=\"0\"><pci busid=\"0000:01:00.0\" link_speed=\"32.0 GT/s PCIe\" "
+            "link_width=\"-16\"><gpu dev=\"0\" sm=\"90\"/></pci></cpu></system>",
+            "w.xml");
+      },
+      {"w.xml:1:", "link_width -16"});
   expect_input_error([] { import_nvidia_smi("\tGPU0\tGPU1\nGPU0\t X \tNV2\nGPU1\tNV4\t X \n", "s.txt"); },
                      {"s.txt:2:", "GPU0/GPU1 is NV2 but GPU1/GPU0 is NV4"});
   expect_input_error([] { import_nvidia_smi("\tGPU0\tGPU1\nGPU0\t X \tPIX\n", "m.txt"); },
