@@ -213,6 +213,15 @@ class NcclGroup {
   bool open_ = true;
 };
 
+// A copy ordered on `s` and finished on return. Every copy next to work on our non-blocking streams
+// goes through a stream: a plain cudaMemcpy runs on the legacy stream, which non-blocking streams do
+// not wait for, and one from pageable memory may return before its DMA has landed.
+inline void copy_on(void* dst, const void* src, size_t bytes, cudaStream_t s) {
+  if (bytes == 0) return;
+  MMSP_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s));
+  MMSP_CUDA(cudaStreamSynchronize(s));
+}
+
 inline float elapsed_ms(const Event& start, const Event& stop) {
   float ms = 0;
   MMSP_CUDA(cudaEventElapsedTime(&ms, start.get(), stop.get()));

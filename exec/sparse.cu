@@ -110,8 +110,8 @@ class SparseRunner {
       x->ev_ready = Event(x->dev, false);
       x->ev_reduced = Event(x->dev, false);
       if (n) {
-        MMSP_CUDA(cudaMemcpy(x->raw_idx.as(), in_[r].raw_rows.data(), size_t(n) * 4, cudaMemcpyHostToDevice));
-        MMSP_CUDA(cudaMemcpy(x->raw_copy.as(), in_[r].raw_copy.data(), size_t(n), cudaMemcpyHostToDevice));
+        copy_on(x->raw_idx.as(), in_[r].raw_rows.data(), size_t(n) * 4, x->st);
+        copy_on(x->raw_copy.as(), in_[r].raw_copy.data(), size_t(n), x->st);
         sparse_iota(x->perm_in.as<int32_t>(), n, x->st);
         sparse_gen_values(x->raw_val.as<float>(), x->raw_idx.as<int32_t>(), x->raw_copy.as<uint8_t>(), n, dim_,
                           cfg_.spec.seed, r, x->st);
@@ -453,7 +453,7 @@ class SparseRunner {
       record(t1, x.st);
       MMSP_CUDA(cudaEventSynchronize(t1));
       mt.us[k] = 1e3 * elapsed_ms(t0, t1) / (launches * replays);
-      MMSP_CUDA(cudaMemcpy(host[k].data(), pos.as(), size_t(n_local) * 4, cudaMemcpyDeviceToHost));
+      copy_on(host[k].data(), pos.as(), size_t(n_local) * 4, x.st);
       cudaGraphExecDestroy(exec);
       cudaGraphDestroy(graph);
     }
@@ -527,16 +527,16 @@ class SparseRunner {
       if (!o.dense) {  // the union's indices, all of them
         if (o.union_rows != Ue) res.wrong += std::abs(o.union_rows - Ue);
         const int64_t n = std::min(o.union_rows, Ue);
-        MMSP_CUDA(cudaMemcpy(idx.data(), x.union_idx.as(), size_t(n) * 4, cudaMemcpyDeviceToHost));
+        copy_on(idx.data(), x.union_idx.as(), size_t(n) * 4, x.st);
         for (int64_t i = 0; i < n; ++i) res.wrong += idx[i] != uint32_t(expected_union_[i]);
         if (o.union_rows != Ue) continue;  // the value rows would be misaligned
       }
       DevBuf list(x.dev, size_t(n_rows) * 4), sample_buf(x.dev, size_t(n_rows) * dim_ * 4);
-      MMSP_CUDA(cudaMemcpy(list.as(), rows_dev.data(), size_t(n_rows) * 4, cudaMemcpyHostToDevice));
+      copy_on(list.as(), rows_dev.data(), size_t(n_rows) * 4, x.st);
       sparse_fill_rows(list.as<int32_t>(), n_rows, o.dense ? x.table.as<float>() : x.ubuf.as<float>(), dim_,
                        sample_buf.as<float>(), x.st);
       MMSP_CUDA(cudaStreamSynchronize(x.st));
-      MMSP_CUDA(cudaMemcpy(got.data(), sample_buf.as(), got.size() * 4, cudaMemcpyDeviceToHost));
+      copy_on(got.data(), sample_buf.as(), got.size() * 4, x.st);
       for (size_t i = 0; i < sample.size(); ++i)
         for (int64_t c = 0; c < dim_; ++c) {
           const double e = exp[i * dim_ + c], v = got[i * dim_ + c];
@@ -740,14 +740,14 @@ std::vector<int32_t> sparse_match_on_gpu(int device, MatchKernel kernel, const s
   Stream st(device);
   DevBuf l(device, std::max<size_t>(4, local.size() * 4)), g(device, std::max<size_t>(4, global.size() * 4)),
       pos(device, std::max<size_t>(4, local.size() * 4));
-  MMSP_CUDA(cudaMemcpy(l.as(), local.data(), local.size() * 4, cudaMemcpyHostToDevice));
-  MMSP_CUDA(cudaMemcpy(g.as(), global.data(), global.size() * 4, cudaMemcpyHostToDevice));
-  MMSP_CUDA(cudaMemset(pos.as(), 0x7f, pos.bytes()));  // poison
+  copy_on(l.as(), local.data(), local.size() * 4, st);
+  copy_on(g.as(), global.data(), global.size() * 4, st);
+  MMSP_CUDA(cudaMemsetAsync(pos.as(), 0x7f, pos.bytes(), st));  // poison, ordered before the kernel
   sparse_match(kernel, l.as<uint32_t>(), int(local.size()), g.as<uint32_t>(), int(global.size()), pos.as<int32_t>(),
                nullptr, st);
   MMSP_CUDA(cudaStreamSynchronize(st));
   std::vector<int32_t> out(local.size());
-  MMSP_CUDA(cudaMemcpy(out.data(), pos.as(), out.size() * 4, cudaMemcpyDeviceToHost));
+  copy_on(out.data(), pos.as(), out.size() * 4, st);
   return out;
 }
 

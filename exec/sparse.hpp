@@ -49,11 +49,13 @@ struct SparseConfig {
   bool match_bench = false;    // time the three index-matching kernels on rank 0's data
   int dense_iters = 3;         // the dense table is large: fewer iterations (also the host-staged one)
   double dense_ref_us = 0;     // when dense_baseline is off: a dense time measured earlier, for the speedup column
-  // Cost model of the automatic switch (see sparse_choose_dense): time per float through the union
-  // buffer's fill and all-reduce, and per index through exchange, union and matching.
-  double elem_cost_ps = 12.4;
-  double index_cost_ns = 1.0;
-  double fixed_index_us = 150.0;
+  // Cost model of the automatic switch (see sparse_choose_dense), fitted to the forced-sparse and
+  // forced-dense runs of results/h200x2/mmsp_crossover.csv (2 x H200, 500,000 x 2048 float32, commit
+  // a7fc849): the dense all-reduce of 4.1 GB took 11.85 ms (346 GB/s: 11.6 ps per float) and the fill
+  // pass 1.2 ps per float; the union phase cost 180 us plus 0.13 ns per index (sum of nnz 50k..1M).
+  double elem_cost_ps = 12.8;
+  double index_cost_ns = 0.13;
+  double fixed_index_us = 180.0;
 };
 
 // The automatic switch: dense when the all-reduce bytes that the union saves, (rows - U_est) * dim
