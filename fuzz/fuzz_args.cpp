@@ -1,7 +1,7 @@
 // libFuzzer target: command-line values and flags (core/parse.hpp, core/dtype.hpp, cli/args.hpp).
 //
 // The input is split at NUL bytes into argv words. Every word goes through each value parser (sizes,
-// integers, numbers, lists, dtype, redop); the whole vector goes through the flag parser with the flags
+// integers, numbers, lists, shapes, dtype, redop); the whole vector goes through the flag parser with the flags
 // `cclab sim` declares, and the values it accepted are parsed as the command would.
 #include <cstdint>
 #include <string>
@@ -56,6 +56,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     expect_ok_or_input_error([&] { cclab::parse_int("--root", w, -1, 1 << 20); });
     expect_ok_or_input_error([&] { cclab::parse_double("--density", w, 0.0, 1.0); });
     expect_ok_or_input_error([&] { cclab::parse_double("-f", w, 1.0, 1e9); });
+    expect_ok_or_input_error([&] {
+      for (int64_t d : cclab::parse_shape("--shape", w))
+        if (d < 1 || d > (int64_t(1) << 20)) __builtin_trap();
+    });
     expect_ok_or_input_error([&] { cclab::parse_dtype(w); });
     expect_ok_or_input_error([&] { cclab::parse_redop(w); });
   }
@@ -71,6 +75,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                            {{"-e", "--maxbytes"}, true, ""},
                            {{"-f", "--stepfactor"}, true, ""},
                            {{"-d", "--datatype"}, true, ""},
+                           {{"--shape"}, true, ""},
                            {{"--no-p2p"}, false, ""},
                            {{"-h", "--help"}, false, ""}},
                           1);
@@ -78,6 +83,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (auto v = args.get("-e")) check_size(*v);
     if (auto v = args.get("--gpus")) check_list(*v);
     if (auto v = args.get("-d")) cclab::parse_dtype(*v);
+    if (auto v = args.get("--shape")) cclab::parse_shape("--shape", *v);
     if (auto v = args.get("-g")) cclab::parse_int("-g", *v, 1, 1 << 20);
     (void)args.usage();
   });

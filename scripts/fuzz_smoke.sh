@@ -19,8 +19,13 @@ jobs=${FUZZ_JOBS:-$((cores < 2 ? cores : 2))}
 out=${FUZZ_OUT:-build-fuzz/smoke}
 
 start=$(date +%s)
-cmake --preset fuzz >/dev/null
-cmake --build --preset fuzz --target cclab_fuzzers -- -j"$cores" >/dev/null
+mkdir -p build-fuzz
+if ! { cmake --preset fuzz && cmake --build --preset fuzz --target cclab_fuzzers -- -j"$cores"; } \
+    >build-fuzz/build.log 2>&1; then
+  grep -E 'error|FAILED' build-fuzz/build.log | head -20 >&2
+  echo "fuzz_smoke: build failed (build-fuzz/build.log)" >&2
+  exit 1
+fi
 echo "fuzz_smoke: built in $(($(date +%s) - start)) s"
 
 targets=${FUZZ_TARGETS:-$(cd build-fuzz/fuzz && ls fuzz_* 2>/dev/null | grep -v '\.' | sed 's/^fuzz_//' | tr '\n' ' ')}
