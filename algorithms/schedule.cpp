@@ -2,6 +2,7 @@
 #include "algorithms/schedule.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -280,89 +281,125 @@ void split_at(SegmentMap& m, int64_t pos) {
 
 }  // namespace
 
-void validate_dataflow(const Schedule& s) {
-  validate(s);
-  HappensBefore hb(s);
-  std::vector<SegmentMap> maps(size_t(s.nranks) * 3);
-  auto map_of = [&](Ref r) -> SegmentMap& { return maps[size_t(r.rank) * 3 + size_t(r.buf)]; };
-  for (int r = 0; r < s.nranks; ++r) {
-    const int64_t in_bytes = s.buffers[size_t(r)].input;
-    if (in_bytes == 0) continue;
-    const Ref base = s.resolve(Ref{r, Buf::input, 0});
-    map_of(base).emplace(base.offset, Segment{base.offset + in_bytes, kInitial, {}});
-  }
-  auto who = [&](OpId w) { return w == kInitial ? std::string("the initial input") : describe(s, w); };
+namespace {
 
-  std::vector<Region> reads, writes;
-  for (OpId id = 0; id < OpId(s.ops.size()); ++id) {
-    const Op& op = s.ops[size_t(id)];
-    reads.clear();
-    writes.clear();
-    if (op.kind == OpKind::compute) {
-      ComputeFootprint f = compute_footprint(s.computes[size_t(op.compute)], s.dtype);
-      if (!f.known) {  // unknown operands: treat every buffer of the rank as freshly written
-        for (Buf b : {Buf::input, Buf::output, Buf::scratch}) {
-          SegmentMap& m = maps[size_t(op.rank) * 3 + size_t(b)];
-          m.clear();
-          const int64_t size = buffer_size(s, op.rank, b);
-          if (size > 0) m.emplace(0, Segment{size, id, {}});
-        }
-        continue;
-      }
-      reads = std::move(f.reads);
-      writes = std::move(f.writes);
-    } else {
-      reads.push_back({op.src, op.bytes});
-      if (op.kind == OpKind::reduce) reads.push_back({op.src2, op.bytes});
-      writes.push_back({op.dst, op.bytes});
+// One read or write of a byte range [a, b) of one buffer (after resolving the in-place alias).
+struct Access {
+  OpId op;
+  enum Kind : uint8_t { read, write, clobber } kind;  // clobber: a compute op with unknown operands
+  int64_t a, b;
+};
+
+// The first hazard found in one buffer, if any.
+struct Violation {
+  OpId op = std::numeric_limits<OpId>::max();
+  std::string what;
+};
+
+// Replays one buffer's accesses in emission order against its interval map; stops at the first hazard.
+Violation check_buffer(const Schedule& s, HappensBefore& hb, int rank, Buf buf, const std::vector<Access>& accesses,
+                       int64_t init_a, int64_t init_b) {
+  auto region = [&](int64_t a, int64_t b) { return describe_region(Ref{rank, buf, a}, b - a); };
+  auto who = [&](OpId w) { return w == kInitial ? std::string("the initial input") : describe(s, w); };
+  // A buffer nobody writes: every read must fall inside the initial input.
+  if (std::none_of(accesses.begin(), accesses.end(), [](const Access& x) { return x.kind != Access::read; })) {
+    for (const Access& x : accesses) {
+      if (init_a <= x.a && x.b <= init_b) continue;
+      const int64_t gap_a = x.a < init_a ? x.a : std::max(x.a, init_b),
+                    gap_b = x.a < init_a ? std::min(x.b, init_a) : x.b;
+      return {x.op, "reads " + region(gap_a, gap_b) + " before any op wrote it (read before write)"};
     }
-    for (const Region& region : reads) {
-      if (region.bytes == 0) continue;
-      const Ref r = s.resolve(region.ref);
-      const int64_t a = r.offset, b = r.offset + region.bytes;
-      SegmentMap& m = map_of(r);
-      split_at(m, a);
-      split_at(m, b);
-      int64_t cursor = a;
-      for (auto it = m.lower_bound(a); it != m.end() && it->first < b; ++it) {
-        if (it->first > cursor) break;
+    return {};
+  }
+  SegmentMap m;
+  if (init_b > init_a) m.emplace(init_a, Segment{init_b, kInitial, {}});
+  for (const Access& x : accesses) {
+    const OpId id = x.op;
+    if (x.kind == Access::clobber) {
+      m.clear();
+      m.emplace(x.a, Segment{x.b, id, {}});
+      continue;
+    }
+    split_at(m, x.a);
+    split_at(m, x.b);
+    if (x.kind == Access::read) {
+      int64_t cursor = x.a;
+      for (auto it = m.lower_bound(x.a); it != m.end() && it->first < x.b && it->first == cursor; ++it) {
         Segment& seg = it->second;
         if (seg.writer != id && !hb(seg.writer, id))
-          fail(s, id,
-               "reads " + describe_region(Ref{r.rank, r.buf, it->first}, seg.end - it->first) + " written by " +
-                   who(seg.writer) + ", which does not happen before it (missing dependency)");
+          return {id, "reads " + region(it->first, seg.end) + " written by " + who(seg.writer) +
+                          ", which does not happen before it (missing dependency)"};
         if (seg.readers.empty() || seg.readers.back() != id) seg.readers.push_back(id);
         cursor = seg.end;
       }
-      if (cursor < b)
-        fail(s, id,
-             "reads " + describe_region(Ref{r.rank, r.buf, cursor}, b - cursor) +
-                 " before any op wrote it (read before write)");
+      if (cursor < x.b) return {id, "reads " + region(cursor, x.b) + " before any op wrote it (read before write)"};
+      continue;
     }
-    for (const Region& region : writes) {
-      if (region.bytes == 0) continue;
-      const Ref r = s.resolve(region.ref);
-      const int64_t a = r.offset, b = r.offset + region.bytes;
-      SegmentMap& m = map_of(r);
-      split_at(m, a);
-      split_at(m, b);
-      auto first = m.lower_bound(a), it = first;
-      for (; it != m.end() && it->first < b; ++it) {
-        const Segment& seg = it->second;
-        if (seg.writer != id && !hb(seg.writer, id))
-          fail(s, id,
-               "overwrites " + describe_region(Ref{r.rank, r.buf, it->first}, seg.end - it->first) + " written by " +
-                   who(seg.writer) + " without waiting for it (write after write)");
-        for (OpId reader : seg.readers)
-          if (reader != id && !hb(reader, id))
-            fail(s, id,
-                 "overwrites " + describe_region(Ref{r.rank, r.buf, it->first}, seg.end - it->first) + " before " +
-                     describe(s, reader) + " read it (missing write-after-read dependency)");
-      }
-      m.erase(first, it);
-      m.emplace(a, Segment{b, id, {}});
+    auto first = m.lower_bound(x.a), it = first;
+    for (; it != m.end() && it->first < x.b; ++it) {
+      const Segment& seg = it->second;
+      if (seg.writer != id && !hb(seg.writer, id))
+        return {id, "overwrites " + region(it->first, seg.end) + " written by " + who(seg.writer) +
+                        " without waiting for it (write after write)"};
+      for (OpId reader : seg.readers)
+        if (reader != id && !hb(reader, id))
+          return {id, "overwrites " + region(it->first, seg.end) + " before " + describe(s, reader) +
+                          " read it (missing write-after-read dependency)"};
     }
+    m.erase(first, it);
+    m.emplace(x.a, Segment{x.b, id, {}});
   }
+  return {};
+}
+
+}  // namespace
+
+// The accesses are bucketed per buffer and each buffer is replayed on its own: hazards never cross
+// buffers, and one interval map at a time stays in cache (a million-op schedule checks in seconds).
+void validate_dataflow(const Schedule& s) {
+  validate(s);
+  HappensBefore hb(s);
+  const size_t nbuf = size_t(s.nranks) * 3;
+  auto index = [](Ref r) { return size_t(r.rank) * 3 + size_t(r.buf); };
+  std::vector<std::vector<Access>> accesses(nbuf);
+  auto add = [&](OpId id, Access::Kind kind, Ref ref, int64_t bytes) {
+    if (bytes == 0) return;
+    const Ref r = s.resolve(ref);
+    accesses[index(r)].push_back(Access{id, kind, r.offset, r.offset + bytes});
+  };
+  for (OpId id = 0; id < OpId(s.ops.size()); ++id) {
+    const Op& op = s.ops[size_t(id)];
+    if (op.kind == OpKind::compute) {
+      const ComputeFootprint f = compute_footprint(s.computes[size_t(op.compute)], s.dtype);
+      if (!f.known) {  // unknown operands: every buffer of the rank counts as freshly written
+        for (Buf b : {Buf::input, Buf::output, Buf::scratch})
+          if (buffer_size(s, op.rank, b) > 0)
+            accesses[index(Ref{op.rank, b, 0})].push_back(Access{id, Access::clobber, 0, buffer_size(s, op.rank, b)});
+        continue;
+      }
+      for (const Region& r : f.reads) add(id, Access::read, r.ref, r.bytes);
+      for (const Region& r : f.writes) add(id, Access::write, r.ref, r.bytes);
+      continue;
+    }
+    add(id, Access::read, op.src, op.bytes);
+    if (op.kind == OpKind::reduce) add(id, Access::read, op.src2, op.bytes);
+    add(id, Access::write, op.dst, op.bytes);
+  }
+  // The input is written before the schedule starts (in place: inside the output).
+  std::vector<int64_t> init_a(nbuf, 0), init_b(nbuf, 0);
+  for (int r = 0; r < s.nranks; ++r) {
+    const Ref base = s.resolve(Ref{r, Buf::input, 0});
+    init_a[index(base)] = base.offset;
+    init_b[index(base)] = base.offset + s.buffers[size_t(r)].input;
+  }
+  Violation first;
+  for (size_t k = 0; k < nbuf; ++k) {
+    if (accesses[k].empty()) continue;
+    Violation v = check_buffer(s, hb, int(k / 3), Buf(k % 3), accesses[k], init_a[k], init_b[k]);
+    if (v.op < first.op) first = std::move(v);
+    std::vector<Access>().swap(accesses[k]);
+  }
+  if (first.op != std::numeric_limits<OpId>::max()) fail(s, first.op, first.what);
 }
 
 int64_t count_for_bytes(std::string_view collective, int64_t bytes, DType dtype, int nranks) {

@@ -43,19 +43,34 @@ int64_t exact_integer_limit(DType t) {
   return 1;
 }
 
-float combine(RedOp op, float a, float b) {
+template <RedOp Op>
+float combine(float a, float b) {
+  if constexpr (Op == RedOp::sum || Op == RedOp::avg) return a + b;  // avg: summed here, divided once at the end
+  if constexpr (Op == RedOp::prod) return a * b;
+  if constexpr (Op == RedOp::min) return std::fmin(a, b);
+  if constexpr (Op == RedOp::max) return std::fmax(a, b);
+}
+
+// z[i] = T(float(x[i]) op float(y[i])); z may equal x or y (element i is read before it is written).
+template <DType T, RedOp Op>
+void reduce_elements(const uint8_t* x, const uint8_t* y, uint8_t* z, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    store_from_float(T, z, i, combine<Op>(load_as_float(T, x, i), load_as_float(T, y, i)));
+}
+
+template <DType T>
+void reduce_elements(RedOp op, const uint8_t* x, const uint8_t* y, uint8_t* z, int64_t n) {
   switch (op) {
     case RedOp::sum:
-    case RedOp::avg:  // summed here, divided once at the end (schedule.hpp)
-      return a + b;
+    case RedOp::avg:
+      return reduce_elements<T, RedOp::sum>(x, y, z, n);
     case RedOp::prod:
-      return a * b;
+      return reduce_elements<T, RedOp::prod>(x, y, z, n);
     case RedOp::min:
-      return std::fmin(a, b);
+      return reduce_elements<T, RedOp::min>(x, y, z, n);
     case RedOp::max:
-      return std::fmax(a, b);
+      return reduce_elements<T, RedOp::max>(x, y, z, n);
   }
-  return 0;
 }
 
 void execute(const Schedule& s, const Op& op, HostBuffers& b) {
@@ -66,13 +81,18 @@ void execute(const Schedule& s, const Op& op, HostBuffers& b) {
       if (op.bytes > 0) std::memmove(at(s, b, op.dst, op.bytes), at(s, b, op.src, op.bytes), size_t(op.bytes));
       return;
     case OpKind::reduce: {
-      const DType t = s.dtype;
-      const int64_t n = op.bytes / dtype_size(t);
+      const int64_t n = op.bytes / dtype_size(s.dtype);
       const uint8_t* x = at(s, b, op.src, op.bytes);
       const uint8_t* y = at(s, b, op.src2, op.bytes);
-      uint8_t* z = at(s, b, op.dst, op.bytes);  // may equal x or y: element i is read before it is written
-      for (int64_t i = 0; i < n; ++i)
-        store_from_float(t, z, i, combine(s.redop, load_as_float(t, x, i), load_as_float(t, y, i)));
+      uint8_t* z = at(s, b, op.dst, op.bytes);
+      switch (s.dtype) {
+        case DType::f32:
+          return reduce_elements<DType::f32>(s.redop, x, y, z, n);
+        case DType::f16:
+          return reduce_elements<DType::f16>(s.redop, x, y, z, n);
+        case DType::bf16:
+          return reduce_elements<DType::bf16>(s.redop, x, y, z, n);
+      }
       return;
     }
     case OpKind::compute:

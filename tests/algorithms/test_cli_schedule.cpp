@@ -39,7 +39,7 @@ TEST(CliSchedule, PrintsTheScheduleAsJson) {
   EXPECT_THAT(r.out, HasSubstr("\"count\": 512"));
   EXPECT_THAT(r.out, HasSubstr("\"dtype\": \"half\""));
   EXPECT_THAT(r.out,
-              HasSubstr("\"kind\": \"put\", \"src\": [0,\"input\",384], \"dst\": [1,\"scratch\",0], \"bytes\": 256"));
+              HasSubstr("\"kind\": \"put\", \"src\": [0,\"input\",768], \"dst\": [1,\"scratch\",0], \"bytes\": 256"));
   // 2(n-1) puts per rank, each with its own line.
   size_t puts = 0;
   for (size_t pos = 0; (pos = r.out.find("\"kind\": \"put\"", pos)) != std::string::npos; ++pos) ++puts;

@@ -2,6 +2,8 @@
 // message counts and bytes per rank equal the formulas of ALGORITHMS.md; bad input is refused.
 #include <gmock/gmock.h>
 
+#include <nlohmann/json.hpp>
+
 #include "algorithms/transport.hpp"
 #include "core/error.hpp"
 #include "tests/algorithms/check.hpp"
@@ -331,6 +333,38 @@ TEST(Structure, GatherAndScatterMoveNMinus1BlocksThroughTheRoot) {
         EXPECT_LE(sh.t[size_t(root)].sends, std::string(name) == "scatter.direct" ? n - 1 : ceil_log2(n) + 1) << name;
       }
     }
+}
+
+TEST(Json, EveryOpWithItsFieldsAndDependencies) {
+  AlgoArgs a;
+  a.nranks = 3;
+  a.count = 10;
+  a.dtype = DType::bf16;
+  a.in_place = true;
+  const Schedule s = make_schedule(find_algorithm("allreduce.ring"), a);
+  const nlohmann::json j = nlohmann::json::parse(to_json(s));
+  EXPECT_EQ(j["algo"], "allreduce.ring");
+  EXPECT_EQ(j["dtype"], "bfloat16");
+  EXPECT_EQ(j["in_place"], true);
+  ASSERT_EQ(j["buffers"].size(), 3u);
+  EXPECT_EQ(j["buffers"][1]["scratch"], s.buffers[1].scratch);
+  ASSERT_EQ(j["ops"].size(), s.ops.size());
+  for (size_t i = 0; i < s.ops.size(); ++i) {
+    const Op& op = s.ops[i];
+    const nlohmann::json& o = j["ops"][i];
+    EXPECT_EQ(o["id"], i);
+    EXPECT_EQ(o["rank"], op.rank);
+    EXPECT_EQ(o["kind"], op_kind_name(op.kind));
+    EXPECT_EQ(o["bytes"], op.bytes);
+    EXPECT_EQ(o["dst"][0], op.dst.rank);
+    EXPECT_EQ(o["dst"][1], buf_name(op.dst.buf));
+    EXPECT_EQ(o["dst"][2], op.dst.offset);
+    std::vector<OpId> deps(s.deps(op).begin(), s.deps(op).end());
+    EXPECT_EQ(o["deps"].get<std::vector<OpId>>(), deps);
+  }
+  // An empty schedule (count 0) is still valid JSON.
+  a.count = 0;
+  EXPECT_EQ(nlohmann::json::parse(to_json(make_schedule(find_algorithm("allreduce.ring"), a)))["ops"].size(), 0u);
 }
 
 // --- bad input ---------------------------------------------------------------------------------
