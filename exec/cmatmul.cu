@@ -521,6 +521,7 @@ std::vector<Record> run_collective_matmul(RankGpus& gpus, const CmatmulConfig& c
     rec.algo = algo;
     rec.collective = collective;
     rec.backend = "gpu";
+    rec.topology = "local";  // measured on this node's GPUs, as `cclab run` labels its rows
     rec.ranks = ranks;
     rec.count = int64_t(D) * s.m * s.k;
     rec.bytes = rec.count * es;  // the gathered A, as DESIGN.md defines bytes for collective matmul

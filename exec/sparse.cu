@@ -587,6 +587,7 @@ std::vector<Record> run_sparse_allreduce(RankGpus& gpus, const SparseConfig& cfg
     rec.algo = algo;
     rec.collective = "allreduce";
     rec.backend = "gpu";
+    rec.topology = "local";  // measured on this node's GPUs, as `cclab run` labels its rows
     rec.ranks = D;
     rec.count = sp.rows * sp.dim;
     rec.bytes = rec.count * 4;  // the dense table this sparse tensor stands for
