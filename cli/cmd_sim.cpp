@@ -22,7 +22,7 @@ namespace {
 std::vector<FlagSpec> sim_flags() {
   return {
       {{"--topo", "-t"}, true, "topology: preset (dgx-h100, 128xdgx-h100, ...) or file"},
-      {{"--algo", "-a"}, true, "algorithm name, or 'all'"},
+      {{"--algo", "-a"}, true, "algorithm name, a comma-separated list, or 'all'"},
       {{"-g", "--ngpus"}, true, "ranks: the first N GPUs (default: all GPUs of the topology)"},
       {{"--gpus"}, true, "ranks on these GPUs, e.g. 0,1,4,5"},
       {{"-b", "--minbytes"}, true, "smallest size (default 8)"},
@@ -182,11 +182,17 @@ int cmd_sim(const Argv& argv) {
       std::cerr << "cclab sim: skipping " << s << " (need --shape M,K,N or --rows/--dim)\n";
     }
   } else {
-    const Algorithm& a = find_algorithm(algo_arg);
-    if (!(a.backends & kSim)) throw_input("cclab sim: " + a.name + " cannot run on the simulator");
-    if (a.needs_shape && !have_shape) throw_input("cclab sim: " + a.name + " needs --shape M,K,N");
-    if (a.needs_sparse && !have_sparse) throw_input("cclab sim: " + a.name + " needs --rows R --dim D");
-    algos.push_back(&a);
+    // One name or a comma-separated list.
+    size_t pos = 0;
+    while (pos <= algo_arg.size()) {
+      const size_t comma = std::min(algo_arg.find(',', pos), algo_arg.size());
+      const Algorithm& a = find_algorithm(algo_arg.substr(pos, comma - pos));
+      if (!(a.backends & kSim)) throw_input("cclab sim: " + a.name + " cannot run on the simulator");
+      if (a.needs_shape && !have_shape) throw_input("cclab sim: " + a.name + " needs --shape M,K,N");
+      if (a.needs_sparse && !have_sparse) throw_input("cclab sim: " + a.name + " needs --rows R --dim D");
+      algos.push_back(&a);
+      pos = comma + 1;
+    }
   }
   if (nranks > topo.num_gpus())
     throw_input("cclab sim: " + std::to_string(nranks) + " ranks but topology '" + topo.name + "' has " +

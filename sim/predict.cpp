@@ -77,6 +77,9 @@ Prediction predict(Simulator& sim, const Algorithm& algo, AlgoArgs args, const P
     if (plan.per_channel_cap.value > 0) ro.per_flow_cap = plan.per_channel_cap;
     // NCCL's per-step hwLat already covers the flag wait between ring neighbours.
     ro.sync_latency = Seconds(0);
+    ro.step_covers_route = true;
+    // Reductions are fused into NCCL's steps (recvReduceSend): no separate local-op cost.
+    ro.local_op_latency = Seconds(0);
   }
   Schedule s = build_schedule(*builder, args);
   if (builder != &algo) {

@@ -459,7 +459,7 @@ SimResult Simulator::run(const Schedule& s, const RunOptions& opt) {
 
   const double sync = (opt.sync_latency ? *opt.sync_latency : P.sync_latency.value).value,
                local_dep = P.local_dep_latency.value.value;
-  const double local_lat = P.local_op_latency.value.value;
+  const double local_lat = (opt.local_op_latency ? *opt.local_op_latency : P.local_op_latency.value).value;
   double makespan = 0;
   int64_t nflows = 0, nevents = 0;
   size_t finished = 0;
@@ -501,7 +501,7 @@ SimResult Simulator::run(const Schedule& s, const RunOptions& opt) {
       for (uint32_t k = 0; k < r.count; ++k) Impl::add_use(f, I.route_pool[r.begin + k], w);
       double step = opt.step_latency ? opt.step_latency->value : pp.latency.value.value;
       if (r.network && opt.net_step_latency) step = opt.net_step_latency->value;
-      lat = std::max(lat, r.latency + step);
+      lat = std::max(lat, opt.step_covers_route ? std::max(r.latency, step) : r.latency + step);
       const double cap = opt.per_flow_cap ? opt.per_flow_cap->value : pp.max_rate.value.value;
       if (cap > 0) f.cap = f.cap > 0 ? std::min(f.cap, cap) : cap;
     };

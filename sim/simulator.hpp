@@ -38,8 +38,12 @@ struct RunOptions {
   std::optional<Seconds> net_step_latency;  // per-transfer latency of transfers that cross the network
   std::optional<BytesPerSec> per_flow_cap;  // cap on every transfer flow instead of the protocol's
   std::optional<Seconds> sync_latency;      // cross-rank dependency latency instead of the model's
-  bool record_ops = true;                   // keep per-op start / end
-  bool record_timeline = false;             // keep per-resource load over time (for --trace)
+  std::optional<Seconds> local_op_latency;  // fixed cost of local ops instead of the model's
+  // The step latency is the whole per-transfer latency (NCCL's hwLat is measured per ring step, wires
+  // included): a transfer costs max(route latency, step latency) instead of their sum.
+  bool step_covers_route = false;
+  bool record_ops = true;        // keep per-op start / end
+  bool record_timeline = false;  // keep per-resource load over time (for --trace)
 };
 
 struct OpTime {

@@ -131,6 +131,7 @@ TEST(SimEngine, ChannelOpsRunInOrderAndDependenciesAddSyncLatency) {
 TEST(SimEngine, LocalWorkRunsAtMemoryBandwidthAndMatmulAtTensorRate) {
   auto t = uniform(2);
   model::ModelParams p = model::ModelParams::ideal();
+  p.free_local_work = false;
   p.mem_efficiency = {0.5, "test"};
   p.matmul_efficiency = {0.25, "test"};
   p.local_op_latency = {microseconds(1), "test"};
