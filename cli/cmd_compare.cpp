@@ -1,6 +1,162 @@
+// cclab compare --measured <file|folder> --topo <preset|file|profile> [--plot out.png] [--csv out.csv]
+//
+// For every measured GPU row, the simulator's prediction of the same algorithm, ranks, size and dtype on
+// the target; per algorithm the median and geometric mean of |error| over sizes and the worst size; the
+// goals of issue 8 (median <= 5%, geomean <= 7%, max <= 20% per algorithm) met or not.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+
+#include "cli/args.hpp"
 #include "cli/commands.hpp"
 #include "core/error.hpp"
+#include "core/parse.hpp"
+#include "core/record.hpp"
+#include "model/profile.hpp"
+#include "sim/compare.hpp"
 
 namespace cclab::cli {
-int cmd_compare(const Argv&) { throw_env("'cclab compare' is not built yet"); }
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string pct(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f%%", 100 * v);
+  return b;
+}
+
+std::string size_text(int64_t b) {
+  char s[32];
+  if (b >= (int64_t(1) << 30) && b % (int64_t(1) << 30) == 0)
+    std::snprintf(s, sizeof s, "%lldG", (long long)(b >> 30));
+  else if (b >= (1 << 20) && b % (1 << 20) == 0)
+    std::snprintf(s, sizeof s, "%lldM", (long long)(b >> 20));
+  else if (b >= 1024 && b % 1024 == 0)
+    std::snprintf(s, sizeof s, "%lldK", (long long)(b >> 10));
+  else
+    std::snprintf(s, sizeof s, "%lldB", (long long)b);
+  return s;
+}
+
+// scripts/plot_compare.py: $CCLAB_SCRIPTS, else beside the binary's source tree (the binary lives in
+// <tree>/build*/cli/), else ./scripts.
+std::string find_plot_script() {
+  const std::string name = "plot_compare.py";
+  if (const char* d = std::getenv("CCLAB_SCRIPTS"); d && *d) {
+    if (fs::exists(fs::path(d) / name)) return (fs::path(d) / name).string();
+  }
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  for (fs::path p = exe.parent_path(); !ec && !p.empty() && p != p.root_path(); p = p.parent_path())
+    if (fs::exists(p / "scripts" / name)) return (p / "scripts" / name).string();
+  if (fs::exists(fs::path("scripts") / name)) return (fs::path("scripts") / name).string();
+  throw_env("cannot find scripts/" + name + " (set CCLAB_SCRIPTS to the scripts folder)");
+}
+
+std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+}  // namespace
+
+int cmd_compare(const Argv& argv) {
+  Args args("compare", argv,
+            {{{"-h", "--help"}, false, "this help"},
+             {{"--measured"}, true, "records file or folder (every *.csv under it) measured by cclab run"},
+             {{"--topo"}, true, "topology preset, topology file, or profile (profiles/NAME.json)"},
+             {{"--profile"}, true, "a profile to apply over --topo's defaults (when --topo is a preset or file)"},
+             {{"--plot"}, true, "write measured and predicted busbw against size to this PNG"},
+             {{"--csv"}, true, "write the compared rows, prediction and error filled, to this CSV"},
+             {{"--require-goals"}, false, "exit 3 when an algorithm misses a goal"}});
+  if (args.has("--help")) {
+    std::cout << "usage: cclab compare --measured <file|folder> --topo <preset|file|profile> [--plot out.png]\n"
+                 "  error = (predicted - measured) / measured time, per row; per algorithm the median and\n"
+                 "  geometric mean of |error| over sizes and the worst size; goals: median <= 5%,\n"
+                 "  geomean <= 7%, max <= 20% per algorithm. Rows whose ranks shared GPUs are skipped.\n"
+              << args.usage();
+    return 0;
+  }
+  const auto measured_path = args.get("--measured");
+  const auto topo_arg = args.get("--topo");
+  if (!measured_path) throw_input("cclab compare: --measured <file|folder> is required");
+  if (!topo_arg) throw_input("cclab compare: --topo <preset|file|profile> is required");
+  if (auto p = args.get("--plot"); p && !p->ends_with(".png") && !p->ends_with(".svg") && !p->ends_with(".pdf"))
+    throw_input("cclab compare: --plot '" + *p + "' should end in .png, .svg or .pdf");
+
+  model::Target target = model::resolve_target(*topo_arg);
+  if (auto prof = args.get("--profile")) {
+    if (target.profile) throw_input("cclab compare: --topo is already a profile; --profile applies to presets");
+    target.params = model::load_profile(*prof, target.params);
+    target.label += " (profile " + *prof + ")";
+  }
+  const std::vector<Record> measured = read_records(*measured_path);
+  if (measured.empty()) throw_input("cclab compare: no records in '" + *measured_path + "'");
+
+  sim::RowPredictor predictor(target);
+  const sim::Goals goals;
+  const sim::Comparison c = sim::compare(measured, predictor, goals);
+
+  std::printf("# cclab compare: %zu measured rows from %s against %s\n", measured.size(), measured_path->c_str(),
+              target.label.c_str());
+  if (target.profile)
+    std::printf("# profile: %s, %s (%s); fitted from %s\n", target.profile->name.c_str(),
+                target.profile->origin.c_str(), target.profile->date.c_str(), target.profile->fitted_from.c_str());
+  for (const auto& [why, n] : c.skipped) std::printf("# skipped %d rows: %s\n", n, why.c_str());
+  for (const auto& [row, why] : c.failed) std::printf("# not predicted: %s: %s\n", row.c_str(), why.c_str());
+  if (c.rows.empty()) {
+    std::printf("overall: no row could be compared\n");
+    if (args.has("--require-goals")) throw Error(ErrorKind::check, "no measured GPU row could be compared");
+    return 0;
+  }
+  std::printf("# error = (predicted - measured) / measured time; |error| over the sizes of each algorithm\n");
+  std::printf("# %-30s %5s %5s %8s %8s %8s %11s %8s  %s\n", "algorithm", "ranks", "sizes", "median", "geomean", "max",
+              "worst size", "at worst", "goals");
+  for (const auto& s : c.per_algo)
+    std::printf("  %-30s %5d %5d %8s %8s %8s %11s %+7.1f%%  %s\n", s.algo.c_str(), s.ranks, s.sizes,
+                pct(s.median).c_str(), pct(s.geomean).c_str(), pct(s.max).c_str(), size_text(s.worst_bytes).c_str(),
+                100 * s.worst_error, s.goals_met ? "met" : "NOT met");
+  int met = 0;
+  std::string missed;
+  for (const auto& s : c.per_algo) {
+    if (s.goals_met)
+      ++met;
+    else
+      missed += (missed.empty() ? "" : ", ") + s.algo;
+  }
+  std::printf("overall: median %s geomean %s max %s\n", pct(c.overall.median).c_str(), pct(c.overall.geomean).c_str(),
+              pct(c.overall.max).c_str());
+  std::printf("goals (median <= %s, geomean <= %s, max <= %s per algorithm): %s (%d of %zu algorithms meet them%s%s)\n",
+              pct(goals.median).c_str(), pct(goals.geomean).c_str(), pct(goals.max).c_str(),
+              c.goals_met() ? "met" : "NOT met", met, c.per_algo.size(),
+              missed.empty() ? "" : "; missed: ", missed.c_str());
+  std::fflush(stdout);  // the plot script writes to the same stream
+
+  std::string csv = args.get_or("--csv", "");
+  if (!csv.empty()) write_csv_atomic(csv, c.rows);
+  if (auto plot = args.get("--plot")) {
+    std::string tmp;
+    if (csv.empty()) {
+      tmp = (fs::temp_directory_path() / ("cclab_compare_" + std::to_string(getpid()) + ".csv")).string();
+      write_csv_atomic(tmp, c.rows);
+      csv = tmp;
+    }
+    const std::string cmd = "python3 " + shell_quote(find_plot_script()) + " " + shell_quote(csv) + " " +
+                            shell_quote(*plot) + " --title " +
+                            shell_quote("predicted (" + target.label + ") vs measured");
+    const int rc = std::system(cmd.c_str());
+    if (!tmp.empty()) fs::remove(tmp);
+    if (rc != 0) throw_env("cclab compare: the plot script failed (" + cmd + ")");
+  }
+  if (args.has("--require-goals") && !c.goals_met())
+    throw Error(ErrorKind::check, "goals not met for " + (missed.empty() ? std::string("some algorithms") : missed));
+  return 0;
+}
+
 }  // namespace cclab::cli

@@ -1,0 +1,228 @@
+// cclab compare: error statistics on synthetic records whose errors are known by construction, the rows
+// it skips, and bad input (missing file, malformed CSV naming file:line, unknown topology).
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/error.hpp"
+#include "core/record.hpp"
+#include "model/profile.hpp"
+#include "sim/compare.hpp"
+
+namespace cclab {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CmdResult {
+  int rc = 0;
+  std::string out;  // stdout and stderr together
+};
+
+CmdResult run(const std::string& args) {
+  const std::string cmd = std::string(CCLAB_BINARY) + " " + args + " 2>&1";
+  CmdResult r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return {-1, "popen failed"};
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int status = pclose(p);
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+class TempDir {
+ public:
+  explicit TempDir(const std::string& name) : path_(fs::temp_directory_path() / name) {
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+  std::string str() const { return path_.string(); }
+
+ private:
+  fs::path path_;
+};
+
+TEST(CompareStats, MedianGeomeanMaxAndWorstSize) {
+  const sim::ErrorSummary s = sim::summarize({{8, 0.01}, {64, -0.02}, {512, 0.04}, {4096, -0.08}});
+  EXPECT_EQ(s.sizes, 4);
+  EXPECT_NEAR(s.median, 0.03, 1e-12);
+  EXPECT_NEAR(s.geomean, std::pow(0.01 * 0.02 * 0.04 * 0.08, 0.25), 1e-12);
+  EXPECT_NEAR(s.max, 0.08, 1e-12);
+  EXPECT_EQ(s.worst_bytes, 4096);
+  EXPECT_NEAR(s.worst_error, -0.08, 1e-12);
+  EXPECT_TRUE(s.goals_met);  // median 3% <= 5%, geomean 2.8% <= 7%, max 8% <= 20%
+  // Tighter goals are honoured.
+  EXPECT_FALSE(sim::summarize({{8, 0.01}, {64, -0.02}, {512, 0.04}, {4096, -0.08}}, {0.05, 0.07, 0.05}).goals_met);
+}
+
+TEST(CompareStats, GoalsAreCheckedOneByOne) {
+  EXPECT_TRUE(sim::summarize({{8, 0.04}, {16, 0.05}, {32, 0.06}}).goals_met);
+  EXPECT_FALSE(sim::summarize({{8, 0.06}, {16, 0.06}, {32, 0.06}}).goals_met);  // median
+  EXPECT_FALSE(sim::summarize({{8, 0.01}, {16, 0.01}, {32, 0.25}}).goals_met);  // max
+  // A zero error is floored at 1e-6 in the geometric mean instead of making it 0.
+  const sim::ErrorSummary z = sim::summarize({{8, 0.0}, {16, 0.01}});
+  EXPECT_NEAR(z.geomean, std::sqrt(1e-6 * 0.01), 1e-12);
+  EXPECT_EQ(sim::summarize({}).sizes, 0);
+}
+
+// Measured rows made from the simulator's own predictions with known errors: measured time =
+// predicted / (1 + e), so (predicted - measured) / measured = e exactly.
+std::vector<Record> synthetic_measurements(sim::RowPredictor& p,
+                                           const std::map<std::string, std::vector<double>>& errs) {
+  std::vector<Record> rows;
+  for (const auto& [algo, es] : errs) {
+    int64_t bytes = 1024;
+    for (double e : es) {
+      Record r;
+      r.algo = algo;
+      r.collective = algo.substr(0, algo.find('.'));
+      r.backend = "gpu";
+      r.topology = "h200x2";
+      r.ranks = 2;
+      r.bytes = bytes;
+      r.count = bytes / 4;
+      r.dtype = "float";
+      r.device = "synthetic";
+      const Record pred = p.predict(r);
+      r.time_us = pred.time_us / (1.0 + e);
+      fill_bandwidths(r);
+      rows.push_back(r);
+      bytes *= 8;
+    }
+  }
+  return rows;
+}
+
+TEST(Compare, StatisticsOnASyntheticRecordsFolder) {
+  sim::RowPredictor p(model::resolve_target("h200x2"));
+  const std::map<std::string, std::vector<double>> errs = {
+      {"allreduce.ring", {0.01, -0.03, 0.02, 0.10, -0.04}},
+      {"allgather.ring", {0.30, 0.01, 0.02}},
+  };
+  std::vector<Record> rows = synthetic_measurements(p, errs);
+  // Rows compare must skip: ranks sharing GPUs, a simulated row, a wrong result.
+  Record shared = rows[0];
+  shared.note = "ranks share GPUs: timing not meaningful";
+  shared.time_us *= 100;
+  Record simrow = rows[0];
+  simrow.backend = "sim";
+  Record wrong = rows[1];
+  wrong.wrong = 3;
+  rows.push_back(shared);
+  rows.push_back(simrow);
+  rows.push_back(wrong);
+
+  const sim::Comparison c = sim::compare(rows, p);
+  ASSERT_EQ(c.per_algo.size(), 2u);
+  EXPECT_EQ(c.rows.size(), 8u);
+  EXPECT_EQ(c.skipped.at("ranks shared GPUs: timing not meaningful"), 1);
+  EXPECT_EQ(c.skipped.at("wrong results"), 1);
+  EXPECT_EQ(c.skipped.size(), 3u);
+  const sim::ErrorSummary& ag = c.per_algo[0];  // allgather.ring sorts first
+  EXPECT_EQ(ag.algo, "allgather.ring");
+  EXPECT_NEAR(ag.median, 0.02, 1e-9);
+  EXPECT_NEAR(ag.max, 0.30, 1e-9);
+  EXPECT_NEAR(ag.worst_error, 0.30, 1e-9);
+  EXPECT_EQ(ag.worst_bytes, 1024);
+  EXPECT_FALSE(ag.goals_met);
+  const sim::ErrorSummary& ar = c.per_algo[1];
+  EXPECT_EQ(ar.algo, "allreduce.ring");
+  EXPECT_NEAR(ar.median, 0.03, 1e-9);
+  EXPECT_NEAR(ar.geomean, std::pow(0.01 * 0.03 * 0.02 * 0.10 * 0.04, 0.2), 1e-9);
+  EXPECT_NEAR(ar.max, 0.10, 1e-9);
+  EXPECT_EQ(ar.worst_bytes, 1024 * 8 * 8 * 8);
+  EXPECT_TRUE(ar.goals_met);
+  EXPECT_FALSE(c.goals_met());
+  EXPECT_NEAR(c.overall.max, 0.30, 1e-9);
+  EXPECT_NEAR(c.overall.median, 0.025, 1e-9);  // |e| sorted: .01 .01 .02 .02 | .03 .04 .10 .30
+
+  // The same through the binary, from a folder of records.
+  TempDir dir("cclab_test_compare_folder");
+  write_csv_atomic(dir.file("a.csv"), rows);
+  const CmdResult r = run("compare --measured " + dir.str() + " --topo h200x2 --csv " + dir.file("out.csv"));
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("overall: median 2.5% geomean"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("max 30.0%"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("NOT met (1 of 2 algorithms meet them; missed: allgather.ring)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("skipped 1 rows: ranks shared GPUs"), std::string::npos) << r.out;
+  const std::vector<Record> out = read_csv(dir.file("out.csv"));
+  ASSERT_EQ(out.size(), 8u);
+  for (const auto& o : out) {
+    ASSERT_TRUE(o.error().has_value());
+    EXPECT_LT(std::abs(*o.error()), 0.31);
+  }
+  // --require-goals turns a miss into exit 3.
+  EXPECT_EQ(run("compare --measured " + dir.str() + " --topo h200x2 --require-goals").rc, 3);
+}
+
+TEST(Compare, AProfileIsATopology) {
+  const std::string profile = std::string(CCLAB_SOURCE_DIR) + "/profiles/h200x2.json";
+  if (!fs::exists(profile)) GTEST_SKIP() << "no profiles/h200x2.json";
+  const model::Target t = model::resolve_target(profile);
+  ASSERT_TRUE(t.profile.has_value());
+  EXPECT_TRUE(t.profile->leave_out);
+  sim::RowPredictor p(t);
+  const std::vector<Record> rows = synthetic_measurements(p, {{"allreduce.ring", {0.05, -0.05}}});
+  TempDir dir("cclab_test_compare_profile");
+  write_csv_atomic(dir.file("m.csv"), rows);
+  const CmdResult r = run("compare --measured " + dir.file("m.csv") + " --topo " + profile);
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("overall: median 5.0% geomean 5.0% max 5.0%"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("goals (median <= 5.0%, geomean <= 7.0%, max <= 20.0% per algorithm): met (1 of 1"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST(Compare, BadInputIsOneClearLine) {
+  TempDir dir("cclab_test_compare_bad");
+  CmdResult r = run("compare --measured " + dir.file("nope.csv") + " --topo h200x2");
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_NE(r.out.find("nope.csv"), std::string::npos) << r.out;
+
+  {
+    std::ofstream f(dir.file("bad.csv"));
+    f << csv_header({}) << "\n";
+    f << "allreduce.ring,allreduce,gpu,h200x2,2,notanumber,256,float,sum,-1,0,5,1,1,0,,,,,,,,\n";
+  }
+  r = run("compare --measured " + dir.file("bad.csv") + " --topo h200x2");
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_NE(r.out.find("bad.csv:2"), std::string::npos) << r.out;
+
+  Record ok{.algo = "allreduce.ring",
+            .collective = "allreduce",
+            .backend = "gpu",
+            .ranks = 2,
+            .bytes = 1024,
+            .count = 256,
+            .time_us = 10};
+  fill_bandwidths(ok);
+  write_csv_atomic(dir.file("ok.csv"), {ok});
+  r = run("compare --measured " + dir.file("ok.csv") + " --topo dgx-h999");
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_NE(r.out.find("dgx-h999"), std::string::npos) << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+
+  r = run("compare --topo h200x2");
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_NE(r.out.find("--measured"), std::string::npos) << r.out;
+
+  // An unknown algorithm in a row is reported, not fatal; the rest is compared.
+  Record odd = ok;
+  odd.algo = "allreduce.telepathy";
+  write_csv_atomic(dir.file("odd.csv"), {ok, odd});
+  r = run("compare --measured " + dir.file("odd.csv") + " --topo h200x2");
+  EXPECT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("not predicted: allreduce.telepathy"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace cclab
