@@ -219,18 +219,31 @@ TEST(Routing, ClusterOversubscriptionAndGroups) {
   EXPECT_NE(spine_of(33 * 8), spine_of(34 * 8));
 }
 
+// Time limits hold for optimised builds; sanitizer and debug builds get 10x.
+#if defined(__SANITIZE_ADDRESS__) || !defined(NDEBUG)
+constexpr double kSlack = 10;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr double kSlack = 10;
+#else
+constexpr double kSlack = 1;
+#endif
+#else
+constexpr double kSlack = 1;
+#endif
+
 TEST(Routing, LargeClusterBuildsAndRoutesFast) {
   const auto t0 = std::chrono::steady_clock::now();
   const Topology t = make_preset("2048xdgx-h100");
   const double build_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_EQ(t.num_gpus(), 16384);
-  EXPECT_LT(build_s, 2.0) << "building 2048xdgx-h100 took " << build_s << " s";
+  EXPECT_LT(build_s, 1.0 * kSlack) << "building 2048xdgx-h100 took " << build_s << " s";
   const auto t1 = std::chrono::steady_clock::now();
   double total_lat = 0;
   for (int g = 0; g < t.num_gpus(); ++g) total_lat += t.route_gpus(g, (g + 1) % t.num_gpus()).latency.value;
   const double route_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
   EXPECT_GT(total_lat, 0);
-  EXPECT_LT(route_s, 2.0) << "16384 ring routes took " << route_s << " s";
+  EXPECT_LT(route_s, 1.0 * kSlack) << "16384 ring routes took " << route_s << " s";
   std::printf("2048xdgx-h100: %zu nodes, %d links, built in %.3f s, 16384 routes in %.3f s\n",
               boost::num_vertices(t.graph), t.num_links(), build_s, route_s);
 }
