@@ -161,9 +161,12 @@ ServerSpec h200x2() {
   s.gpus_per_switch = 0;  // the VM shows no PCIe switch: each GPU hangs off the host bridge
   s.pcie = hw::make_link(LinkKind::pcie, hw::kPcieH200x2, 16, hw::kPcieHop, hw::kPcieH200x2Source, hw::kPcieHopSource);
   s.sockets = 1;
-  s.cpu_model = "host CPU (virtualised; NUMA node 0, CPUs 0-31)";
-  s.dram_source = std::string("not measured on nvidia-h200-x2; assumed ") + hw::kDdr5x8Source;
-  s.memory = hw::make_link(LinkKind::memory, hw::kDdr5x8, 8, hw::kMemHop, s.dram_source, hw::kMemHopSource);
+  // NCCL's dump on that machine (tests/data/topology/h200x2-nccl-topo.xml, 2026-11-22): GenuineIntel family 6
+  // model 207, an Emerald Rapids class Xeon; nvidia-smi: NUMA node 0, CPUs 0-31.
+  s.cpu_model = "Xeon, Emerald Rapids class (virtualised; NUMA node 0, CPUs 0-31)";
+  s.dram = hw::kDdr5_5600x8;
+  s.dram_source = std::string("not measured on nvidia-h200-x2; assumed for its CPU class: ") + hw::kDdr5_5600x8Source;
+  s.memory = hw::make_link(LinkKind::memory, s.dram, 8, hw::kMemHop, s.dram_source, hw::kMemHopSource);
   s.nics = false;  // none reported by nvidia-smi topo -m on that machine
   s.nic_pcie = s.pcie;
   return s;

@@ -181,6 +181,11 @@ TEST(ImportNcclXml, RealH200x2Dump) {
   EXPECT_EQ(connection_label(t, 0, 1, {.without_nvlink = true}), "PHB");
   EXPECT_NEAR(pcie.bottleneck.gbps(), 63.0, 0.1);
   EXPECT_NE(t.link(pcie.links[0]).source.find("16 assumed"), std::string::npos);
+  // The preset of that machine agrees with its own dump (labels, CPU class and its memory).
+  const Topology preset = make_preset("h200x2");
+  EXPECT_EQ(gpu_labels(t), gpu_labels(preset));
+  EXPECT_EQ(gpu_labels(t, {.without_nvlink = true}), gpu_labels(preset, {.without_nvlink = true}));
+  EXPECT_EQ(t.node(t.host_memory_of(0)).mem_bw.value, preset.node(preset.host_memory_of(0)).mem_bw.value);
   // The virtual eth0 NIC hangs off the CPU at its port rate (10 Gb/s).
   const NodeId nic = t.find_node("n0.nic.eth0");
   EXPECT_NEAR(t.route(nic, t.gpu(0)).bottleneck.gbps(), 1.25, 1e-9);
