@@ -82,7 +82,13 @@ struct Schedule {
   std::string algo;        // e.g. "allreduce.ring"
   std::string collective;  // e.g. "allreduce"
   int nranks = 0;
-  int64_t count = 0;  // elements, as nccl-tests counts them for this collective
+  // Elements, as nccl-tests counts them for this collective (n = nranks):
+  //   broadcast, reduce, allreduce: count elements in and out (rooted: the root's input / output);
+  //   allgather: count = total output; each rank's input is count/n;  gather: the same at the root;
+  //   reducescatter: count = total input; each rank's output is count/n;  scatter: the same from the root;
+  //   alltoall: count = each rank's buffer, n blocks of count/n.
+  // Collectives made of one block per rank need count % n == 0 (count_for_bytes rounds as nccl-tests).
+  int64_t count = 0;
   DType dtype = DType::f32;
   RedOp redop = RedOp::sum;
   int root = 0;
@@ -105,6 +111,7 @@ struct Schedule {
 // Structural checks: refs inside their buffers, peers in range, put/get/copy/reduce locality rules,
 // dependencies on earlier ops only (so no cycles), and no op reading a region that no earlier op
 // (or the input) wrote. Throws Error(internal) naming the op on the first violation.
+// Transfers are one-sided (a put or get names both ends), so every send has its receive by construction.
 // validate() does the structural checks in O(ops + deps) (the simulator runs it on millions of ops);
 // validate_dataflow() adds the happens-before hazard check (see below) and is what tests and
 // `cclab schedule` run.

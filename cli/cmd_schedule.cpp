@@ -16,7 +16,9 @@ namespace cclab::cli {
 
 namespace {
 
-void print_summary(const Schedule& s, int64_t bytes) {
+// The size is nccl-tests' (count x element size, after rounding count to whole blocks).
+void print_summary(const Schedule& s) {
+  const int64_t bytes = s.count * dtype_size(s.dtype);
   int max_step = 0, channels = 0;
   for (const Op& op : s.ops) {
     max_step = std::max(max_step, op.step);
@@ -59,6 +61,10 @@ int cmd_schedule(const Argv& argv) {
              {{"--chunk"}, true, "pipeline chunk size in bytes (default: the algorithm's)"},
              {{"--node-size"}, true, "ranks per node for hierarchical algorithms (default: all ranks)"},
              {{"--shape"}, true, "M,K,N per-device shard shape (collective matmul)"},
+             {{"--rows"}, true, "sparse all-reduce: rows of the table"},
+             {{"--dim"}, true, "sparse all-reduce: elements per row"},
+             {{"--density"}, true, "sparse all-reduce: fraction of rows each rank holds (default 0.01)"},
+             {{"--dist"}, true, "sparse all-reduce: uniform | zipf row indices (default uniform)"},
              {{"--summary"}, false, "print per-rank messages and bytes instead of the JSON"}});
   if (args.has("--help")) {
     std::cout << "usage: cclab schedule --algo A -g N -b SIZE [options]\n" << args.usage();
@@ -86,12 +92,20 @@ int cmd_schedule(const Argv& argv) {
     if (v.size() != 3) throw_input("cclab schedule: --shape needs M,K,N (got '" + *shape + "')");
     a.shape = MatmulShape{v[0], v[1], v[2]};
   }
+  if (auto v = args.get("--rows")) a.sparse.rows = parse_int("--rows", *v, 1, int64_t(1) << 40);
+  if (auto v = args.get("--dim")) a.sparse.dim = parse_int("--dim", *v, 1, int64_t(1) << 30);
+  if (auto v = args.get("--density")) a.sparse.density = parse_double("--density", *v, 0.0, 1.0);
+  if (auto v = args.get("--dist")) {
+    if (*v != "uniform" && *v != "zipf")
+      throw_input("cclab schedule: --dist must be uniform or zipf (got '" + *v + "')");
+    a.sparse.dist = *v == "zipf" ? IndexDist::zipf : IndexDist::uniform;
+  }
   const int64_t bytes = parse_size("-b", args.get_or("-b", "8"));
   a.count = count_for_bytes(algo.collective, bytes, a.dtype, a.nranks);
   const Schedule s = make_schedule(algo, a);
   validate_dataflow(s);
   if (args.has("--summary")) {
-    print_summary(s, bytes);
+    print_summary(s);
   } else {
     std::cout << to_json(s);
   }
