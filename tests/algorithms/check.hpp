@@ -41,7 +41,9 @@ inline void check_case(const Algorithm& algo, const AlgoArgs& a, uint64_t seed, 
                " (replay the run: CCLAB_TEST_SEED=" + std::to_string(session_seed()) + ")");
   Schedule s;
   ASSERT_NO_THROW(s = make_schedule(algo, a));
-  if (dataflow) ASSERT_NO_THROW(validate_dataflow(s));
+  if (dataflow) {
+    ASSERT_NO_THROW(validate_dataflow(s));
+  }
   ref::HostBuffers initial = ref::allocate(s);
   ref::fill_inputs(s, initial, seed);
   const ref::Expected want = ref::expected_result(s, initial);
@@ -49,9 +51,10 @@ inline void check_case(const Algorithm& algo, const AlgoArgs& a, uint64_t seed, 
     ref::HostBuffers b = initial;
     ref::run(s, b, {.randomize = order > 0, .seed = seed + uint64_t(order)});
     ASSERT_EQ(ref::count_wrong(s, b, want), 0) << "execution order " << order;
-    if (!a.in_place)
+    if (!a.in_place) {
       for (int r = 0; r < a.nranks; ++r)
         ASSERT_EQ(b[size_t(r)].input, initial[size_t(r)].input) << "rank " << r << "'s input was modified";
+    }
   }
 }
 

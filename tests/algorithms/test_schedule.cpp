@@ -275,7 +275,9 @@ TEST(Structure, AllToAllDirectIsPairwise) {
         EXPECT_EQ(sh.t[size_t(r)].send_bytes, (n - 1) * bytes / n);
       }
       for (const Op& op : sh.s.ops)  // step s: rank r sends to r + s
-        if (op.kind == OpKind::put) EXPECT_EQ(op.dst.rank, (op.rank + op.step) % n);
+        if (op.kind == OpKind::put) {
+          EXPECT_EQ(op.dst.rank, (op.rank + op.step) % n);
+        }
     }
 }
 
@@ -314,7 +316,9 @@ TEST(Structure, ReducesReadEveryInputOnce) {
         const int64_t count = 1024, bytes = count * 4;
         const Shape sh = shape_of(name, n, count, root);
         for (int r = 0; r < n; ++r) EXPECT_EQ(sh.t[size_t(r)].send_bytes, r == root ? 0 : bytes) << name << " n=" << n;
-        if (std::string(name) == "reduce.binomial") EXPECT_EQ(sh.steps, ceil_log2(n));
+        if (std::string(name) == "reduce.binomial") {
+          EXPECT_EQ(sh.steps, ceil_log2(n));
+        }
       }
 }
 
