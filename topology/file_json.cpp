@@ -134,6 +134,11 @@ class Reader {
         if (!j.contains("index")) fail(line("nodes", i), at + " (" + n.name + "): a GPU needs \"index\"");
         n.index = integer(j, "index", -1, at, i, "nodes");
         if (n.index < 0) fail(line("nodes", i), at + " (" + n.name + "): GPU index must be >= 0");
+        // Indices are 0..GPUs-1, so never beyond the node count; a huge one would size the GPU table by it.
+        if (n.index >= static_cast<int>(nodes.size())) {
+          fail(line("nodes", i), at + " (" + n.name + "): GPU index " + std::to_string(n.index) + " but the file has " +
+                                     std::to_string(nodes.size()) + " nodes");
+        }
       }
       n.mem_bw = BytesPerSec(rate(j, "mem_bw_Bps", "mem_bw_GBps", 0, at, i, "nodes"));
       if (n.mem_bw.value < 0) fail(line("nodes", i), at + " (" + n.name + "): memory bandwidth must be >= 0");
@@ -330,7 +335,14 @@ std::string to_json_text(const Topology& t) {
   return out;
 }
 
-Topology from_json_text(const std::string& text, const std::string& origin) { return Reader(text, origin).read(); }
+Topology from_json_text(const std::string& text, const std::string& origin) {
+  try {
+    return Reader(text, origin).read();
+  } catch (const nlohmann::json::exception& e) {
+    // A value of the wrong type that a lookup above did not check (e.g. "format": 7): still bad input.
+    throw_input(origin + ": " + e.what());
+  }
+}
 
 void save_file(const Topology& t, const std::string& path) {
   const std::string text = to_json_text(t);
