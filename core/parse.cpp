@@ -78,6 +78,7 @@ std::vector<int> parse_int_list(std::string_view flag, std::string_view text) {
   while (pos <= text.size()) {
     size_t comma = text.find(',', pos);
     if (comma == std::string_view::npos) comma = text.size();
+    if (comma == pos) bad(flag, text, "empty entry");  // name the whole list, not ''
     int v = int(parse_int(flag, text.substr(pos, comma - pos), 0, 1 << 20));
     if (!seen.insert(v).second) bad(flag, text, "duplicate entry " + std::to_string(v));
     out.push_back(v);
