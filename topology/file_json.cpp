@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <type_traits>
+#include <vector>
 
 #include "core/error.hpp"
 #include "topology/topology.hpp"
@@ -270,9 +271,16 @@ std::string read_text(const std::string& path) {
   if (std::filesystem::is_directory(path, ec)) throw_input("topology file '" + path + "' is a directory");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw_input("cannot read topology file '" + path + "'");
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+  // Bounded read: a pipe or device (/dev/zero, `<(cmd)`) has no size to check first. The largest preset
+  // saved (2048 DGX H100 servers) is far below this.
+  constexpr size_t kMaxBytes = size_t(256) << 20;
+  std::string text;
+  std::vector<char> chunk(size_t(1) << 20);
+  while (in.read(chunk.data(), static_cast<std::streamsize>(chunk.size())) || in.gcount() > 0) {
+    text.append(chunk.data(), static_cast<size_t>(in.gcount()));
+    if (text.size() > kMaxBytes) throw_input("topology file '" + path + "' is larger than 256 MiB");
+  }
+  return text;
 }
 
 }  // namespace

@@ -68,7 +68,8 @@ std::vector<std::string> split_cells(const std::string& line) {
   return out;
 }
 
-bool is_device(const std::string& s) { return std::regex_match(s, std::regex("(GPU|NIC)[0-9]+")); }
+// At most 4 digits: nvidia-smi numbers devices from 0, and a huge number must not size any table.
+bool is_device(const std::string& s) { return std::regex_match(s, std::regex("(GPU|NIC)[0-9]{1,4}")); }
 
 struct UnionFind {
   std::vector<int> p;
@@ -159,7 +160,7 @@ Topology import_nvidia_smi(const std::string& raw, const std::string& origin) {
     // nvidia-smi writes CPU Affinity and NUMA Affinity right after the matrix, in header order.
     if (numa_col >= 0 && 1 + nd + numa_col < static_cast<int>(cells.size())) {
       const std::string v = cells[1 + nd + numa_col];
-      if (!v.empty() && std::all_of(v.begin(), v.end(), ::isdigit)) numa[r] = std::stoi(v);
+      if (!v.empty() && v.size() <= 6 && std::all_of(v.begin(), v.end(), ::isdigit)) numa[r] = std::stoi(v);
     }
     if (cpu_col >= 0 && 1 + nd + cpu_col < static_cast<int>(cells.size())) cpu_affinity[r] = cells[1 + nd + cpu_col];
   }
@@ -175,7 +176,7 @@ Topology import_nvidia_smi(const std::string& raw, const std::string& origin) {
     if (std::regex_match(lines[k], m, nic_line)) nic_names[m[1]] = m[2];
   }
   // Labels: known, X on the diagonal, symmetric.
-  static const std::regex nv(R"(NV([0-9]+))");
+  static const std::regex nv(R"(NV([0-9]{1,3}))");
   int max_nv = 0;
   for (int a = 0; a < nd; ++a) {
     for (int b = 0; b < nd; ++b) {
@@ -200,6 +201,12 @@ Topology import_nvidia_smi(const std::string& raw, const std::string& origin) {
   std::vector<int> gpus, nics;
   for (int d = 0; d < nd; ++d) (devices[d][0] == 'G' ? gpus : nics).push_back(d);
   if (gpus.empty()) throw_input(origin + ": no GPU rows");
+  for (size_t k = 0; k < gpus.size(); ++k) {
+    if (std::find(devices.begin(), devices.end(), "GPU" + std::to_string(k)) == devices.end()) {
+      fail(header, "the GPU columns must be GPU0..GPU" + std::to_string(gpus.size() - 1) + " but GPU" +
+                       std::to_string(k) + " is missing");
+    }
+  }
   auto pcie_local = [&](int a, int b) {
     const auto& l = label[a][b];
     return l == "PIX" || l == "PXB" || l == "PHB" || l == "NODE";

@@ -17,6 +17,7 @@
 // GPU's generation. All NVSwitch chips of a host become one logical NVSwitch, as NCCL models them.
 #include <algorithm>
 #include <cctype>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -259,10 +260,12 @@ class Importer {
     try {
       size_t used = 0;
       const long long x = std::stoll(v, &used, 0);
-      if (used != v.size()) throw std::invalid_argument(v);
+      if (used != v.size() || x < std::numeric_limits<int>::min() || x > std::numeric_limits<int>::max()) {
+        throw std::invalid_argument(v);
+      }
       return static_cast<int>(x);
     } catch (const std::exception&) {
-      fail(e, "<" + e.name + "> attribute " + key + "=\"" + v + "\" is not an integer");
+      fail(e, "<" + e.name + "> attribute " + key + "=\"" + v + "\" is not an integer (or out of range)");
     }
   }
   std::string prefix(int server) const { return "n" + std::to_string(server) + "."; }

@@ -216,6 +216,12 @@ int Topology::num_servers() const {
 NodeId Topology::add_node(Node n) {
   const int index = n.kind == NodeKind::gpu ? n.index : -1;
   if (n.kind == NodeKind::gpu && index < 0) throw_input("topology: GPU node '" + n.name + "' has no index");
+  // GPU indices size a table; anything near this is a corrupt input, not a machine.
+  constexpr int kMaxGpuIndex = 1 << 24;
+  if (index > kMaxGpuIndex) {
+    throw_input("topology: GPU node '" + n.name + "' has index " + std::to_string(index) + " (at most " +
+                std::to_string(kMaxGpuIndex) + ")");
+  }
   if (n.kind != NodeKind::gpu) n.index = -1;
   const NodeId v = boost::add_vertex(std::move(n), graph);
   if (index >= 0) {

@@ -314,4 +314,10 @@ TEST(BadFiles, InlineTexts) {
   expect_input_error([] { import_nvidia_smi("\tGPU0\tGPU1\nGPU0\t X \tPIX\n", "m.txt"); },
                      {"m.txt:1:", "GPU1 has no row"});
   expect_input_error([] { import_nvidia_smi("hello GPU0\n", "h.txt"); }, {"h.txt", "no GPU"});
+  expect_input_error([] { import_nvidia_smi("\tGPU0\tGPU7\nGPU0\t X \tPIX\nGPU7\tPIX\t X \n", "g.txt"); },
+                     {"g.txt:1:", "GPU0..GPU1", "GPU1 is missing"});
+  expect_input_error([] { import_nvidia_smi("\tGPU0\tGPU1\nGPU0\t X \tNV99999\nGPU1\tNV99999\t X \n", "n.txt"); },
+                     {"n.txt:2:", "unknown connection 'NV99999'"});
+  expect_input_error([] { import_nccl_xml("<system version=\"1\"><cpu numaid=\"99999999999\"/></system>", "big.xml"); },
+                     {"big.xml:1:", "not an integer"});
 }
