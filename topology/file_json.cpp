@@ -20,6 +20,7 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -222,7 +223,11 @@ class Reader {
   int integer(const json& j, const char* key, int fallback, const std::string& at, size_t i, const char* arr) {
     if (!j.contains(key)) return fallback;
     if (!j[key].is_number_integer()) fail(line(arr, i), at + ": \"" + key + "\" must be an integer");
-    return j[key].get<int>();
+    const auto v = j[key].get<int64_t>();
+    if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max()) {
+      fail(line(arr, i), at + ": \"" + key + "\" = " + std::to_string(v) + " is out of range");
+    }
+    return static_cast<int>(v);
   }
   double rate(const json& j, const char* base, const char* gb, double fallback, const std::string& at, size_t i,
               const char* arr) {

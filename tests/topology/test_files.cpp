@@ -285,6 +285,15 @@ TEST(BadFiles, InlineTexts) {
       {"k.json:3:", "nodes[0]", "unknown node kind 'tpu'"});
   expect_input_error(
       [] {
+        from_json_text(
+            "{\"format\": \"cclab-topology\", \"version\": 1,\n\"nodes\": [\n{\"name\": \"g\", \"kind\": \"gpu\", "
+            "\"index\": "
+            "0, \"server\": 99999999999}\n], \"links\": []}",
+            "r.json");
+      },
+      {"r.json:3:", "\"server\" = 99999999999 is out of range"});
+  expect_input_error(
+      [] {
         from_json_text("{\"format\": \"cclab-topology\", \"version\": 1, \"nodes\": [], \"links\": []}", "e.json");
       },
       {"e.json", "no GPUs"});
