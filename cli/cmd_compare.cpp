@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <map>
 
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
@@ -31,15 +32,19 @@ std::string pct(double v) {
 }
 
 std::string size_text(int64_t b) {
+  // 8B, 64K, 1G as nccl-tests users write sizes; sizes that are not whole units get three digits (38.1G).
   char s[32];
-  if (b >= (int64_t(1) << 30) && b % (int64_t(1) << 30) == 0)
-    std::snprintf(s, sizeof s, "%lldG", (long long)(b >> 30));
-  else if (b >= (1 << 20) && b % (1 << 20) == 0)
-    std::snprintf(s, sizeof s, "%lldM", (long long)(b >> 20));
-  else if (b >= 1024 && b % 1024 == 0)
-    std::snprintf(s, sizeof s, "%lldK", (long long)(b >> 10));
-  else
-    std::snprintf(s, sizeof s, "%lldB", (long long)b);
+  const char* units[] = {"G", "M", "K"};
+  const int64_t scales[] = {int64_t(1) << 30, int64_t(1) << 20, int64_t(1) << 10};
+  for (int i = 0; i < 3; ++i)
+    if (b >= scales[i]) {
+      if (b % scales[i] == 0)
+        std::snprintf(s, sizeof s, "%lld%s", (long long)(b / scales[i]), units[i]);
+      else
+        std::snprintf(s, sizeof s, "%.3g%s", double(b) / double(scales[i]), units[i]);
+      return s;
+    }
+  std::snprintf(s, sizeof s, "%lldB", (long long)b);
   return s;
 }
 
@@ -109,7 +114,14 @@ int cmd_compare(const Argv& argv) {
     std::printf("# profile: %s, %s (%s); fitted from %s\n", target.profile->name.c_str(),
                 target.profile->origin.c_str(), target.profile->date.c_str(), target.profile->fitted_from.c_str());
   for (const auto& [why, n] : c.skipped) std::printf("# skipped %d rows: %s\n", n, why.c_str());
-  for (const auto& [row, why] : c.failed) std::printf("# not predicted: %s: %s\n", row.c_str(), why.c_str());
+  // Rows that could not be predicted, one line per algorithm (the first reason, and how many rows).
+  std::map<std::string, std::pair<int, std::string>> failed;
+  for (const auto& [row, why] : c.failed) {
+    auto& f = failed[row.substr(0, row.find(' '))];
+    if (f.first++ == 0) f.second = why;
+  }
+  for (const auto& [algo, f] : failed)
+    std::printf("# not predicted: %s (%d rows): %s\n", algo.c_str(), f.first, f.second.c_str());
   if (c.rows.empty()) {
     std::printf("overall: no row could be compared\n");
     if (args.has("--require-goals")) throw Error(ErrorKind::check, "no measured GPU row could be compared");
@@ -149,7 +161,7 @@ int cmd_compare(const Argv& argv) {
     }
     const std::string cmd = "python3 " + shell_quote(find_plot_script()) + " " + shell_quote(csv) + " " +
                             shell_quote(*plot) + " --title " +
-                            shell_quote("predicted (" + target.label + ") vs measured");
+                            shell_quote("predicted on " + target.label + " vs measured");
     const int rc = std::system(cmd.c_str());
     if (!tmp.empty()) fs::remove(tmp);
     if (rc != 0) throw_env("cclab compare: the plot script failed (" + cmd + ")");

@@ -153,7 +153,7 @@ def main():
     topo = sorted({r["topology"] for r in rows if r["topology"]})
     title = a.title or f"busbw against size ({', '.join(topo) or 'records'}, {', '.join(backends)})"
     fig.suptitle(title, fontsize=12)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.45 / fig.get_figheight()))  # room for the suptitle
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     fig.savefig(out, dpi=120)
     print(f"plot_busbw: wrote {out} ({len(series)} series, {len(rows)} rows)")

@@ -54,8 +54,13 @@ def read_rows(path):
                 continue  # a row without a prediction
             try:
                 meas, pred = float(r["time_us"]), float(r["pred_time_us"])
+                parts = [r["dtype"]] if r.get("dtype", "float") != "float" else []
+                parts += [f"{k} {r[k]}" for k in ("dist", "mode") if r.get(k)]
+                variant = ", ".join(parts)
                 rows.append(
                     {
+                        "variant": variant,
+                        "density": float(r["density"]) if r.get("density") else None,
                         "algo": r["algo"],
                         "ranks": int(r["ranks"]),
                         "bytes": int(r["bytes"]),
@@ -79,30 +84,39 @@ def main():
     if not rows:
         die(f"{a.csv}: no row with a prediction")
 
+    # One panel per algorithm and rank count (and per index distribution / forced path for sparse rows,
+    # which sweep the density at one table size: their x axis is the density).
     groups = defaultdict(list)
     for r in rows:
-        groups[(r["algo"], r["ranks"])].append(r)
+        groups[(r["algo"], r["ranks"], r["variant"])].append(r)
     keys = sorted(groups)
     ncols = min(3, len(keys))
     nrows = math.ceil(len(keys) / ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(5.6 * ncols, 3.9 * nrows), squeeze=False)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(5.6 * ncols, 4.1 * nrows), squeeze=False)
     flat = [ax for row in axes for ax in row]
     for ax in flat[len(keys):]:
         ax.set_visible(False)
 
-    for (algo, ranks), ax in zip(keys, flat):
-        pts = sorted(groups[(algo, ranks)], key=lambda r: r["bytes"])
-        xs = [p["bytes"] for p in pts]
+    for (algo, ranks, variant), ax in zip(keys, flat):
+        pts = groups[(algo, ranks, variant)]
+        by_density = len({p["bytes"] for p in pts}) < len(pts) and all(p["density"] for p in pts)
+        key = (lambda p: p["density"]) if by_density else (lambda p: p["bytes"])
+        pts = sorted(pts, key=key)
+        xs = [key(p) for p in pts]
         ax.plot(xs, [p["meas"] for p in pts], "-o", color="tab:blue", markersize=3, label="measured")
         ax.plot(xs, [p["pred"] for p in pts], "--s", color="tab:orange", markersize=3, label="predicted")
-        ax.set_xscale("log", base=2)
-        lo, hi = int(math.floor(math.log2(xs[0]))), int(math.ceil(math.log2(xs[-1])))
-        step = 2 if hi - lo > 12 else 1
-        ax.xaxis.set_major_locator(FixedLocator([2.0**e for e in range(lo, hi + 1, step)]))
-        ax.xaxis.set_minor_locator(NullLocator())
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: size_label(x)))
+        if by_density:
+            ax.set_xscale("log")
+            ax.set_xlabel(f"density (table of {size_label(pts[0]['bytes'])})", fontsize=8)
+        else:
+            ax.set_xscale("log", base=2)
+            lo, hi = int(math.floor(math.log2(xs[0]))), int(math.ceil(math.log2(xs[-1])))
+            step = 2 if hi - lo > 12 else 1
+            ax.xaxis.set_major_locator(FixedLocator([2.0**e for e in range(lo, hi + 1, step)]))
+            ax.xaxis.set_minor_locator(NullLocator())
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: size_label(x)))
+            ax.set_xlabel("size (bytes)", fontsize=8)
         ax.tick_params(axis="x", labelrotation=45, labelsize=7)
-        ax.set_xlabel("size (bytes)", fontsize=8)
         ax.set_ylabel("busbw (GB/s)", fontsize=8)
         ax.grid(True, alpha=0.3)
         err = ax.twinx()
@@ -116,12 +130,13 @@ def main():
         abs_err = [abs(p["error"]) for p in pts]
         med = statistics.median(abs_err)
         geo = math.exp(sum(math.log(max(e, 1e-6)) for e in abs_err) / len(abs_err))
-        ax.set_title(f"{algo} (n={ranks}): median {100 * med:.1f}%, geomean {100 * geo:.1f}%, "
-                     f"max {100 * max(abs_err):.1f}%", fontsize=9)
+        name = f"{algo} (n={ranks}{', ' + variant if variant else ''})"
+        ax.set_title(f"{name}\n|error| median {100 * med:.1f}%, geomean {100 * geo:.1f}%, "
+                     f"max {100 * max(abs_err):.1f}%", fontsize=8)
         ax.legend(fontsize=7, loc="upper left")
 
     fig.suptitle(a.title, fontsize=11)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.45 / fig.get_figheight()))  # room for the suptitle
     os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
     fig.savefig(a.out, dpi=110)
     print(f"plot_compare: wrote {a.out} ({len(keys)} panels, {len(rows)} rows)")

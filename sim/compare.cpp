@@ -39,7 +39,8 @@ AlgoArgs args_for(const Record& r, const Algorithm& algo, const topo::Topology& 
     throw_input(what + ": " + std::to_string(r.ranks) + " ranks but topology '" + t.name + "' has " +
                 std::to_string(t.num_gpus()) + " GPUs");
   a.dtype = parse_dtype(r.dtype);
-  a.redop = parse_redop(r.redop);
+  // Rows of non-reducing collectives may say "none" (collective matmul records do).
+  a.redop = (r.redop.empty() || r.redop == "none") ? RedOp::sum : parse_redop(r.redop);
   a.root = r.root < 0 ? 0 : r.root;
   a.in_place = r.in_place;
   // As `cclab sim` does: hierarchical algorithms see the topology's servers.
@@ -47,9 +48,15 @@ AlgoArgs args_for(const Record& r, const Algorithm& algo, const topo::Topology& 
   a.count = r.count > 0 ? r.count : count_for_bytes(algo, r.bytes, a.dtype, r.ranks);
   if (algo.needs_shape) {
     if (r.shape.empty()) throw_input(what + ": " + algo.name + " needs the shape column (M,K,N)");
-    const std::vector<int> mkn = parse_int_list("shape", r.shape);
-    if (mkn.size() != 3 || mkn[0] <= 0 || mkn[1] <= 0 || mkn[2] <= 0)
-      throw_input(what + ": shape '" + r.shape + "' is not M,K,N");
+    // M,K,N (equal values allowed, unlike a list of GPUs).
+    std::vector<int64_t> mkn;
+    size_t pos = 0;
+    while (pos <= r.shape.size()) {
+      const size_t comma = std::min(r.shape.find(',', pos), r.shape.size());
+      mkn.push_back(parse_int("shape", r.shape.substr(pos, comma - pos), 1, int64_t(1) << 40));
+      pos = comma + 1;
+    }
+    if (mkn.size() != 3) throw_input(what + ": shape '" + r.shape + "' is not M,K,N");
     a.shape = {mkn[0], mkn[1], mkn[2]};
   }
   if (algo.needs_sparse) {
@@ -59,6 +66,9 @@ AlgoArgs args_for(const Record& r, const Algorithm& algo, const topo::Topology& 
     a.sparse.dim = parse_int("dim", *dim, 1, int64_t(1) << 30);
     a.sparse.density = parse_double("density", *dens, 0.0, 1.0);
     if (const std::string* d = extra(r, "dist")) a.sparse.dist = *d == "zipf" ? IndexDist::zipf : IndexDist::uniform;
+    // The path the measurement forced (the sparse/dense crossover runs force each one).
+    if (const std::string* m = extra(r, "mode"))
+      a.sparse.mode = *m == "sparse" ? SparseMode::sparse : *m == "dense" ? SparseMode::dense : SparseMode::automatic;
   }
   return a;
 }
