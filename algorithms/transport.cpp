@@ -1,16 +1,37 @@
 #include "algorithms/transport.hpp"
 
+#include <climits>
+
 #include "core/error.hpp"
 
 namespace cclab {
 
+void Transport::set_keep_filter(KeepFilter keep) {
+  keep_ = std::move(keep);
+  per_rank_.assign(size_t(s_.nranks), 0);
+}
+
+std::pair<int, int32_t> Transport::dropped(OpId id) const {
+  const int64_t code = -int64_t(id) - 2;
+  return {int(code % s_.nranks), int32_t(code / s_.nranks)};
+}
+
 OpId Transport::add(Op op, Deps deps) {
   CCLAB_ASSERT(op.rank >= 0 && op.rank < s_.nranks, "op rank out of range");
+  if (keep_) {
+    const int32_t index = per_rank_[size_t(op.rank)]++;
+    if (!keep_(op.rank, index)) {
+      if (op.kind == OpKind::compute) s_.computes.pop_back();
+      const int64_t code = int64_t(index) * s_.nranks + op.rank;
+      CCLAB_ASSERT(code < int64_t(INT32_MAX) - 2, "too many ops to encode a dropped op's id");
+      return OpId(-code - 2);
+    }
+  }
   op.step = step_;
   op.dep_begin = uint32_t(s_.dep_pool.size());
   for (OpId d : deps) {
     if (d == kNoOp) continue;
-    CCLAB_ASSERT(d >= 0 && d < OpId(s_.ops.size()), "dependency on an op not yet emitted");
+    CCLAB_ASSERT((d >= 0 || (keep_ && d < kNoOp)) && d < OpId(s_.ops.size()), "dependency on an op not yet emitted");
     s_.dep_pool.push_back(d);
   }
   op.dep_count = uint32_t(s_.dep_pool.size() - op.dep_begin);

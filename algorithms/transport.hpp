@@ -4,8 +4,11 @@
 // returns the id of the recorded op, which later calls name as a dependency.
 #pragma once
 
+#include <functional>
 #include <initializer_list>
 #include <span>
+#include <utility>
+#include <vector>
 
 #include "algorithms/schedule.hpp"
 
@@ -61,10 +64,24 @@ class Transport {
   void set_count(int64_t count) { s_.count = count; }
   void set_phase(int phase) { s_.phase = phase; }
 
+  // Partial recording, for a simulator that folds ranks which behave alike by symmetry (sim/symmetric.*).
+  // With a filter set, an op for which keep(rank, index) is false -- index counts the rank's ops in
+  // emission order, kept or not -- is not stored. Its id is then an encoded reference to (rank, index),
+  // below kNoOp, which later calls accept as a dependency and store as is in dep_pool (so a schedule
+  // recorded this way is for the folding simulator only; validate() rejects it). Without a filter
+  // (the default) nothing changes.
+  using KeepFilter = std::function<bool(int rank, int32_t index)>;
+  void set_keep_filter(KeepFilter keep);
+  static bool is_dropped(OpId id) { return id < kNoOp; }
+  // (rank, index) of a dropped op's id.
+  std::pair<int, int32_t> dropped(OpId id) const;
+
  private:
   OpId add(Op op, Deps deps);
   Schedule& s_;
   int step_ = 0;
+  KeepFilter keep_;
+  std::vector<int32_t> per_rank_;  // ops emitted per rank (with a filter)
 };
 
 // Shorthands for refs.

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.hpp"
+#include "sim/symmetric.hpp"
 
 namespace cclab::sim {
 
@@ -81,12 +82,22 @@ Prediction predict(Simulator& sim, const Algorithm& algo, AlgoArgs args, const P
     // Reductions are fused into NCCL's steps (recvReduceSend): no separate local-op cost.
     ro.local_op_latency = Seconds(0);
   }
-  Schedule s = build_schedule(*builder, args);
-  if (builder != &algo) {
-    s.algo = algo.name;
-    s.lowering = Lowering::library;
+  Schedule s;
+  std::optional<SimResult> folded;
+  if (opt.symmetry != Symmetry::off && !ro.record_ops && !ro.record_timeline) {
+    folded = run_symmetric(sim, *builder, args, ro, &s);
+    if (folded) p.fold_period = sim.fold_period(args.nranks);
   }
-  p.result = sim.run(s, ro);
+  if (!folded && opt.symmetry == Symmetry::require)
+    throw_input(algo.name + ": no rotation symmetry to fold on '" + sim.topology().name + "'");
+  if (folded) {
+    p.result = std::move(*folded);
+  } else {
+    s = build_schedule(*builder, args);
+    if (builder != &algo) s.lowering = Lowering::library;
+    p.result = sim.run(s, ro);
+  }
+  if (builder != &algo) s.algo = algo.name;
 
   Record& r = p.record;
   r.algo = algo.name;
@@ -108,6 +119,9 @@ Prediction predict(Simulator& sim, const Algorithm& algo, AlgoArgs args, const P
   if (p.nccl)
     r.note = "nccl " + std::string(model::nccl_algo_name(p.nccl->algo)) + "/" +
              std::string(model::proto_name(p.nccl->proto)) + " " + std::to_string(p.nccl->channels) + "ch";
+  if (p.fold_period > 0)
+    r.note += std::string(r.note.empty() ? "" : "; ") + "folded: " + std::to_string(p.fold_period) + " of " +
+              std::to_string(args.nranks) + " ranks simulated (rotation symmetry)";
   if (!p.result.bottleneck.empty()) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%.3f", p.result.bottleneck_utilisation);

@@ -31,9 +31,17 @@ struct Prediction {
   SimResult result;                     // timings, link statistics
   Schedule schedule;                    // what was simulated (empty ops unless keep_schedule)
   std::optional<model::NcclPlan> nccl;  // for library baselines: what the NCCL model chose
+  int fold_period = 0;                  // > 0: ranks [0, fold_period) represented all ranks (folded run)
+};
+
+enum class Symmetry : uint8_t {
+  automatic,  // fold symmetric schedules on symmetric clusters (sim/symmetric.hpp) unless ops are recorded
+  off,        // always simulate every rank
+  require,    // fold or throw (tests)
 };
 
 struct PredictOptions {
+  Symmetry symmetry = Symmetry::automatic;
   bool keep_schedule = false;    // for --trace
   bool record_ops = false;       // per-op times in result
   bool record_timeline = false;  // per-resource load over time

@@ -88,6 +88,10 @@ struct Simulator::Impl {
   std::vector<double> new_rate;  // per flow slot
   int64_t n_recompute = 0;
   bool timeline = false;
+  // Folding (symmetric runs): resource -> orbit representative; empty when not folding.
+  std::vector<int32_t> fold;
+  int fold_k = 0, fold_nranks = -1;  // cached fold_period result and the rank count it is for
+  std::vector<int32_t> fold_map;     // computed once
   std::vector<LoadSample>* samples = nullptr;
 
   Impl(const topo::Topology& t, model::ModelParams p, topo::RouteOptions ro)
@@ -137,6 +141,8 @@ struct Simulator::Impl {
   }
 
   int32_t hbm(int rank) const { return num_links + rank; }
+  int32_t folded(int32_t r) const { return fold.empty() ? r : fold[size_t(r)]; }
+  int compute_fold(int nranks);
   int32_t tensor(int rank) const { return num_links + num_gpus + rank; }
 
   const RouteEntry& route(int a, int b) {
@@ -384,6 +390,106 @@ double compute_traffic_bytes(const Compute& c, int elem) {
 
 }  // namespace
 
+int Simulator::fold_period(int nranks) {
+  Impl& I = *impl_;
+  if (I.fold_nranks != nranks) {
+    I.fold_nranks = nranks;
+    I.fold_k = I.compute_fold(nranks);
+  }
+  return I.fold_k;
+}
+
+SimResult Simulator::run_folded(const Schedule& reduced, const RunOptions& opt) {
+  Impl& I = *impl_;
+  const int k = fold_period(reduced.nranks);
+  CCLAB_ASSERT(k > 0, "run_folded without a symmetry");
+  for (const Op& op : reduced.ops) CCLAB_ASSERT(op.rank < k, "a folded schedule holds only ranks below the period");
+  I.fold = I.fold_map;
+  try {
+    SimResult r = run(reduced, opt);
+    I.fold.clear();
+    return r;
+  } catch (...) {
+    I.fold.clear();
+    throw;
+  }
+}
+
+// Rotation by P servers (P = servers per leaf group of a cluster): GPU i -> i + P*G. It maps the graph
+// onto itself when every server is built alike and the fabric's leaf groups rotate too; this is
+// checked edge by edge (same kind, rate and latency) and on sample routes, so a topology that is not
+// symmetric (a file, a partial GPU selection) is simply run unfolded.
+int Simulator::Impl::compute_fold(int nranks) {
+  fold_map.clear();
+  const topo::Fabric& fab = topo.fabric;
+  if (fab.empty() || nranks != num_gpus) return 0;
+  const int nservers = topo.num_servers(), g = topo.gpus_per_server();
+  const int p = fab.servers_per_leaf;
+  if (p <= 0 || nservers % p != 0 || nservers / p < 2 || g * nservers != num_gpus) return 0;
+  const int groups = nservers / p, k = p * g;
+  const auto& graph = topo.graph;
+  const size_t nv = boost::num_vertices(graph);
+  std::unordered_map<std::string, topo::NodeId> by_name;
+  for (size_t v = 0; v < nv; ++v) by_name[graph[v].name] = v;
+  std::vector<topo::NodeId> rho(nv);
+  for (size_t v = 0; v < nv; ++v) {
+    const topo::Node& n = graph[v];
+    std::string target;
+    if (n.server >= 0) {
+      const std::string prefix = "n" + std::to_string(n.server) + ".";
+      if (n.name.rfind(prefix, 0) != 0) return 0;
+      target = "n" + std::to_string((n.server + p) % nservers) + "." + n.name.substr(prefix.size());
+    } else if (n.name.rfind("leaf.g", 0) == 0) {
+      const size_t dot = n.name.find('.', 6);
+      if (dot == std::string::npos) return 0;
+      const int grp = std::atoi(n.name.substr(6, dot - 6).c_str());
+      target = "leaf.g" + std::to_string((grp + 1) % groups) + n.name.substr(dot);
+    } else {
+      target = n.name;  // spines and other shared switches stay
+    }
+    auto it = by_name.find(target);
+    if (it == by_name.end() || graph[it->second].kind != n.kind) return 0;
+    rho[v] = it->second;
+  }
+  for (int i = 0; i < num_gpus; ++i)
+    if (rho[topo.gpu(i)] != topo.gpu((i + k) % num_gpus)) return 0;
+  // Edge map: link -> its image under rho (same kind, rate, latency).
+  std::vector<int32_t> emap(size_t(num_links), -1);
+  for (auto e : boost::make_iterator_range(boost::edges(graph))) {
+    const auto [img, ok] = boost::edge(rho[boost::source(e, graph)], rho[boost::target(e, graph)], graph);
+    if (!ok) return 0;
+    const topo::Link &a = graph[e], &b = graph[img];
+    if (a.kind != b.kind || a.bw.value != b.bw.value || a.latency.value != b.latency.value) return 0;
+    emap[size_t(link_index.at(&graph[e]))] = link_index.at(&graph[img]);
+  }
+  // Routes must commute with the rotation (sample pairs inside a server, across servers, across groups).
+  const std::vector<std::pair<int, int>> samples = {
+      {0, 1 % num_gpus}, {0, g % num_gpus}, {0, k % num_gpus}, {g - 1, (k + g) % num_gpus}, {num_gpus - 1, 0}};
+  for (auto [a, b] : samples) {
+    if (a == b) continue;
+    const RouteEntry r1 = route(a, b);
+    const RouteEntry r2 = route((a + k) % num_gpus, (b + k) % num_gpus);
+    if (r1.count != r2.count) return 0;
+    for (uint32_t i = 0; i < r1.count; ++i)
+      if (emap[size_t(route_pool[r1.begin + i])] != route_pool[r2.begin + i]) return 0;
+  }
+  // Orbit representatives: the smallest id in each link's orbit; GPU resources fold by rank mod K.
+  fold_map.resize(res.size());
+  for (int32_t l = 0; l < num_links; ++l) {
+    int32_t rep = l, x = l;
+    for (int j = 1; j < groups; ++j) {
+      x = emap[size_t(x)];
+      rep = std::min(rep, x);
+    }
+    fold_map[size_t(l)] = rep;
+  }
+  for (int i = 0; i < num_gpus; ++i) {
+    fold_map[size_t(hbm(i))] = hbm(i % k);
+    fold_map[size_t(tensor(i))] = tensor(i % k);
+  }
+  return k;
+}
+
 SimResult Simulator::run(const Schedule& s, const RunOptions& opt) {
   Impl& I = *impl_;
   const model::ModelParams& P = I.params;
@@ -498,7 +604,7 @@ SimResult Simulator::run(const Schedule& s, const RunOptions& opt) {
     auto add_route = [&](int from, int to, const model::ProtocolParams& pp, double& lat) {
       const RouteEntry& r = I.route(from, to);
       const double w = 1.0 / std::max(pp.efficiency_at(op.bytes), 1e-9);
-      for (uint32_t k = 0; k < r.count; ++k) Impl::add_use(f, I.route_pool[r.begin + k], w);
+      for (uint32_t k = 0; k < r.count; ++k) Impl::add_use(f, I.folded(I.route_pool[r.begin + k]), w);
       double step = opt.step_latency ? opt.step_latency->value : pp.latency.value.value;
       if (r.network && opt.net_step_latency) step = opt.net_step_latency->value;
       lat = std::max(lat, opt.step_covers_route ? std::max(r.latency, step) : r.latency + step);

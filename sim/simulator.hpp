@@ -92,6 +92,15 @@ class Simulator {
   // missing op).
   SimResult run(const Schedule& s, const RunOptions& opt = {});
 
+  // Rotation symmetry for folded runs (sim/symmetric.hpp): the smallest K such that moving every GPU i
+  // to (i + K) mod n maps the topology (links, rates, routes) onto itself, with n / K >= 2; 0 when
+  // none was found. Computed once per rank count and route options.
+  int fold_period(int nranks);
+  // Runs a schedule that holds only the ops of ranks [0, K) (K = fold_period) of a symmetric
+  // schedule: every resource is folded onto its representative under the rotation, so the K ranks'
+  // flows meet exactly the contention all n ranks' flows would. Peers may be any rank.
+  SimResult run_folded(const Schedule& reduced, const RunOptions& opt = {});
+
   const topo::Topology& topology() const;
   const model::ModelParams& params() const;
 
