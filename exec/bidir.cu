@@ -320,14 +320,16 @@ __global__ void __launch_bounds__(512) stream_kernel(BidirArgs a) {
         Acc<T> acc;
         acc.load(own[v]);
         for (int j = 1; j < n; ++j)
-          acc.template add<Op>(reinterpret_cast<const uint4*>(ring_slot(r, (r + j) % n, s))[v]);
+          // L2 only (.cg): this SM read the same slot K units ago, and L1 is not coherent.
+          acc.template add<Op>(__ldcg(reinterpret_cast<const uint4*>(ring_slot(r, (r + j) % n, s)) + v));
         out[v] = acc.store(a.divisor);
       }
       const int64_t elems = len / int64_t(sizeof(T));
       for (int64_t k = nv * N + t; k < elems; k += half) {
         float acc = Elem<T>::to(reinterpret_cast<const T*>(a.in[r] + off)[k]);
         for (int j = 1; j < n; ++j)
-          acc = dev::combine<Op>(acc, Elem<T>::to(reinterpret_cast<const T*>(ring_slot(r, (r + j) % n, s))[k]));
+          acc =
+              dev::combine<Op>(acc, Elem<T>::to(__ldcg(reinterpret_cast<const T*>(ring_slot(r, (r + j) % n, s)) + k)));
         reinterpret_cast<T*>(a.out + off)[k] = Elem<T>::from(a.divisor == 1.f ? acc : acc / a.divisor);
       }
       named_barrier(2, half);
@@ -473,10 +475,9 @@ BidirMode choose_bidir_mode(int64_t bytes, DType, int nranks, const BidirParams&
 }
 
 namespace {
-size_t ll_buffer_bytes(const BidirParams& p) {
-  const int64_t words = (p.ll_max_bytes + 3) / 4 + 1;
-  return size_t(2) * kMaxRanks * size_t(words) * 8;
-}
+// Words per (parity, source) of the ll receive buffer: even, so word pairs stay 16-byte aligned.
+int64_t ll_words(const BidirParams& p) { return ((p.ll_max_bytes + 3) / 4 + 2) & ~int64_t(1); }
+size_t ll_buffer_bytes(const BidirParams& p) { return size_t(2) * kMaxRanks * size_t(ll_words(p)) * 8; }
 }  // namespace
 
 BidirContext::BidirContext(const Communicator& comm, const BidirParams& params)
@@ -565,10 +566,29 @@ BidirWorkload::BidirWorkload(BidirContext& ctx, BidirMode mode, CollSpec spec)
     // The ring is laid out for the largest lane count, so sizes can change lanes without realloc.
     ctx.ensure_ring(std::max(1, std::min(p.lanes > 0 ? p.lanes : sms, kMaxLanes)), p.slots, p.slot_bytes);
   } else if (mode_ == BidirMode::flash) {
-    const int64_t tile = int64_t(p.flash_threads) * 16 * p.flash_unroll;
+    // Shared memory: stages x peers x unroll x threads x 16 B; shrink unroll, then stages, then
+    // threads until it fits (many ranks sharing GPUs in tests).
+    threads_ = p.flash_threads;
+    stages_ = p.flash_stages <= 2 ? 2 : 4;
+    unroll_ = p.flash_unroll;
+    const size_t limit = 200 * 1024, peers = size_t(std::max(spec_.nranks - 1, 1));
+    auto need = [&] { return size_t(stages_) * peers * size_t(unroll_) * size_t(threads_) * 16; };
+    while (need() > limit) {
+      if (unroll_ > 1)
+        --unroll_;
+      else if (stages_ > 2)
+        stages_ = 2;
+      else if (threads_ > 64)
+        threads_ /= 2;
+      else
+        break;
+    }
+    smem_ = need();
+    const int64_t tile = int64_t(threads_) * 16 * unroll_;
     const int64_t tiles = std::max<int64_t>(1, (bytes / 16 * 16 + tile - 1) / tile);
     int blocks = p.flash_blocks > 0 ? p.flash_blocks : 2 * sms;
-    blocks = std::max(1, std::min(blocks, std::max(1, 2 * sms / share)));
+    // Sharing ranks wait on each other's CTAs: keep every CTA of every rank resident (one per SM).
+    if (share > 1) blocks = std::max(1, std::min(blocks, sms / share));
     grid_ = int(std::min<int64_t>(blocks, tiles));
   } else {
     const int64_t pairs = ((bytes + 3) / 4 + 1) / 2;
@@ -580,9 +600,18 @@ BidirWorkload::BidirWorkload(BidirContext& ctx, BidirMode mode, CollSpec spec)
 }
 
 void BidirWorkload::issue(cudaStream_t origin) {
+  fork_streams(origin, fork_.get(), raw_);
+  enqueue();
+  join_streams(origin, raw_joins_, raw_);
+}
+
+std::unique_ptr<Replay> BidirWorkload::capture(cudaStream_t, int iters) {
+  return capture_per_device(ctx_.comm(), raw_, iters, [this] { enqueue(); });
+}
+
+void BidirWorkload::enqueue() {
   const auto& comm = ctx_.comm();
   const auto& p = ctx_.params();
-  fork_streams(origin, fork_.get(), raw_);
   const int n = spec_.nranks;
   BidirArgs a;
   a.nranks = n;
@@ -595,11 +624,11 @@ void BidirWorkload::issue(cudaStream_t origin) {
     a.ll[q] = static_cast<uint64_t*>(ctx_.ll(q));
     a.ring[q] = static_cast<uint8_t*>(ctx_.ring(q));
   }
-  a.ll_words = (p.ll_max_bytes + 3) / 4 + 1;
+  a.ll_words = ll_words(p);
   a.lanes = grid_;
   a.slots = p.slots;
   a.slot_bytes = p.slot_bytes;
-  a.unroll = p.flash_unroll;
+  a.unroll = unroll_;
   a.err = static_cast<ErrWord*>(ctx_.error_word());
   a.timeout_ns = uint64_t(p.kernel_timeout_s * 1e9);
   for (int r = 0; r < n; ++r) {
@@ -611,16 +640,9 @@ void BidirWorkload::issue(cudaStream_t origin) {
       case BidirMode::ll:
         dev::dispatch<LaunchLL>(spec_.dtype, spec_.op, a, grid_, p.ll_threads, s);
         break;
-      case BidirMode::flash: {
-        const int stages = p.flash_stages <= 2 ? 2 : 4;
-        const size_t smem =
-            size_t(stages) * size_t(std::max(n - 1, 1)) * size_t(p.flash_unroll) * size_t(p.flash_threads) * 16;
-        if (smem > 227 * 1024)
-          throw_input("flash: " + std::to_string(smem) +
-                      " bytes of shared memory needed (fewer stages, unroll or threads)");
-        dev::dispatch<LaunchFlash>(spec_.dtype, spec_.op, a, grid_, p.flash_threads, stages, smem, spec_.in_place, s);
+      case BidirMode::flash:
+        dev::dispatch<LaunchFlash>(spec_.dtype, spec_.op, a, grid_, threads_, stages_, smem_, spec_.in_place, s);
         break;
-      }
       case BidirMode::stream:
         dev::dispatch<LaunchStream>(spec_.dtype, spec_.op, a, grid_, p.stream_threads, s);
         break;
@@ -629,7 +651,6 @@ void BidirWorkload::issue(cudaStream_t origin) {
     }
     CCLAB_CUDA_LAUNCHED();
   }
-  join_streams(origin, raw_joins_, raw_);
 }
 
 void BidirWorkload::check_device_errors() { ctx_.check_errors("allreduce." + std::string(bidir_mode_name(mode_))); }

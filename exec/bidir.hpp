@@ -96,6 +96,9 @@ class BidirWorkload : public Workload {
   const CollSpec& spec() const override { return spec_; }
   const RankBuffers& buffers() const override { return *buffers_; }
   void issue(cudaStream_t origin) override;
+  // One graph per GPU: the kernels synchronise across GPUs themselves, so iterations need no
+  // cross-GPU graph edges (as NCCL's).
+  std::unique_ptr<Replay> capture(cudaStream_t origin, int iters) override;
   void check_device_errors() override;
   std::string hang_report() override;
   std::string note() const override;
@@ -110,7 +113,10 @@ class BidirWorkload : public Workload {
   Event fork_;
   std::vector<Event> joins_;
   std::vector<cudaEvent_t> raw_joins_;
+  void enqueue();  // one launch per rank on its stream
   int grid_ = 0;
+  int threads_ = 0, stages_ = 0, unroll_ = 1;  // flash, after fitting shared memory
+  size_t smem_ = 0;
 };
 
 // The copy-engine pipeline as a Schedule (get chunk -> scratch slot on channel 0, reduce on

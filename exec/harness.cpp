@@ -67,27 +67,112 @@ class MultiDeviceReplay : public Replay {
 
 }  // namespace
 
+namespace {
+
+// When a multi-GPU capture is refused, iterations are issued from the host instead (and timed as
+// such): the sweep goes on and the record's note says why.
+class IssueReplay : public Replay {
+ public:
+  IssueReplay(int iters, std::function<void(cudaStream_t)> issue, std::string why)
+      : iters_(iters), issue_(std::move(issue)), why_(std::move(why)) {}
+  void launch(cudaStream_t origin) override {
+    for (int i = 0; i < iters_; ++i) issue_(origin);
+  }
+  bool holdable() const override { return false; }
+  std::string fallback() const override { return why_; }
+
+ private:
+  int iters_;
+  std::function<void(cudaStream_t)> issue_;
+  std::string why_;
+};
+
+}  // namespace
+
 std::unique_ptr<Replay> capture_multi_device(cudaStream_t origin, int iters,
                                              const std::function<void(cudaStream_t)>& issue) {
   CCLAB_CUDA(cudaStreamBeginCapture(origin, cudaStreamCaptureModeThreadLocal));
+  cudaGraph_t graph = nullptr;
   try {
     for (int i = 0; i < iters; ++i) issue(origin);
+    CCLAB_CUDA(cudaStreamEndCapture(origin, &graph));
+    cudaGraphExec_t exec = nullptr;
+    CCLAB_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+    return std::make_unique<MultiDeviceReplay>(exec, graph);
+  } catch (const Error& e) {
+    cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+    cudaStreamIsCapturing(origin, &st);
+    if (st != cudaStreamCaptureStatusNone) {
+      cudaGraph_t g = nullptr;
+      cudaStreamEndCapture(origin, &g);
+      if (g) cudaGraphDestroy(g);
+    }
+    if (graph) cudaGraphDestroy(graph);
+    cudaGetLastError();
+    if (e.kind() != ErrorKind::environment) throw;
+    return std::make_unique<IssueReplay>(iters, issue,
+                                         std::string("graph capture failed, issued op by op: ") + e.what());
+  }
+}
+
+namespace {
+
+class PerDeviceReplay : public Replay {
+ public:
+  PerDeviceReplay(const Communicator& comm, std::vector<cudaStream_t> streams, std::vector<cudaGraphExec_t> execs,
+                  std::vector<cudaGraph_t> graphs)
+      : streams_(std::move(streams)),
+        execs_(std::move(execs)),
+        graphs_(std::move(graphs)),
+        fork_(comm.device_of(0), false) {
+    for (cudaStream_t s : streams_) {
+      int dev = 0;
+      CCLAB_CUDA(cudaStreamGetDevice(s, &dev));
+      joins_.emplace_back(dev, false);
+      raw_joins_.push_back(joins_.back().get());
+    }
+  }
+  ~PerDeviceReplay() override {
+    for (auto e : execs_)
+      if (e) cudaGraphExecDestroy(e);
+    for (auto g : graphs_)
+      if (g) cudaGraphDestroy(g);
+  }
+  void launch(cudaStream_t origin) override {
+    fork_streams(origin, fork_.get(), streams_);
+    for (size_t i = 0; i < streams_.size(); ++i) CCLAB_CUDA(cudaGraphLaunch(execs_[i], streams_[i]));
+    join_streams(origin, raw_joins_, streams_);
+  }
+
+ private:
+  std::vector<cudaStream_t> streams_;
+  std::vector<cudaGraphExec_t> execs_;
+  std::vector<cudaGraph_t> graphs_;
+  Event fork_;
+  std::vector<Event> joins_;
+  std::vector<cudaEvent_t> raw_joins_;
+};
+
+}  // namespace
+
+std::unique_ptr<Replay> capture_per_device(const Communicator& comm, const std::vector<cudaStream_t>& streams,
+                                           int iters, const std::function<void()>& enqueue) {
+  std::vector<cudaGraph_t> graphs(streams.size(), nullptr);
+  std::vector<cudaGraphExec_t> execs(streams.size(), nullptr);
+  for (auto s : streams) CCLAB_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  try {
+    for (int i = 0; i < iters; ++i) enqueue();
   } catch (...) {
-    cudaGraph_t g = nullptr;
-    cudaStreamEndCapture(origin, &g);
-    if (g) cudaGraphDestroy(g);
+    for (size_t i = 0; i < streams.size(); ++i) {
+      cudaStreamEndCapture(streams[i], &graphs[i]);
+      if (graphs[i]) cudaGraphDestroy(graphs[i]);
+    }
     cudaGetLastError();
     throw;
   }
-  cudaGraph_t graph = nullptr;
-  CCLAB_CUDA(cudaStreamEndCapture(origin, &graph));
-  cudaGraphExec_t exec = nullptr;
-  cudaError_t e = cudaGraphInstantiate(&exec, graph, 0);
-  if (e != cudaSuccess) {
-    cudaGraphDestroy(graph);
-    CCLAB_CUDA(e);
-  }
-  return std::make_unique<MultiDeviceReplay>(exec, graph);
+  for (size_t i = 0; i < streams.size(); ++i) CCLAB_CUDA(cudaStreamEndCapture(streams[i], &graphs[i]));
+  for (size_t i = 0; i < streams.size(); ++i) CCLAB_CUDA(cudaGraphInstantiate(&execs[i], graphs[i], 0));
+  return std::make_unique<PerDeviceReplay>(comm, streams, std::move(execs), std::move(graphs));
 }
 
 std::unique_ptr<Replay> Workload::capture(cudaStream_t origin, int iters) {
@@ -192,6 +277,7 @@ int64_t Harness::check(Workload& w) {
   const cudaStream_t origin = comm_.origin();
   DeviceGuard g(comm_.device_of(0));
   std::unique_ptr<Replay> once;
+  last_fallback_.clear();
   if (opt_.graph) {
     once = w.capture(origin, 1);
     once->launch(origin);
@@ -211,6 +297,7 @@ double Harness::time_us(Workload& w) {
   float ms = 0;
   if (opt_.graph) {
     auto replay = w.capture(origin, iters);
+    last_fallback_ = replay->fallback();
     // Warm-up: at least one replay (uploads the graph), covering `warmup` iterations.
     const int warm_launches = std::max(1, (opt_.warmup + iters - 1) / iters);
     for (int i = 0; i < warm_launches; ++i) replay->launch(origin);
@@ -219,7 +306,7 @@ double Harness::time_us(Workload& w) {
     ctl[0] = 0;
     ctl[1] = 0;
     auto* dev_ctl = static_cast<uint32_t*>(control_.device());
-    launch_hold(origin, dev_ctl, dev_ctl + 1, uint64_t(opt_.timeout_s * 0.5e9));
+    if (replay->holdable()) launch_hold(origin, dev_ctl, dev_ctl + 1, uint64_t(opt_.timeout_s * 0.5e9));
     CCLAB_CUDA(cudaEventRecord(start_.get(), origin));
     replay->launch(origin);
     CCLAB_CUDA(cudaEventRecord(stop_.get(), origin));

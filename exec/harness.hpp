@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "exec/device.hpp"
@@ -29,6 +30,8 @@ class Harness {
   // Mean time of one iteration in microseconds.
   double time_us(Workload& w);
   const TimingOptions& options() const { return opt_; }
+  // Non-empty when the last timing could not use a graph (and why).
+  const std::string& last_fallback() const { return last_fallback_; }
 
   // Writes inputs and poison for `w` (also used by tests).
   void prepare(Workload& w);
@@ -44,6 +47,7 @@ class Harness {
   Event start_, stop_, done_;
   std::vector<Stream> util_;         // one per GPU, for fills and checks
   std::vector<DeviceBuffer> wrong_;  // one counter per GPU
+  std::string last_fallback_;
 };
 
 }  // namespace cclab::exec

@@ -147,61 +147,9 @@ void NcclWorkload::issue(cudaStream_t origin) {
   join_streams(origin, raw_joins_, raw_);
 }
 
-namespace {
-
-class PerDeviceReplay : public Replay {
- public:
-  PerDeviceReplay(const Communicator& comm, std::vector<cudaStream_t> streams, std::vector<cudaGraphExec_t> execs,
-                  std::vector<cudaGraph_t> graphs)
-      : streams_(std::move(streams)),
-        execs_(std::move(execs)),
-        graphs_(std::move(graphs)),
-        fork_(comm.device_of(0), false) {
-    for (size_t i = 0; i < streams_.size(); ++i) {
-      int dev = 0;
-      cudaStreamGetDevice(streams_[i], &dev);
-      joins_.emplace_back(dev, false);
-      raw_joins_.push_back(joins_.back().get());
-    }
-  }
-  ~PerDeviceReplay() override {
-    for (auto e : execs_) cudaGraphExecDestroy(e);
-    for (auto g : graphs_) cudaGraphDestroy(g);
-  }
-  void launch(cudaStream_t origin) override {
-    fork_streams(origin, fork_.get(), streams_);
-    for (size_t i = 0; i < streams_.size(); ++i) CCLAB_CUDA(cudaGraphLaunch(execs_[i], streams_[i]));
-    join_streams(origin, raw_joins_, streams_);
-  }
-
- private:
-  std::vector<cudaStream_t> streams_;
-  std::vector<cudaGraphExec_t> execs_;
-  std::vector<cudaGraph_t> graphs_;
-  Event fork_;
-  std::vector<Event> joins_;
-  std::vector<cudaEvent_t> raw_joins_;
-};
-
-}  // namespace
-
+// One graph per GPU, as nccl-tests -G captures: NCCL's group call across the GPUs' streams.
 std::unique_ptr<Replay> NcclWorkload::capture(cudaStream_t, int iters) {
-  for (auto s : raw_) CCLAB_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-  std::vector<cudaGraph_t> graphs(raw_.size(), nullptr);
-  std::vector<cudaGraphExec_t> execs(raw_.size(), nullptr);
-  try {
-    for (int i = 0; i < iters; ++i) enqueue();
-  } catch (...) {
-    for (size_t i = 0; i < raw_.size(); ++i) {
-      cudaStreamEndCapture(raw_[i], &graphs[i]);
-      if (graphs[i]) cudaGraphDestroy(graphs[i]);
-    }
-    cudaGetLastError();
-    throw;
-  }
-  for (size_t i = 0; i < raw_.size(); ++i) CCLAB_CUDA(cudaStreamEndCapture(raw_[i], &graphs[i]));
-  for (size_t i = 0; i < raw_.size(); ++i) CCLAB_CUDA(cudaGraphInstantiate(&execs[i], graphs[i], 0));
-  return std::make_unique<PerDeviceReplay>(comm_, raw_, std::move(execs), std::move(graphs));
+  return capture_per_device(comm_, raw_, iters, [this] { enqueue(); });
 }
 
 std::string NcclWorkload::note() const {

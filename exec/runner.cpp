@@ -355,7 +355,7 @@ int run_sweep(const RunOptions& o, std::ostream& out) {
       << ", warmup " << o.warmup << ", iters " << o.iters << (o.check ? ", checked" : ", not checked")
       << (ss.comm.shared() ? ", ranks share GPUs: timings not meaningful" : "") << "\n";
   std::vector<Record> rows;
-  int64_t total_wrong = 0;
+  int64_t total_wrong = 0, skipped = 0;
   std::string stopped;
   for (const auto& ap : plans) {
     if (g_interrupted) break;
@@ -377,7 +377,17 @@ int run_sweep(const RunOptions& o, std::ostream& out) {
         if ((o.inplace == 0 && ip == 1) || (o.inplace == 1 && ip == 0)) continue;
         if (ap.kind == AlgoPlan::sol && ip == 1) continue;  // a link test has no in-place form
         std::string mode_note;
-        auto w = make_workload(ss, ap, count, ip == 1, mode_note);
+        std::unique_ptr<Workload> w;
+        try {
+          w = make_workload(ss, ap, count, ip == 1, mode_note);
+        } catch (const Error& err) {
+          // A schedule that cannot take this size or rank count: say so and go on with the sweep.
+          if (err.kind() != ErrorKind::input) throw;
+          out << "# " << ap.name << " " << count * e << " B" << (ip ? " in place" : "") << ": skipped: " << err.what()
+              << "\n";
+          ++skipped;
+          continue;
+        }
         Record& r = rec[ip];
         r.algo = ap.name;
         r.collective = ap.collective;
@@ -397,13 +407,15 @@ int run_sweep(const RunOptions& o, std::ostream& out) {
         r.commit = sha;
         r.date = date;
         std::string note = w->note();
+        if (!ss.harness.last_fallback().empty()) note += "; " + ss.harness.last_fallback();
         if (!mode_note.empty()) note = mode_note + "; " + note;
         if (ss.comm.shared()) note = "ranks share GPUs: timing not meaningful; " + note;
         r.note = note;
         r.extra = {{"graph", o.graph ? "1" : "0"},
                    {"iters", std::to_string(o.iters)},
                    {"cuda", ss.comm.versions()},
-                   {"driver", ss.driver}};
+                   {"driver", ss.driver},
+                   {"tune", o.tune}};
         if (r.wrong > 0) total_wrong += r.wrong;
         have[ip] = true;
       }
@@ -420,6 +432,7 @@ int run_sweep(const RunOptions& o, std::ostream& out) {
         << (o.csv.empty() ? "" : " in " + o.csv) << "\n";
     return 130;
   }
+  if (skipped) out << "# " << skipped << " runs skipped (see above)\n";
   out << "# out of bounds values : " << total_wrong << (total_wrong ? " FAILED" : " OK") << "\n";
   return total_wrong > 0 ? 3 : 0;
 }

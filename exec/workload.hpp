@@ -55,6 +55,11 @@ class Replay {
  public:
   virtual ~Replay() = default;
   virtual void launch(cudaStream_t origin) = 0;
+  // False when the replay issues work from the host (then it must not sit behind a blocking
+  // kernel: a full launch queue would deadlock with it).
+  virtual bool holdable() const { return true; }
+  // Why the replay is not a graph, when it is not.
+  virtual std::string fallback() const { return {}; }
 };
 
 class Workload {
@@ -78,6 +83,13 @@ class Workload {
 // Multi-GPU stream capture of `iters` calls of `issue` from origin into one graph.
 std::unique_ptr<Replay> capture_multi_device(cudaStream_t origin, int iters,
                                              const std::function<void(cudaStream_t)>& issue);
+
+// Per-GPU capture: every stream in `streams` is captured into its own graph while `enqueue` issues
+// one iteration onto them (no fork/join between iterations: for work that synchronises across GPUs
+// inside its kernels, like NCCL and the fused all-reduce kernels). The replay forks once from the
+// origin, launches every graph, and joins once.
+std::unique_ptr<Replay> capture_per_device(const Communicator& comm, const std::vector<cudaStream_t>& streams,
+                                           int iters, const std::function<void()>& enqueue);
 
 // Fork/join helpers: every stream in `streams` waits for origin's current point; origin waits for
 // all of them. Events are owned by the caller (one per stream for join, one for fork).
