@@ -151,6 +151,10 @@ int cmd_sim(const Argv& argv) {
       throw_input("cclab sim: sparse all-reduce needs both --rows and --dim");
     base.sparse.rows = parse_int("--rows", *args.get("--rows"), 1, int64_t(1) << 40);
     base.sparse.dim = parse_int("--dim", *args.get("--dim"), 1, int64_t(1) << 30);
+    // rows x dim is the dense element count: keep it (and its bytes) far inside int64.
+    if (base.sparse.rows > (int64_t(1) << 50) / base.sparse.dim)
+      throw_input("cclab sim: --rows " + std::to_string(base.sparse.rows) + " x --dim " +
+                  std::to_string(base.sparse.dim) + " elements is too large (at most 2^50)");
     base.sparse.density = parse_double("--density", args.get_or("--density", "0.01"), 0.0, 1.0);
     const std::string dist = args.get_or("--dist", "uniform");
     if (dist == "uniform")
