@@ -2,6 +2,7 @@
 // it skips, and bad input (missing file, malformed CSV naming file:line, unknown topology).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
