@@ -107,8 +107,8 @@ int cmd_calibrate(const Argv& argv) {
     return 0;
   }
   const auto out = args.get("--out");
-  if (!out || out->empty()) throw_input("cclab calibrate: --out FILE is required (e.g. --out profiles/h200x2.json)");
-  if (!out->ends_with(".json")) throw_input("cclab calibrate: --out '" + *out + "' should end in .json");
+  if (!out || out->empty()) throw_input("--out FILE is required (e.g. --out profiles/h200x2.json)");
+  if (!out->ends_with(".json")) throw_input("--out '" + *out + "' should end in .json");
 
   model::MicroMeasurements m;
   if (auto from = args.get("--from")) {
@@ -119,7 +119,7 @@ int cmd_calibrate(const Argv& argv) {
     exec::MicrobenchOptions opt;
     opt.gpus = int(parse_int("-g", args.get_or("-g", "2"), 1, 64));
     opt.max_bytes = parse_size("--max-bytes", args.get_or("--max-bytes", "1G"));
-    if (opt.max_bytes < 1024) throw_input("cclab calibrate: --max-bytes must be at least 1K");
+    if (opt.max_bytes < 1024) throw_input("--max-bytes must be at least 1K");
     opt.budget_s = parse_double("--budget", args.get_or("--budget", "75"), 1, 3600);
     opt.log = [](const std::string& s) { std::cerr << s << "\n"; };
     const exec::MicrobenchResult r = exec::run_microbenchmarks(opt);
@@ -139,14 +139,14 @@ int cmd_calibrate(const Argv& argv) {
     }
 #else
     throw_env(
-        "cclab calibrate: this build has no GPU executor (built without CUDA/NCCL); "
+        "this build has no GPU executor (built without CUDA/NCCL); "
         "use --from FILE to refit saved measurements");
 #endif
   }
 
   const model::Calibration cal = model::calibrate(m);
   const std::string topo_name = args.get_or("--topo", m.gpu_name.empty() ? "" : guess_topology(m.gpu_name, m.gpus));
-  if (topo_name.empty()) throw_input("cclab calibrate: name the topology with --topo");
+  if (topo_name.empty()) throw_input("name the topology with --topo");
   const topo::Topology t = topo::load_topology(topo_name);
   const std::string name = args.get_or("--name", std::filesystem::path(*out).stem().string());
   const std::string json = model::make_profile_json(cal, t, topo_name, name);

@@ -90,19 +90,19 @@ int cmd_compare(const Argv& argv) {
   }
   const auto measured_path = args.get("--measured");
   const auto topo_arg = args.get("--topo");
-  if (!measured_path) throw_input("cclab compare: --measured <file|folder> is required");
-  if (!topo_arg) throw_input("cclab compare: --topo <preset|file|profile> is required");
+  if (!measured_path) throw_input("--measured <file|folder> is required");
+  if (!topo_arg) throw_input("--topo <preset|file|profile> is required");
   if (auto p = args.get("--plot"); p && !p->ends_with(".png") && !p->ends_with(".svg") && !p->ends_with(".pdf"))
-    throw_input("cclab compare: --plot '" + *p + "' should end in .png, .svg or .pdf");
+    throw_input("--plot '" + *p + "' should end in .png, .svg or .pdf");
 
   model::Target target = model::resolve_target(*topo_arg);
   if (auto prof = args.get("--profile")) {
-    if (target.profile) throw_input("cclab compare: --topo is already a profile; --profile applies to presets");
+    if (target.profile) throw_input("--topo is already a profile; --profile applies to presets");
     target.params = model::load_profile(*prof, target.params);
     target.label += " (profile " + *prof + ")";
   }
   const std::vector<Record> measured = read_records(*measured_path);
-  if (measured.empty()) throw_input("cclab compare: no records in '" + *measured_path + "'");
+  if (measured.empty()) throw_input("no records in '" + *measured_path + "'");
 
   sim::RowPredictor predictor(target);
   const sim::Goals goals;
@@ -164,7 +164,7 @@ int cmd_compare(const Argv& argv) {
                             shell_quote("predicted on " + target.label + " vs measured");
     const int rc = std::system(cmd.c_str());
     if (!tmp.empty()) fs::remove(tmp);
-    if (rc != 0) throw_env("cclab compare: the plot script failed (" + cmd + ")");
+    if (rc != 0) throw_env("the plot script failed (" + cmd + ")");
   }
   if (args.has("--require-goals") && !c.goals_met())
     throw Error(ErrorKind::check, "goals not met for " + (missed.empty() ? std::string("some algorithms") : missed));
