@@ -1,9 +1,38 @@
 #!/usr/bin/env bash
-# Set up, build, and pass the tests (what CI runs). GPU tests skip with a message where no GPU is present.
+# Set up, build, and pass the tests: what CI runs (.ci/run). Steps, each failing the run when it fails:
+#   1. set-up (scripts/setup.sh), configure and build (exec/ too when nvcc is present)
+#   2. clang-format check of every C++/CUDA source
+#   3. every test (ctest); tests labelled `gpu` skip with a message where no GPU is present
+#   4. the CPU suite again under AddressSanitizer + UndefinedBehaviorSanitizer (scripts/sanitize.sh)
+#   5. the fuzz smoke run of every parser (scripts/fuzz_smoke.sh)
+#   6. the notebooks, executed (scripts/run_notebooks.sh)
+#   7. prediction against the committed GPU records (cclab compare)
+# QUICK=1 stops after step 3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+start=$(date +%s)
+step() { echo; echo "== test.sh: $1 ($(($(date +%s) - start)) s)"; }
+
+step "set-up"
 bash scripts/setup.sh
+step "build"
 cmake --preset default >/dev/null
 cmake --build --preset default
+step "format"
 bash scripts/check_format.sh
+step "tests"
 ctest --preset default -j "$(nproc)"
+[ "${QUICK:-0}" = 1 ] && exit 0
+
+step "sanitizers"
+bash scripts/sanitize.sh
+step "fuzz smoke"
+FUZZ_SECONDS=${FUZZ_SECONDS:-20} bash scripts/fuzz_smoke.sh
+step "notebooks"
+CCLAB_BIN=$PWD/build/cli/cclab bash scripts/run_notebooks.sh
+step "compare"
+if compgen -G "results/h200x2/*.csv" >/dev/null; then
+  mkdir -p build/compare
+  ./build/cli/cclab compare --measured results/h200x2 --topo profiles/h200x2.json --csv build/compare/h200x2.csv
+fi
+step "done"
