@@ -16,17 +16,20 @@ std::pair<int, int32_t> Transport::dropped(OpId id) const {
   return {int(code % s_.nranks), int32_t(code / s_.nranks)};
 }
 
+// With a keep filter: counts the op and, when the filter drops it, returns its encoded id (else kNoOp).
+// Runs before the op is built, so that dropping costs little (a folded 1024-GPU schedule drops millions).
+OpId Transport::drop(int rank) {
+  if (!keep_) return kNoOp;
+  CCLAB_ASSERT(rank >= 0 && rank < s_.nranks, "op rank out of range");
+  const int32_t index = per_rank_[size_t(rank)]++;
+  if (keep_(rank, index)) return kNoOp;
+  const int64_t code = int64_t(index) * s_.nranks + rank;
+  CCLAB_ASSERT(code < int64_t(INT32_MAX) - 2, "too many ops to encode a dropped op's id");
+  return OpId(-code - 2);
+}
+
 OpId Transport::add(Op op, Deps deps) {
   CCLAB_ASSERT(op.rank >= 0 && op.rank < s_.nranks, "op rank out of range");
-  if (keep_) {
-    const int32_t index = per_rank_[size_t(op.rank)]++;
-    if (!keep_(op.rank, index)) {
-      if (op.kind == OpKind::compute) s_.computes.pop_back();
-      const int64_t code = int64_t(index) * s_.nranks + op.rank;
-      CCLAB_ASSERT(code < int64_t(INT32_MAX) - 2, "too many ops to encode a dropped op's id");
-      return OpId(-code - 2);
-    }
-  }
   op.step = step_;
   op.dep_begin = uint32_t(s_.dep_pool.size());
   for (OpId d : deps) {
@@ -40,22 +43,26 @@ OpId Transport::add(Op op, Deps deps) {
 }
 
 OpId Transport::put(int rank, Ref src, Ref dst, int64_t bytes, Deps deps, int channel) {
+  if (const OpId d = drop(rank); d != kNoOp) return d;
   return add(Op{.kind = OpKind::put, .channel = uint8_t(channel), .rank = rank, .dst = dst, .src = src, .bytes = bytes},
              deps);
 }
 
 OpId Transport::get(int rank, Ref src, Ref dst, int64_t bytes, Deps deps, int channel) {
+  if (const OpId d = drop(rank); d != kNoOp) return d;
   return add(Op{.kind = OpKind::get, .channel = uint8_t(channel), .rank = rank, .dst = dst, .src = src, .bytes = bytes},
              deps);
 }
 
 OpId Transport::copy(int rank, Ref src, Ref dst, int64_t bytes, Deps deps, int channel) {
+  if (const OpId d = drop(rank); d != kNoOp) return d;
   return add(
       Op{.kind = OpKind::copy, .channel = uint8_t(channel), .rank = rank, .dst = dst, .src = src, .bytes = bytes},
       deps);
 }
 
 OpId Transport::reduce(int rank, Ref a, Ref b, Ref dst, int64_t bytes, Deps deps, int channel) {
+  if (const OpId d = drop(rank); d != kNoOp) return d;
   return add(Op{.kind = OpKind::reduce,
                 .channel = uint8_t(channel),
                 .rank = rank,
@@ -67,6 +74,7 @@ OpId Transport::reduce(int rank, Ref a, Ref b, Ref dst, int64_t bytes, Deps deps
 }
 
 OpId Transport::compute(int rank, const Compute& c, Deps deps, int channel) {
+  if (const OpId d = drop(rank); d != kNoOp) return d;
   s_.computes.push_back(c);
   return add(Op{.kind = OpKind::compute,
                 .channel = uint8_t(channel),

@@ -78,6 +78,7 @@ class Transport {
 
  private:
   OpId add(Op op, Deps deps);
+  OpId drop(int rank);
   Schedule& s_;
   int step_ = 0;
   KeepFilter keep_;

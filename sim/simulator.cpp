@@ -52,6 +52,8 @@ struct Event {
   bool operator>(const Event& o) const { return t > o.t; }
 };
 constexpr uint32_t kDone = 0x80000000u;
+// Successor list entries: op id plus the kind of dependency.
+constexpr uint32_t kCrossRank = 0x80000000u, kCrossChannel = 0x40000000u, kOpMask = 0x3fffffffu;
 
 struct RouteEntry {
   uint32_t begin = 0, count = 0;  // into route_pool
@@ -497,6 +499,7 @@ SimResult Simulator::run(const Schedule& s, const RunOptions& opt) {
     throw_input("schedule has " + std::to_string(s.nranks) + " ranks but topology '" + I.topo.name + "' has " +
                 std::to_string(I.num_gpus) + " GPUs");
   const size_t n = s.ops.size();
+  if (n > kOpMask) throw_input("schedule has " + std::to_string(n) + " ops, more than the simulator can index");
   SimResult out;
 
   // Successor lists (CSR) from explicit deps and the implicit previous op of each (rank, channel).
@@ -531,9 +534,15 @@ SimResult Simulator::run(const Schedule& s, const RunOptions& opt) {
   std::vector<int32_t> succ(succ_begin[n]);
   {
     std::vector<uint32_t> fill(succ_begin.begin(), succ_begin.end() - 1);
+    // Bit 31: the successor is on another rank (sync latency); bit 30: on another channel of this rank.
     for (size_t i = 0; i < n; ++i) {
+      const Op& op = s.ops[i];
       if (chan_prev[i] >= 0) succ[fill[chan_prev[i]]++] = int32_t(i);
-      for (OpId d : s.deps(s.ops[i])) succ[fill[d]++] = int32_t(i);
+      for (OpId d : s.deps(op)) {
+        const Op& dop = s.ops[size_t(d)];
+        const uint32_t cls = dop.rank != op.rank ? kCrossRank : dop.channel != op.channel ? kCrossChannel : 0u;
+        succ[fill[d]++] = int32_t(uint32_t(i) | cls);
+      }
     }
   }
   std::vector<uint32_t>().swap(outdeg);  // free early: huge schedules
@@ -575,11 +584,10 @@ SimResult Simulator::run(const Schedule& s, const RunOptions& opt) {
     ++finished;
     if (opt.record_ops) times[o].end = end;
     makespan = std::max(makespan, end);
-    const Op& op = s.ops[o];
     for (uint32_t k = succ_begin[o]; k < succ_begin[o + 1]; ++k) {
-      const int32_t sidx = succ[k];
-      const Op& so = s.ops[sidx];
-      const double lat = so.rank != op.rank ? sync : so.channel != op.channel ? local_dep : 0.0;
+      const uint32_t e = uint32_t(succ[k]);
+      const int32_t sidx = int32_t(e & kOpMask);
+      const double lat = (e & kCrossRank) ? sync : (e & kCrossChannel) ? local_dep : 0.0;
       ready[sidx] = std::max(ready[sidx], end + lat);
       if (--pending[sidx] == 0) I.heap.push(Event{ready[sidx], uint32_t(sidx), 0});
     }

@@ -83,44 +83,39 @@ std::optional<SimResult> run_symmetric(Simulator& sim, const Algorithm& algo, co
     }
   }
 
-  // 3. The reduced schedule: ranks [0, K), dependencies pointed at representatives.
-  Schedule red;
-  red.algo = s.algo;
-  red.collective = s.collective;
-  red.nranks = n;
-  red.count = s.count;
-  red.dtype = s.dtype;
-  red.redop = s.redop;
-  red.root = s.root;
-  red.in_place = s.in_place;
-  red.lowering = s.lowering;
-  red.phase = s.phase;
+  // 3. The reduced schedule, compacted in place: ranks [0, K), dependencies pointed at representatives.
   std::vector<int32_t> new_id(s.ops.size(), -1);
-  size_t kept = 0;
-  for (int r = 0; r < k; ++r) kept += of_rank[size_t(r)].size();
-  red.ops.reserve(kept);
-  for (size_t i = 0; i < s.ops.size(); ++i)
-    if (s.ops[i].rank < k) {
-      new_id[i] = int32_t(red.ops.size());
-      red.ops.push_back(s.ops[i]);
-    }
-  red.dep_pool.reserve(s.dep_pool.size());
-  for (Op& op : red.ops) {
-    const uint32_t begin = uint32_t(red.dep_pool.size());
+  {
+    int32_t w = 0;
+    for (size_t i = 0; i < s.ops.size(); ++i)
+      if (s.ops[i].rank < k) new_id[i] = w++;
+  }
+  std::vector<OpId> deps_out;
+  deps_out.reserve(s.dep_pool.size());
+  std::vector<Compute> computes_out;
+  size_t w = 0;
+  for (size_t i = 0; i < s.ops.size(); ++i) {
+    Op op = s.ops[i];
+    if (op.rank >= k) continue;
+    const uint32_t begin = uint32_t(deps_out.size());
     for (uint32_t d = 0; d < op.dep_count; ++d) {
       const OpRef ref = decode(s.dep_pool[op.dep_begin + d]);
       const auto& rep = of_rank[size_t(ref.rank % k)];
       if (size_t(ref.index) >= rep.size()) return std::nullopt;  // ranks differ in op count: not symmetric
-      red.dep_pool.push_back(new_id[size_t(rep[size_t(ref.index)])]);
+      deps_out.push_back(new_id[size_t(rep[size_t(ref.index)])]);
     }
     op.dep_begin = begin;
     if (op.kind == OpKind::compute) {
-      red.computes.push_back(s.computes[size_t(op.compute)]);
-      op.compute = int32_t(red.computes.size() - 1);
+      computes_out.push_back(s.computes[size_t(op.compute)]);
+      op.compute = int32_t(computes_out.size() - 1);
     }
+    s.ops[w++] = op;
   }
-  std::vector<Op>().swap(s.ops);
-  std::vector<OpId>().swap(s.dep_pool);
+  s.ops.resize(w);
+  s.dep_pool = std::move(deps_out);
+  s.computes = std::move(computes_out);
+  s.buffers.clear();
+  Schedule& red = s;
 
   SimResult result = sim.run_folded(red, opt);
   if (reduced_out) *reduced_out = std::move(red);
