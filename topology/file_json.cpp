@@ -290,6 +290,12 @@ std::string read_text(const std::string& path) {
 
 }  // namespace
 
+namespace {
+// Names and sources may come from imported text that is not UTF-8 (an NCCL dump's vendor string, pasted
+// nvidia-smi output): write such bytes as U+FFFD instead of throwing, so saving never fails.
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+}  // namespace
+
 std::string to_json_text(const Topology& t) {
   json doc;
   doc["format"] = "cclab-topology";
@@ -338,10 +344,10 @@ std::string to_json_text(const Topology& t) {
     const json& v = doc[key];
     if (v.is_array()) {
       out += "[\n";
-      for (size_t i = 0; i < v.size(); ++i) out += "    " + v[i].dump() + (i + 1 < v.size() ? ",\n" : "\n");
+      for (size_t i = 0; i < v.size(); ++i) out += "    " + dump(v[i]) + (i + 1 < v.size() ? ",\n" : "\n");
       out += "  ]";
     } else {
-      out += v.dump();
+      out += dump(v);
     }
   }
   out += "\n}\n";
