@@ -466,6 +466,7 @@ class Importer {
         } else if (tclass.rfind("0x03", 0) == 0) {
           auto it = by_busid.find({g.server, lower(need(*c, "target"))});
           if (it == by_busid.end()) fail(*c, "<nvlink target=\"" + need(*c, "target") + "\"> names no GPU of the dump");
+          if (it->second == v) fail(*c, "<nvlink target=\"" + need(*c, "target") + "\"> is the GPU itself");
           direct[{v, it->second}] += count;
         } else if (tclass == "0x068001") {
           // NVLink to the CPU (e.g. Grace): a link into this GPU's CPU.
