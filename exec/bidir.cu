@@ -66,6 +66,11 @@ __device__ __forceinline__ void finish_launch(uint32_t* done, uint32_t* epoch, u
 template <typename T, RedOp Op>
 __global__ void __launch_bounds__(512) ll_kernel(BidirArgs a) {
   __shared__ uint32_t e_s;
+  // Programmatic dependent launch: this grid may start while the previous kernel of the stream
+  // runs; wait here until that kernel completed (memory visible), then let the next one start.
+  // No-ops when launched without the attribute.
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   Ctrl* me = a.ctrl[a.rank];
   if (threadIdx.x == 0) e_s = *reinterpret_cast<volatile uint32_t*>(&me->ll_epoch) + 1;
   __syncthreads();
@@ -229,6 +234,95 @@ __global__ void __launch_bounds__(512) flash_kernel(BidirArgs a, bool in_place) 
   if (t == 0) finish_launch(&me->flash_done, &me->flash_epoch, e, G);
 }
 
+// flash, register engine (2 ranks): the peer's tile is fetched with plain 16-byte loads into
+// registers, U vectors per thread, the next tile's loads issued before the current tile is reduced
+// (software pipelining in registers: the SM-load method that reaches the link's rate on NVLink).
+template <typename T, RedOp Op, int U>
+__global__ void __launch_bounds__(512) flash_ldg_kernel(BidirArgs a, bool in_place) {
+  __shared__ uint32_t e_s;
+  __shared__ int abort_s;
+  const int t = threadIdx.x, nt = blockDim.x, b = blockIdx.x, G = gridDim.x;
+  const int r = a.rank, p = 1 - r;
+  Ctrl* me = a.ctrl[r];
+  if (t == 0) {
+    e_s = *reinterpret_cast<volatile uint32_t*>(&me->flash_epoch) + 1;
+    abort_s = 0;
+  }
+  __syncthreads();
+  const uint32_t e = e_s;
+  if (t == 0) {
+    st_release(&a.ctrl[p]->flash_start[b][r], e);
+    if (!wait_ge(a, &me->flash_start[b][p], e, kWaitFlashStart, b, -1)) abort_s = 1;
+  }
+  __syncthreads();
+  if (abort_s) return;
+  constexpr int N = 16 / sizeof(T);
+  const int64_t nvec = a.bytes / 16;
+  const int64_t tail0 = nvec * N, tail_n = a.count - tail0;
+  float tail_acc = 0.f;
+  if (b == 0 && t < tail_n)
+    tail_acc = dev::combine<Op>(Elem<T>::to(reinterpret_cast<const T*>(a.in[r])[tail0 + t]),
+                                Elem<T>::to(reinterpret_cast<const T*>(a.in[p])[tail0 + t]));
+  const int64_t tile_vecs = int64_t(U) * nt;
+  const int64_t tiles = (nvec + tile_vecs - 1) / tile_vecs;
+  const int64_t J = tiles > b ? (tiles - b + G - 1) / G : 0;
+  const uint4* own = reinterpret_cast<const uint4*>(a.in[r]);
+  const uint4* peer = reinterpret_cast<const uint4*>(a.in[p]);
+  uint4* out = reinterpret_cast<uint4*>(a.out);
+  uint4 cur[U], nxt[U];
+  auto fetch = [&](int64_t j, uint4(&dst)[U]) {
+    const int64_t base = (b + j * G) * tile_vecs + t;
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int64_t v = base + int64_t(u) * nt;
+      if (j < J && v < nvec) dst[u] = __ldcg(peer + v);
+    }
+  };
+  fetch(0, cur);
+  const uint64_t E = uint64_t(e) << 32;
+  for (int64_t j = 0; j < J; ++j) {
+    fetch(j + 1, nxt);
+    const int64_t base = (b + j * G) * tile_vecs + t;
+    uint4 res[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int64_t v = base + int64_t(u) * nt;
+      if (v < nvec) {
+        Acc<T> acc;
+        acc.load(own[v]);
+        acc.template add<Op>(cur[u]);
+        res[u] = acc.store(a.divisor);
+      }
+    }
+    if (in_place) {  // the peer must have fetched our tile j before we overwrite it
+      __syncthreads();
+      if (t == 0) {
+        st_release(&a.ctrl[p]->flash_prog[b][r], E | uint64_t(j + 1));
+        if (!wait_ge(a, &me->flash_prog[b][p], E | uint64_t(j + 1), kWaitFlashProgress, b, int(j))) abort_s = 1;
+      }
+      __syncthreads();
+      if (abort_s) return;
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int64_t v = base + int64_t(u) * nt;
+      if (v < nvec) out[v] = res[u];
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) cur[u] = nxt[u];
+  }
+  __syncthreads();
+  if (t == 0) {
+    st_release(&a.ctrl[p]->flash_fin[b][r], e);
+    if (!wait_ge(a, &me->flash_fin[b][p], e, kWaitFlashFinish, b, -1)) abort_s = 1;
+  }
+  __syncthreads();
+  if (abort_s) return;
+  if (b == 0 && t < tail_n)
+    reinterpret_cast<T*>(a.out)[tail0 + t] = Elem<T>::from(a.divisor == 1.f ? tail_acc : tail_acc / a.divisor);
+  if (t == 0) finish_launch(&me->flash_done, &me->flash_epoch, e, G);
+}
+
 // ---------------------------------------------------------------------------------------------
 // stream: lane = CTA; first half of the threads produce (push into peers' rings), second half consume.
 
@@ -250,105 +344,126 @@ __device__ __forceinline__ void copy_bytes(uint8_t* dst, const uint8_t* src, int
 
 template <typename T, RedOp Op>
 __global__ void __launch_bounds__(512) stream_kernel(BidirArgs a) {
-  __shared__ uint32_t e_s;
-  __shared__ volatile uint32_t produced;
-  __shared__ volatile int abort_p, abort_c;
+  __shared__ uint64_t base_s;
+  // Flags between the producer and consumer halves: shared-memory atomics (no barrier joins the
+  // two halves inside the loop).
+  __shared__ uint32_t produced;
+  __shared__ int abort_s;
+  auto aborted = [&] { return atomicAdd(&abort_s, 0) != 0; };
+  auto set_abort = [&] { atomicExch(&abort_s, 1); };
   const int lane = blockIdx.x, L = gridDim.x, half = blockDim.x / 2;
   const bool producer = threadIdx.x < half;
   const int t = producer ? threadIdx.x : threadIdx.x - half;
   const int r = a.rank, n = a.nranks;
   Ctrl* me = a.ctrl[r];
   if (threadIdx.x == 0) {
-    e_s = *reinterpret_cast<volatile uint32_t*>(&me->stream_epoch) + 1;
+    base_s = *reinterpret_cast<volatile uint64_t*>(&me->seq[lane]);
     produced = 0;
-    abort_p = 0;
-    abort_c = 0;
+    abort_s = 0;
   }
   __syncthreads();
-  const uint32_t e = e_s;
-  const uint64_t E = uint64_t(e) << 32;
+  const uint64_t base = base_s;
   const int64_t B = a.slot_bytes;
   const int K = a.slots;
   const int64_t units = (a.bytes + B - 1) / B;
   const int64_t mine = units > lane ? (units - lane + L - 1) / L : 0;
-  auto ring_slot = [&](int dst, int src, int64_t s) {
+  // Ring of source `src` on rank `dst`, for this lane; the layout stride is the allocated lane
+  // count, so launches with different grids never alias each other's slots.
+  auto ring_slot = [&](int dst, int src, uint64_t seq) {
     const int idx = (src - dst - 1 + n) % n;  // 0 .. n-2
-    return a.ring[dst] + ((int64_t(idx) * L + lane) * K + s % K) * B;
+    return a.ring[dst] + ((int64_t(idx) * a.lanes + lane) * K + int64_t(seq % uint64_t(K))) * B;
   };
   if (producer) {
-    for (int64_t s = 0; s < mine; ++s) {
+    for (int64_t s = 0; s < mine && !aborted(); ++s) {
+      const uint64_t seq = base + uint64_t(s);
       const int64_t off = (lane + s * L) * B, len = min(B, a.bytes - off);
       for (int j = 1; j < n; ++j) {
         const int p = (r + j) % n;
-        if (t == 0) {
-          const uint64_t want = s >= K ? (E | uint64_t(s - K + 1)) : E;
-          if (!wait_ge(a, &me->cons[p][lane], want, kWaitStreamFreeSlot, lane, int(s % K))) abort_p = 1;
-        }
+        // The slot is free once consumer p released unit seq - K.
+        if (t == 0 && seq + 1 > uint64_t(K))
+          if (!wait_ge(a, &me->cons[p][lane], seq + 1 - uint64_t(K), kWaitStreamFreeSlot, lane, int(seq % K)))
+            set_abort();
         named_barrier(1, half);
-        if (abort_p) return;
-        copy_bytes(ring_slot(p, r, s), a.in[r] + off, len, t, half);
+        if (aborted()) break;
+        copy_bytes(ring_slot(p, r, seq), a.in[r] + off, len, t, half);
         __threadfence_system();
         named_barrier(1, half);
-        if (t == 0) st_release(&a.ctrl[p]->prod[r][lane], E | uint64_t(s + 1));
+        if (t == 0) st_release(&a.ctrl[p]->prod[r][lane], seq + 1);
       }
-      if (t == 0) produced = uint32_t(s + 1);
+      if (t == 0) atomicMax(&produced, uint32_t(s + 1));
     }
   } else {
     constexpr int N = 16 / sizeof(T);
-    for (int64_t s = 0; s < mine; ++s) {
+    for (int64_t s = 0; s < mine && !aborted(); ++s) {
+      const uint64_t seq = base + uint64_t(s);
       const int64_t off = (lane + s * L) * B, len = min(B, a.bytes - off);
       if (t == 0) {
-        for (int j = 1; j < n && !abort_c; ++j) {
+        for (int j = 1; j < n && !aborted(); ++j) {
           const int p = (r + j) % n;
-          if (!wait_ge(a, &me->prod[p][lane], E | uint64_t(s + 1), kWaitStreamData, lane, int(s % K))) abort_c = 1;
+          if (!wait_ge(a, &me->prod[p][lane], seq + 1, kWaitStreamData, lane, int(seq % K))) set_abort();
         }
         // In place, our own producer must have pushed this unit before we overwrite it.
         const uint64_t start = dev::globaltimer_ns();
-        while (!abort_c && produced < uint32_t(s + 1)) {
+        while (!aborted() && atomicAdd(&produced, 0u) < uint32_t(s + 1)) {
           if (dev::globaltimer_ns() - start > a.timeout_ns) {
-            report_timeout(a, kWaitStreamLocal, lane, int(s % K), uint64_t(s + 1), produced);
-            abort_c = 1;
+            report_timeout(a, kWaitStreamLocal, lane, int(seq % K), uint64_t(s + 1), atomicAdd(&produced, 0u));
+            set_abort();
           }
         }
       }
       named_barrier(2, half);
-      if (abort_c) return;
+      if (aborted()) break;
       const int64_t nv = len / 16;
       const uint4* own = reinterpret_cast<const uint4*>(a.in[r] + off);
       uint4* out = reinterpret_cast<uint4*>(a.out + off);
       for (int64_t v = t; v < nv; v += half) {
         Acc<T> acc;
         acc.load(own[v]);
+        // L2 only (.cg): this SM read the same slot K units ago, and L1 is not coherent.
         for (int j = 1; j < n; ++j)
-          // L2 only (.cg): this SM read the same slot K units ago, and L1 is not coherent.
-          acc.template add<Op>(__ldcg(reinterpret_cast<const uint4*>(ring_slot(r, (r + j) % n, s)) + v));
+          acc.template add<Op>(__ldcg(reinterpret_cast<const uint4*>(ring_slot(r, (r + j) % n, seq)) + v));
         out[v] = acc.store(a.divisor);
       }
       const int64_t elems = len / int64_t(sizeof(T));
       for (int64_t k = nv * N + t; k < elems; k += half) {
         float acc = Elem<T>::to(reinterpret_cast<const T*>(a.in[r] + off)[k]);
         for (int j = 1; j < n; ++j)
-          acc =
-              dev::combine<Op>(acc, Elem<T>::to(__ldcg(reinterpret_cast<const T*>(ring_slot(r, (r + j) % n, s)) + k)));
+          acc = dev::combine<Op>(acc,
+                                 Elem<T>::to(__ldcg(reinterpret_cast<const T*>(ring_slot(r, (r + j) % n, seq)) + k)));
         reinterpret_cast<T*>(a.out + off)[k] = Elem<T>::from(a.divisor == 1.f ? acc : acc / a.divisor);
       }
       named_barrier(2, half);
       if (t == 0)
-        for (int j = 1; j < n; ++j) st_release(&a.ctrl[(r + j) % n]->cons[r][lane], E | uint64_t(s + 1));
+        for (int j = 1; j < n; ++j) st_release(&a.ctrl[(r + j) % n]->cons[r][lane], seq + 1);
     }
-    // This lane consumed everything of epoch e: producers may start epoch e+1's first slots.
-    if (t == 0)
-      for (int j = 1; j < n; ++j) st_release(&a.ctrl[(r + j) % n]->cons[r][lane], E + (uint64_t(1) << 32));
   }
-  if (t == 0) finish_launch(&me->stream_done, &me->stream_epoch, e, 2 * L);
+  __syncthreads();
+  if (threadIdx.x == 0 && !aborted()) me->seq[lane] = base + uint64_t(mine);
 }
 
 // ---------------------------------------------------------------------------------------------
 // Launchers by dtype and op.
 
+// Set when a launch with programmatic dependent launch was refused: later launches go without.
+bool g_pdl_refused = false;
+
 template <typename T, RedOp Op>
 struct LaunchLL {
-  static void run(const BidirArgs& a, int blocks, int threads, cudaStream_t s) {
+  static void run(const BidirArgs& a, int blocks, int threads, bool pdl, cudaStream_t s) {
+    if (pdl && !g_pdl_refused) {
+      cudaLaunchConfig_t cfg = {};
+      cfg.gridDim = dim3(blocks);
+      cfg.blockDim = dim3(threads);
+      cfg.stream = s;
+      cudaLaunchAttribute attr[1];
+      attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+      attr[0].val.programmaticStreamSerializationAllowed = 1;
+      cfg.attrs = attr;
+      cfg.numAttrs = 1;
+      if (cudaLaunchKernelEx(&cfg, ll_kernel<T, Op>, a) == cudaSuccess) return;
+      cudaGetLastError();
+      g_pdl_refused = true;
+    }
     ll_kernel<T, Op><<<blocks, threads, 0, s>>>(a);
   }
 };
@@ -362,6 +477,17 @@ struct LaunchFlash {
       CCLAB_CUDA(cudaFuncSetAttribute(flash_kernel<T, Op, 4>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
       flash_kernel<T, Op, 4><<<blocks, threads, smem, s>>>(a, in_place);
     }
+  }
+};
+template <typename T, RedOp Op>
+struct LaunchFlashLdg {
+  static void run(const BidirArgs& a, int blocks, int threads, int unroll, bool in_place, cudaStream_t s) {
+    if (unroll <= 2)
+      flash_ldg_kernel<T, Op, 2><<<blocks, threads, 0, s>>>(a, in_place);
+    else if (unroll <= 4)
+      flash_ldg_kernel<T, Op, 4><<<blocks, threads, 0, s>>>(a, in_place);
+    else
+      flash_ldg_kernel<T, Op, 8><<<blocks, threads, 0, s>>>(a, in_place);
   }
 };
 template <typename T, RedOp Op>
@@ -427,15 +553,31 @@ void BidirParams::apply(const std::string& tune) {
       ll_threads = i(32, 512);
     else if (k == "ll_max_bytes")
       ll_max_bytes = parse_size(flag, v);
+    else if (k == "ll_pdl")
+      ll_pdl = i(0, 1) != 0;
     else if (k == "ce_chunk")
       ce_chunk = parse_size(flag, v);
     else if (k == "ce_slots")
       ce_slots = i(1, 64);
     else if (k == "ce_push")
       ce_push = i(0, 1) != 0;
+    else if (k == "ce_split")
+      ce_split = i(0, 1) != 0;
+    else if (k == "flash_engine") {
+      if (v != "ldg" && v != "cp.async") throw_input("--tune flash_engine: ldg or cp.async, not '" + v + "'");
+      flash_engine = v;
+    } else if (k == "flash_ldg_unroll")
+      flash_ldg_unroll = i(1, 8);
+    else if (k == "auto_ll_max")
+      auto_ll_max = parse_size(flag, v);
+    else if (k == "auto_flash_max")
+      auto_flash_max = parse_size(flag, v);
+    else if (k == "auto_large")
+      auto_large = parse_bidir_mode(v);
     else if (k == "kernel_timeout")
       kernel_timeout_s = parse_double(flag, v, 0.001, 3600);
-    else if (k == "mode" || k == "reduce_blocks" || k == "sol_chunks" || k == "streams")
+    else if (k == "mode" || k == "reduce_blocks" || k == "sol_chunks" || k == "streams" || k == "channels" ||
+             k == "chunk_bytes")
       continue;  // read elsewhere
     else
       throw_input("--tune: unknown key '" + k + "'");
@@ -451,27 +593,27 @@ std::string BidirParams::describe(BidirMode m) const {
   os << "mode=" << bidir_mode_name(m);
   switch (m) {
     case BidirMode::ll:
-      os << " threads=" << ll_threads;
+      os << " threads=" << ll_threads << (ll_pdl ? " pdl" : "");
       break;
     case BidirMode::flash:
-      os << " threads=" << flash_threads << " stages=" << flash_stages << " unroll=" << flash_unroll;
+      os << " engine=" << flash_engine << " threads=" << flash_threads << " stages=" << flash_stages
+         << " unroll=" << (flash_engine == "ldg" ? flash_ldg_unroll : flash_unroll);
       break;
     case BidirMode::stream:
       os << " slots=" << slots << " slot_bytes=" << slot_bytes << " threads=" << stream_threads;
       break;
     case BidirMode::copy:
-      os << " chunk=" << ce_chunk << " slots=" << ce_slots << (ce_push ? " push" : " pull");
+      os << (ce_split ? " reduce-scatter+all-gather" : " one-shot") << " chunk=" << ce_chunk << " slots=" << ce_slots
+         << (ce_push ? " push" : " pull");
       break;
   }
   return os.str();
 }
 
 BidirMode choose_bidir_mode(int64_t bytes, DType, int nranks, const BidirParams& p) {
-  // Placeholder crossovers until the 2 x H200 measurements replace them (see exec/NOTES.md).
-  if (bytes <= std::min<int64_t>(p.ll_max_bytes, 64 << 10)) return BidirMode::ll;
-  if (nranks != 2) return BidirMode::flash;
-  if (bytes < (int64_t(32) << 20)) return BidirMode::flash;
-  return BidirMode::stream;
+  if (bytes <= std::min(p.auto_ll_max, p.ll_max_bytes)) return BidirMode::ll;
+  if (bytes <= p.auto_flash_max || nranks > 8) return BidirMode::flash;
+  return p.auto_large;
 }
 
 namespace {
@@ -486,9 +628,6 @@ BidirContext::BidirContext(const Communicator& comm, const BidirParams& params)
     throw_input("the fused all-reduce kernels support at most " + std::to_string(kMaxRanks) + " ranks");
   auto init = std::make_unique<Ctrl>();
   std::memset(init.get(), 0, sizeof(Ctrl));
-  // Consumers "released" epoch 0 entirely: producers may fill the first slots of epoch 1.
-  for (auto& row : init->cons)
-    for (auto& v : row) v = uint64_t(1) << 32;
   for (int r = 0; r < comm.nranks(); ++r) {
     const int d = comm.device_of(r);
     DeviceGuard g(d);
@@ -584,6 +723,9 @@ BidirWorkload::BidirWorkload(BidirContext& ctx, BidirMode mode, CollSpec spec)
         break;
     }
     smem_ = need();
+    // The register engine handles 2 ranks (one peer); more ranks use the shared-memory one.
+    ldg_ = p.flash_engine == "ldg" && spec_.nranks == 2;
+    if (ldg_) unroll_ = p.flash_ldg_unroll <= 2 ? 2 : p.flash_ldg_unroll <= 4 ? 4 : 8;  // the kernel's instances
     const int64_t tile = int64_t(threads_) * 16 * unroll_;
     const int64_t tiles = std::max<int64_t>(1, (bytes / 16 * 16 + tile - 1) / tile);
     int blocks = p.flash_blocks > 0 ? p.flash_blocks : 2 * sms;
@@ -625,7 +767,7 @@ void BidirWorkload::enqueue() {
     a.ring[q] = static_cast<uint8_t*>(ctx_.ring(q));
   }
   a.ll_words = ll_words(p);
-  a.lanes = grid_;
+  a.lanes = ctx_.ring_lanes();
   a.slots = p.slots;
   a.slot_bytes = p.slot_bytes;
   a.unroll = unroll_;
@@ -638,10 +780,13 @@ void BidirWorkload::enqueue() {
     const cudaStream_t s = raw_[size_t(r)];
     switch (mode_) {
       case BidirMode::ll:
-        dev::dispatch<LaunchLL>(spec_.dtype, spec_.op, a, grid_, p.ll_threads, s);
+        dev::dispatch<LaunchLL>(spec_.dtype, spec_.op, a, grid_, p.ll_threads, p.ll_pdl, s);
         break;
       case BidirMode::flash:
-        dev::dispatch<LaunchFlash>(spec_.dtype, spec_.op, a, grid_, threads_, stages_, smem_, spec_.in_place, s);
+        if (ldg_)
+          dev::dispatch<LaunchFlashLdg>(spec_.dtype, spec_.op, a, grid_, threads_, unroll_, spec_.in_place, s);
+        else
+          dev::dispatch<LaunchFlash>(spec_.dtype, spec_.op, a, grid_, threads_, stages_, smem_, spec_.in_place, s);
         break;
       case BidirMode::stream:
         dev::dispatch<LaunchStream>(spec_.dtype, spec_.op, a, grid_, p.stream_threads, s);

@@ -36,7 +36,16 @@ struct BidirParams {
   int flash_blocks = 0;  // 0: 2 per SM (divided among ranks sharing a GPU)
   int flash_threads = 512;
   int flash_stages = 4;
-  int flash_unroll = 2;  // 16-byte vectors per thread per tile
+  int flash_unroll = 2;  // 16-byte vectors per thread per tile (cp.async engine)
+  // "ldg": peer tiles through registers with plain 16-byte loads (2 ranks); "cp.async": through
+  // shared memory with cp.async, several stages deep (any rank count).
+  std::string flash_engine = "ldg";
+  int flash_ldg_unroll = 4;
+  // allreduce.bidir's choice by size: ll up to auto_ll_max bytes, flash up to auto_flash_max, then
+  // auto_large. Defaults from the first 2 x H200 run (exec/NOTES.md); measure.sh refits them.
+  int64_t auto_ll_max = 256 << 10;
+  int64_t auto_flash_max = 4 << 20;
+  BidirMode auto_large = BidirMode::copy;
   // stream
   int lanes = 0;  // 0: one per SM
   int slots = 4;
@@ -45,10 +54,16 @@ struct BidirParams {
   // ll
   int ll_blocks = 0;  // 0: enough for one word pair per thread
   int ll_threads = 256;
+  // Launch ll kernels with programmatic dependent launch, so a kernel's launch overlaps the previous
+  // one on the stream (griddepcontrol.wait orders the memory; falls back to plain launches).
+  bool ll_pdl = true;
   // copy-engine pipeline
   int64_t ce_chunk = 8 << 20;
   int ce_slots = 3;
-  bool ce_push = false;  // copy engines push (put) instead of pull (get)
+  bool ce_push = false;  // one-shot: copy engines push (put) instead of pull (get)
+  // Reduce-scatter + all-gather on copy engines (each rank reduces 1/n of the data, then pushes it
+  // to every peer), rather than the one-shot pull where every rank reduces everything.
+  bool ce_split = true;
   int64_t ll_max_bytes = 256 << 10;
   // Kernel spin-wait timeout.
   double kernel_timeout_s = 10.0;
@@ -76,6 +91,7 @@ class BidirContext {
   void* ll(int rank) const { return ll_[size_t(rank)].get(); }
   void* ring(int rank) const { return ring_[size_t(rank)].get(); }
   void* error_word() const { return err_.device(); }
+  int ring_lanes() const { return ring_lanes_; }
   // Throws an environment error describing the first kernel timeout, if any (and clears it).
   void check_errors(const std::string& what);
 
@@ -115,12 +131,16 @@ class BidirWorkload : public Workload {
   std::vector<cudaEvent_t> raw_joins_;
   void enqueue();  // one launch per rank on its stream
   int grid_ = 0;
+  bool ldg_ = false;
   int threads_ = 0, stages_ = 0, unroll_ = 1;  // flash, after fitting shared memory
   size_t smem_ = 0;
 };
 
-// The copy-engine pipeline as a Schedule (get chunk -> scratch slot on channel 0, reduce on
-// channel 1, slot reuse and in-place hazards as dependencies), run by the general lowering.
+// The copy-engine pipeline as a Schedule, run by the general lowering. ce_split: for each chunk of
+// the part rank o owns, every peer pushes its copy into o's scratch slot (channel 0), o reduces
+// (channel 1) and pushes the result into every peer's output (channel 2). One-shot: every rank
+// pulls every peer's chunk into a slot (channel 0) and reduces it (channel 1). Slot reuse and
+// in-place hazards are dependencies.
 Schedule bidir_copy_schedule(int nranks, int64_t count, DType dtype, RedOp op, bool in_place, const BidirParams& p);
 
 // sol.bidir_copy: rank r's copy engine pushes its input into rank r-1's output, all at once

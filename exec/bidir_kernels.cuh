@@ -19,8 +19,11 @@ struct Ctrl {
   uint64_t flash_start[kMaxBlocks][kMaxRanks];
   uint64_t flash_fin[kMaxBlocks][kMaxRanks];
   uint64_t flash_prog[kMaxBlocks][kMaxRanks];
-  uint64_t prod[kMaxRanks][kMaxLanes];  // prod[src][lane]: sequence published by producer src
-  uint64_t cons[kMaxRanks][kMaxLanes];  // cons[dst][lane]: sequence released by consumer dst
+  // Stream mode: absolute per-lane sequence numbers, continued across launches (both ranks run the
+  // same launches, so each lane's count of units agrees); seq[lane] is local, the others peer-written.
+  uint64_t seq[kMaxLanes];              // units this lane has carried in earlier launches
+  uint64_t prod[kMaxRanks][kMaxLanes];  // prod[src][lane]: units published by producer src
+  uint64_t cons[kMaxRanks][kMaxLanes];  // cons[dst][lane]: units released by consumer dst
 };
 
 // Written once by the first spin-wait that times out (mapped host memory).
@@ -49,7 +52,7 @@ struct BidirArgs {
   uint64_t* ll[kMaxRanks] = {};  // [2 parities][kMaxRanks sources][ll_words]
   int64_t ll_words = 0;
   uint8_t* ring[kMaxRanks] = {};  // [nranks-1 sources][lanes][slots][slot_bytes]
-  int lanes = 0, slots = 0;
+  int lanes = 0, slots = 0;       // lanes: the ring's lane stride (allocated lanes, >= gridDim.x)
   int64_t slot_bytes = 0;
   int unroll = 1;
   ErrWord* err = nullptr;

@@ -8,6 +8,55 @@
 
 namespace cclab::exec {
 
+namespace {
+
+// Reduce-scatter + all-gather through copy engines, pipelined by chunks.
+void emit_copy_split(Schedule& s, const BidirParams& p) {
+  const int n = s.nranks;
+  const int64_t e = dtype_size(s.dtype);
+  const int K = std::max(1, p.ce_slots);
+  // Parts of whole elements, the first count % n one element larger.
+  auto part_begin = [&](int o) { return (int64_t(o) * (s.count / n) + std::min<int64_t>(o, s.count % n)) * e; };
+  auto part_bytes = [&](int o) { return (s.count / n + (o < s.count % n ? 1 : 0)) * e; };
+  const int64_t chunk = std::max<int64_t>(e, std::min<int64_t>(p.ce_chunk, part_bytes(0)) / e * e);
+  const int64_t slot = chunk;
+  s.buffers.assign(size_t(n), BufferSizes{s.count * e, s.count * e, int64_t(n - 1) * K * slot});
+  Transport t(s);
+  // reduced[o][k]: o's last reduce of its chunk k (slots of chunk k free after it).
+  std::vector<std::vector<OpId>> reduced(static_cast<size_t>(n));
+  int64_t max_chunks = 0;
+  for (int o = 0; o < n; ++o) max_chunks = std::max(max_chunks, (part_bytes(o) + chunk - 1) / chunk);
+  for (int o = 0; o < n; ++o) reduced[size_t(o)].assign(size_t(max_chunks), kNoOp);
+  for (int64_t k = 0; k < max_chunks; ++k) {
+    for (int o = 0; o < n; ++o) {
+      const int64_t pb = part_bytes(o), off = part_begin(o) + k * chunk;
+      if (k * chunk >= pb) continue;
+      const int64_t len = std::min(chunk, pb - k * chunk);
+      // Peers push their copy of o's chunk k into o's slots (their copy engines, both ways at once).
+      std::vector<OpId> arrived;
+      for (int j = 1; j < n; ++j) {
+        const int q = (o + j) % n;
+        const Ref slot_ref = scratch(o, (int64_t(j - 1) * K + k % K) * slot);
+        const OpId war = k >= K ? reduced[size_t(o)][size_t(k - K)] : kNoOp;
+        arrived.push_back(t.put(q, in(q, off), slot_ref, len, {war}, 0));
+      }
+      Ref lhs = in(o, off);
+      OpId last = kNoOp;
+      for (int j = 1; j < n; ++j) {
+        const Ref slot_ref = scratch(o, (int64_t(j - 1) * K + k % K) * slot);
+        last = t.reduce(o, lhs, slot_ref, out(o, off), len, {arrived[size_t(j - 1)], last}, 1);
+        lhs = out(o, off);
+      }
+      reduced[size_t(o)][size_t(k)] = last;
+      // All-gather: o pushes the reduced chunk into every peer's output. In place that region is
+      // the peer's input chunk, which the peer pushed to o before o's reduction above.
+      for (int j = 1; j < n; ++j) t.put(o, out(o, off), out((o + j) % n, off), len, {last}, 2);
+    }
+  }
+}
+
+}  // namespace
+
 Schedule bidir_copy_schedule(int nranks, int64_t count, DType dtype, RedOp op, bool in_place, const BidirParams& p) {
   Schedule s;
   s.algo = "allreduce.bidir.copy";
@@ -18,6 +67,10 @@ Schedule bidir_copy_schedule(int nranks, int64_t count, DType dtype, RedOp op, b
   s.redop = op;
   s.in_place = in_place;
   s.lowering = Lowering::copy_engine;
+  if (p.ce_split && nranks > 1 && count >= nranks) {
+    emit_copy_split(s, p);
+    return s;
+  }
   const int64_t e = dtype_size(dtype), bytes = count * e;
   const int64_t chunk = std::max<int64_t>(e, p.ce_chunk / e * e);
   const int64_t chunks = (bytes + chunk - 1) / chunk;

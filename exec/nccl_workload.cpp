@@ -79,6 +79,10 @@ std::vector<BufferSizes> nccl_buffer_sizes(Coll coll, int nranks, int64_t count,
 NcclWorkload::NcclWorkload(const Communicator& comm, const NcclComms& nccl, CollSpec spec)
     : comm_(comm), nccl_(nccl), spec_(std::move(spec)) {
   if (spec_.coll == Coll::exchange) throw_input("NCCL has no exchange collective");
+  // Send/recv-based collectives would read and overwrite the same buffer concurrently in place
+  // (nccl-tests marks them out-of-place only too).
+  if (spec_.in_place && (spec_.coll == Coll::alltoall || spec_.coll == Coll::gather || spec_.coll == Coll::scatter))
+    throw_input(std::string(coll_name(spec_.coll)) + ".nccl has no in-place form (send/recv on one buffer)");
   buffers_ = std::make_unique<RankBuffers>(
       comm, nccl_buffer_sizes(spec_.coll, spec_.nranks, spec_.count, spec_.dtype, spec_.root));
   for (int r = 0; r < spec_.nranks; ++r) {

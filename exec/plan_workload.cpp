@@ -66,9 +66,19 @@ PlanWorkload::PlanWorkload(const Communicator& comm, Schedule schedule, PlanOpti
   if (schedule_.redop == RedOp::avg && schedule_.nranks > 1) {
     for (size_t i = 0; i < plan_.streams.size(); ++i)
       if (avg_stream_[size_t(plan_.streams[i].rank)] < 0) avg_stream_[size_t(plan_.streams[i].rank)] = int(i);
-    for (const auto& ps : plan_.streams) rank_done_.emplace_back(ps.device, false);
+    for (int r = 0; r < schedule_.nranks; ++r) {
+      if (avg_stream_[size_t(r)] < 0 &&
+          coll_shape(spec_.coll, spec_.nranks, spec_.count, r, spec_.root).out_elems > 0) {
+        // A rank with a result but no ops of its own (its peers wrote it): give it a stream.
+        avg_stream_[size_t(r)] = int(streams_.size());
+        streams_.emplace_back(comm.device_of(r));
+        raw_streams_.push_back(streams_.back().get());
+      }
+      rank_done_.emplace_back(comm.device_of(r), false);
+    }
+    avg_fork_.emplace_back(comm.device_of(0), false);
   }
-  for (const auto& ps : plan_.streams) joins_.emplace_back(ps.device, false);
+  for (const auto& st : streams_) joins_.emplace_back(st.device(), false);
   for (auto& e : joins_) raw_joins_.push_back(e.get());
 }
 
@@ -113,23 +123,23 @@ void PlanWorkload::issue(cudaStream_t origin) {
     }
   }
   if (trace) progress_valid_ = true;
-  if (!rank_done_.empty()) {
-    // avg: every stream of a rank done, then its first stream divides the result by nranks.
-    for (size_t i = 0; i < plan_.streams.size(); ++i) {
-      const int r = plan_.streams[i].rank;
-      if (int(i) == avg_stream_[size_t(r)]) continue;
-      CCLAB_CUDA(cudaEventRecord(rank_done_[i].get(), raw_streams_[i]));
-      CCLAB_CUDA(cudaStreamWaitEvent(raw_streams_[size_t(avg_stream_[size_t(r)])], rank_done_[i].get(), 0));
-    }
+  join_streams(origin, raw_joins_, raw_streams_);
+  if (!avg_fork_.empty()) {
+    // avg: once every op of every rank is done (peers may read a rank's output until then), each
+    // rank divides its result by nranks on its first stream.
+    CCLAB_CUDA(cudaEventRecord(avg_fork_.front().get(), origin));
     for (int r = 0; r < schedule_.nranks; ++r) {
       if (avg_stream_[size_t(r)] < 0) continue;
+      const cudaStream_t st = raw_streams_[size_t(avg_stream_[size_t(r)])];
+      CCLAB_CUDA(cudaStreamWaitEvent(st, avg_fork_.front().get(), 0));
       DeviceGuard g(comm_.device_of(r));
       const CollShape shape = coll_shape(spec_.coll, spec_.nranks, spec_.count, r, spec_.root);
-      launch_scale_avg(raw_streams_[size_t(avg_stream_[size_t(r)])], schedule_.dtype,
-                       buffers_->ptr(schedule_.resolve(Ref{r, Buf::output, 0})), shape.out_elems, schedule_.nranks);
+      launch_scale_avg(st, schedule_.dtype, buffers_->ptr(schedule_.resolve(Ref{r, Buf::output, 0})), shape.out_elems,
+                       schedule_.nranks);
+      CCLAB_CUDA(cudaEventRecord(rank_done_[size_t(r)].get(), st));
+      CCLAB_CUDA(cudaStreamWaitEvent(origin, rank_done_[size_t(r)].get(), 0));
     }
   }
-  join_streams(origin, raw_joins_, raw_streams_);
 }
 
 std::string PlanWorkload::hang_report() {

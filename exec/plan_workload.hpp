@@ -54,9 +54,9 @@ class PlanWorkload : public Workload {
   Event fork_;
   std::vector<Event> joins_;
   std::vector<cudaEvent_t> raw_joins_;
-  // RedOp::avg: per rank, the stream that divides the result once the rank's streams are done.
+  // RedOp::avg: per rank, the stream that divides its result once every op is done.
   std::vector<int> avg_stream_;
-  std::vector<Event> rank_done_;
+  std::vector<Event> rank_done_, avg_fork_;
   int reduce_blocks_ = 0;
   // Progress events recorded after each step while issuing op by op, to name a hung op.
   std::vector<Event> progress_;

@@ -1,53 +1,101 @@
 #!/usr/bin/env bash
 # The executor's measurement run on the 2 x H200 machine (device kind nvidia-h200-x2), from the
-# repository root: build, GPU tests, then the full sweep of every algorithm the executor runs plus
-# the NCCL baselines and sol.bidir_copy, 8 B to 1 GiB, recorded as contract CSV.
+# repository root: build (or take binaries built from the same commit, CCLAB_PREBUILT=dir), GPU
+# tests, a calibration of allreduce.bidir's crossovers, then the sweep of every algorithm the
+# executor runs plus the NCCL baselines and sol.bidir_copy, 8 B to 1 GiB, as contract CSV.
 #
-# Output ($OUT, default ./measure-out): h200x2/*.csv (copy into results/h200x2/), measure.log,
-# tests.log, summary.txt. The commit recorded in every row comes from CCLAB_COMMIT (the GPU
-# machine gets the tree without .git): CCLAB_COMMIT=$(git rev-parse --short=12 HEAD).
+# Output ($OUT, default ./measure-out; at most 8 files): h200x2/*.csv (copy them into
+# results/h200x2/), measure.log (everything, tests included), summary.txt. Rows record the commit
+# from CCLAB_COMMIT (the GPU machine gets the tree without .git).
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0  # NVLink multicast stays off on the shared machines
 OUT=${OUT:-$PWD/measure-out}
-STEP=${STEP:-4}            # size factor of the sweeps (2 for a finer one)
-MAXB=${MAXB:-1G}
-mkdir -p "$OUT/h200x2"
+REC="$OUT/h200x2"
+mkdir -p "$REC"
+TMP=$(mktemp -d)
+LOG="$OUT/measure.log"
+: >"$LOG"
 T0=$(date +%s)
-stamp() { echo "## [$(($(date +%s) - T0)) s] $*"; }
+stamp() { echo "## [$(($(date +%s) - T0)) s] $*" | tee -a "$LOG"; }
 export CCLAB_COMMIT=${CCLAB_COMMIT:-$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)}
+export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}:/usr/local/cuda/lib64:/usr/local/cuda/lib
 
-stamp "machine"
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-nvidia-smi topo -m | head -4
+stamp "machine (commit $CCLAB_COMMIT)"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee -a "$LOG"
+nvidia-smi topo -m | head -3 >>"$LOG"
 
-stamp "build"
-BUILD=${BUILD:-build-measure}
-cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DCCLAB_BENCH=OFF \
-  >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
-cmake --build "$BUILD" -j "$(nproc)" --target cclab test_exec_gpu test_exec_cli test_exec_plan >>"$OUT/build.log" 2>&1 ||
-  { grep -E "error|FAILED" -A3 "$OUT/build.log" | head -60; exit 1; }
-CCLAB="$BUILD/cli/cclab"
+BIN=${CCLAB_PREBUILT:-}
+if [ -n "$BIN" ] && "$BIN/cclab" --help >/dev/null 2>&1 && "$BIN/test_exec_plan" --gtest_brief=1 >/dev/null 2>&1; then
+  stamp "binaries: $BIN (built from commit $CCLAB_COMMIT)"
+else
+  stamp "build"
+  cmake -S . -B build-measure -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DCCLAB_BENCH=OFF \
+    >>"$LOG" 2>&1 || { tail -30 "$LOG"; exit 1; }
+  cmake --build build-measure -j "$(nproc)" --target cclab test_exec_gpu test_exec_cli test_exec_plan >>"$LOG" 2>&1 ||
+    { grep -E "error|FAILED" -A3 "$LOG" | head -60; exit 1; }
+  BIN="$TMP/bin" && mkdir -p "$BIN" && cp build-measure/cli/cclab build-measure/tests/exec/test_exec_* "$BIN/"
+fi
+CCLAB="$BIN/cclab"
 
-stamp "GPU tests (ctest -L gpu, executor)"
-(cd "$BUILD" && ctest -L gpu -R "Gpu" --output-on-failure --timeout 300) >"$OUT/tests.log" 2>&1
-echo "tests rc=$? ($(grep -E 'tests passed|tests failed' "$OUT/tests.log"))"
-(cd "$BUILD" && ctest -L cpu -R "RunCli|Lowering|Values|Bidir|Sweep|SolSchedule|RunTable" >>"$OUT/tests.log" 2>&1)
+stamp "calibration: allreduce.bidir modes by size (picks the crossovers of the sweep below)"
+cal() {  # name min max tune
+  timeout 60 "$CCLAB" run --algo allreduce.bidir -b "$2" -e "$3" -f 4 -w 2 -n 10 --inplace 0 --tune "$4" \
+    --csv "$TMP/cal_$1.csv" >>"$LOG" 2>&1 || echo "calibration $1: rc=$?" | tee -a "$LOG"
+}
+cal ll 8 256K mode=ll
+cal ll_nopdl 8 256K mode=ll,ll_pdl=0
+cal flash_ldg 64K 1G mode=flash,flash_engine=ldg
+cal flash_cp 1M 64M mode=flash,flash_engine=cp.async
+cal copy 4M 1G mode=copy
+cal stream 4M 1G mode=stream
+head -1 "$TMP/cal_ll.csv" >"$REC/calibration.csv"
+for f in "$TMP"/cal_*.csv; do tail -n +2 "$f" >>"$REC/calibration.csv"; done
+TUNE=$(python3 scripts/bidir_crossovers.py "$REC/calibration.csv" 2>>"$LOG" || echo "")
+stamp "allreduce.bidir tune: ${TUNE:-defaults}"
 
-stamp "sweep: every algorithm, float sum, 8 B .. $MAXB (x$STEP), graph replay"
-"$CCLAB" run --algo all -b 8 -e "$MAXB" -f "$STEP" -w 5 -n 20 --csv "$OUT/h200x2/all_float.csv" 2>&1 | tee "$OUT/measure.log"
-stamp "sweep: all-reduces in half and bfloat16"
-for dt in half bfloat16; do
-  "$CCLAB" run --algo allreduce.nccl,allreduce.bidir,allreduce.bidir.ll,allreduce.bidir.flash,allreduce.bidir.stream,allreduce.bidir.copy,allreduce.ring,sol.bidir_copy \
-    -b 8 -e "$MAXB" -f "$STEP" -w 5 -n 20 -d $dt --csv "$OUT/h200x2/allreduce_$dt.csv" 2>&1 | tee -a "$OUT/measure.log" | grep -E "^# (algo|out)"
-done
-stamp "small messages op by op (launch-bound latency without graphs)"
-"$CCLAB" run --algo allreduce.nccl,allreduce.bidir,allreduce.ring -b 8 -e 64K -f 8 -w 5 -n 50 --graph 0 \
-  --csv "$OUT/h200x2/small_opbyop_float.csv" 2>&1 | tee -a "$OUT/measure.log" | grep -E "^# (algo|out)"
+sweep() {  # file factor dtype algos...
+  local file=$1 f=$2 dt=$3
+  shift 3
+  for g in "$@"; do
+    timeout 150 "$CCLAB" run --algo "$g" -b 8 -e 1G -f "$f" -w 5 -n 20 -d "$dt" ${TUNE:+--tune "$TUNE"} \
+      --csv "$TMP/part.csv" >>"$LOG" 2>&1
+    local rc=$?
+    echo "  $(echo "$g" | cut -c1-70): rc=$rc" | tee -a "$LOG"
+    [ -f "$TMP/part.csv" ] || continue
+    if [ -f "$REC/$file" ]; then tail -n +2 "$TMP/part.csv" >>"$REC/$file"; else cp "$TMP/part.csv" "$REC/$file"; fi
+    rm -f "$TMP/part.csv"
+  done
+}
+AR=allreduce.nccl,sol.bidir_copy,allreduce.bidir,allreduce.bidir.ll,allreduce.bidir.flash,allreduce.bidir.stream,allreduce.bidir.copy,allreduce.ring
+stamp "sweep: all-reduces and sol.bidir_copy, float, 8 B .. 1 GiB x2"
+sweep allreduce_float.csv 2 float $AR allreduce.tree,allreduce.rhd
+stamp "sweep: every other algorithm and its NCCL baseline, float, 8 B .. 1 GiB x4"
+sweep others_float.csv 4 float \
+  allgather.nccl,allgather.ring reducescatter.nccl,reducescatter.ring,reducescatter.hier \
+  broadcast.nccl,broadcast.pipeline,broadcast.binomial,broadcast.scatter_allgather \
+  reduce.nccl,reduce.binomial,reduce.direct gather.binomial,gather.direct,scatter.binomial,scatter.direct \
+  alltoall.nccl,alltoall.direct,alltoall.bruck,alltoall.hier
+stamp "sweep: all-reduces in half and bfloat16, x4"
+sweep allreduce_half.csv 4 half $AR
+sweep allreduce_bfloat16.csv 4 bfloat16 $AR
+
+stamp "GPU tests (executor; ctest label gpu)"
+timeout 150 "$BIN/test_exec_gpu" --gtest_brief=1 \
+  --gtest_filter='Gpu/AllAlgorithms.ZeroWrong/2ranks_float_graph:Gpu/AllAlgorithms.ZeroWrong/4ranks_*:Gpu/AllAlgorithms.ZeroWrong/8ranks_*:GpuRun.*' \
+  >>"$LOG" 2>&1
+echo "  gpu tests rc=$?: $(grep -E '^\[  (PASSED|FAILED) ' "$LOG" | tail -2 | tr '\n' ' ')" | tee -a "$LOG"
+stamp "compute-sanitizer memcheck and racecheck, short run"
+SAN="-b 4100 -e 4100 -w 0 -n 1 --graph 0 --timeout 100 --tune kernel_timeout=60"
+timeout 60 compute-sanitizer --tool memcheck "$CCLAB" run --algo allreduce.bidir.ll,allreduce.bidir.flash,allreduce.bidir.stream,allreduce.bidir.copy,allreduce.ring $SAN >"$TMP/memcheck.log" 2>&1
+echo "  memcheck rc=$?: $(grep -E 'ERROR SUMMARY' "$TMP/memcheck.log" | tail -1)" | tee -a "$LOG"
+timeout 45 compute-sanitizer --tool racecheck "$CCLAB" run --algo allreduce.bidir.flash,allreduce.bidir.stream,allreduce.bidir.ll $SAN >"$TMP/racecheck.log" 2>&1
+echo "  racecheck rc=$?: $(grep -E 'RACECHECK SUMMARY' "$TMP/racecheck.log" | tail -1)" | tee -a "$LOG"
+cat "$TMP/memcheck.log" "$TMP/racecheck.log" >>"$LOG"
 
 stamp "summary"
-python3 scripts/exec_summary.py "$OUT/h200x2/all_float.csv" | tee "$OUT/summary.txt"
-for dt in half bfloat16; do
-  echo "# $dt" | tee -a "$OUT/summary.txt"
-  python3 scripts/exec_summary.py "$OUT/h200x2/allreduce_$dt.csv" | sed -n '1,20p' | tee -a "$OUT/summary.txt"
-done
+{
+  python3 scripts/exec_summary.py "$REC/allreduce_float.csv" "$REC/others_float.csv"
+  for dt in half bfloat16; do python3 scripts/exec_summary.py "$REC/allreduce_$dt.csv" | sed -n '1,32p'; done
+  echo "# allreduce.bidir tune: ${TUNE:-defaults}"
+} | tee "$OUT/summary.txt"
 stamp "done"

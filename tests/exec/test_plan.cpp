@@ -116,10 +116,11 @@ TEST(Lowering, RejectsWrongDeviceCount) {
   EXPECT_THROW(lower(s, o), Error);
 }
 
-TEST(BidirCopySchedule, ValidPipelineWithSlotReuseAndInPlaceHazards) {
+TEST(BidirCopySchedule, OneShotPipelineWithSlotReuseAndInPlaceHazards) {
   BidirParams p;
   p.ce_chunk = 1024;
   p.ce_slots = 2;
+  p.ce_split = false;
   for (bool ip : {false, true}) {
     const Schedule s = bidir_copy_schedule(2, 1000, DType::f32, RedOp::sum, ip, p);  // 4000 B: 4 chunks
     validate(s);
@@ -137,10 +138,33 @@ TEST(BidirCopySchedule, ValidPipelineWithSlotReuseAndInPlaceHazards) {
   }
 }
 
+TEST(BidirCopySchedule, SplitPipelineReducesEachPartOnItsOwner) {
+  BidirParams p;
+  p.ce_chunk = 512;
+  p.ce_slots = 2;
+  for (int n : {2, 3, 4})
+    for (bool ip : {false, true}) {
+      const Schedule s = bidir_copy_schedule(n, 1001, DType::f32, RedOp::sum, ip, p);
+      validate(s);
+      validate_dataflow(s);
+      int64_t reduced = 0, pushed = 0;
+      for (const auto& op : s.ops) {
+        if (op.kind == OpKind::reduce) reduced += op.bytes;
+        if (op.kind == OpKind::put) pushed += op.bytes;
+        EXPECT_NE(op.kind, OpKind::get);
+      }
+      // Every element is reduced n-1 times in total (once per peer, on its owner), and travels
+      // (n-1) times to owners plus (n-1) times back.
+      EXPECT_EQ(reduced, int64_t(n - 1) * 1001 * 4);
+      EXPECT_EQ(pushed, 2 * int64_t(n - 1) * 1001 * 4);
+    }
+}
+
 TEST(BidirCopySchedule, ManyRanksAndPush) {
   BidirParams p;
   p.ce_chunk = 512;
   p.ce_push = true;
+  p.ce_split = false;
   const Schedule s = bidir_copy_schedule(4, 1001, DType::f16, RedOp::max, true, p);
   validate(s);
   validate_dataflow(s);
@@ -161,7 +185,11 @@ TEST(SolSchedule, EachRankPushesIntoItsLeftNeighbour) {
 
 TEST(BidirParams, TuneKeysAndErrors) {
   BidirParams p;
-  p.apply("lanes=64,slots=8,slot_bytes=128K,flash_stages=2,ce_chunk=4M,mode=flash");
+  p.apply(
+      "lanes=64,slots=8,slot_bytes=128K,flash_stages=2,ce_chunk=4M,mode=flash,flash_engine=cp.async,auto_ll_max=64K");
+  EXPECT_EQ(p.flash_engine, "cp.async");
+  EXPECT_EQ(p.auto_ll_max, 64 << 10);
+  EXPECT_THROW(p.apply("flash_engine=tma"), Error);
   EXPECT_EQ(p.lanes, 64);
   EXPECT_EQ(p.slots, 8);
   EXPECT_EQ(p.slot_bytes, 128 << 10);
@@ -179,6 +207,11 @@ TEST(BidirChoice, SmallUsesLLLargeUsesABandwidthMode) {
   EXPECT_EQ(choose_bidir_mode(64 << 10, DType::bf16, 2, p), BidirMode::ll);
   EXPECT_NE(choose_bidir_mode(int64_t(1) << 30, DType::f32, 2, p), BidirMode::ll);
   EXPECT_NE(choose_bidir_mode(4 << 20, DType::f32, 8, p), BidirMode::ll);
+  p.auto_ll_max = 1024;
+  p.auto_flash_max = 1 << 20;
+  p.auto_large = BidirMode::stream;
+  EXPECT_EQ(choose_bidir_mode(2048, DType::f32, 2, p), BidirMode::flash);
+  EXPECT_EQ(choose_bidir_mode(2 << 20, DType::f32, 2, p), BidirMode::stream);
 }
 
 TEST(Sweep, SizesFollowNcclTestsFlags) {
