@@ -64,7 +64,7 @@ struct RouteEntry {
 }  // namespace
 
 struct Simulator::Impl {
-  const topo::Topology& topo;
+  const topo::Topology topo;  // a copy: callers may pass a temporary (select_gpus(...))
   model::ModelParams params;
   topo::RouteOptions route_opt;
 
@@ -98,20 +98,21 @@ struct Simulator::Impl {
 
   Impl(const topo::Topology& t, model::ModelParams p, topo::RouteOptions ro)
       : topo(t), params(std::move(p)), route_opt(ro) {
-    num_gpus = t.num_gpus();
-    for (auto e : boost::make_iterator_range(boost::edges(t.graph))) {
-      const topo::Link& l = t.link(e);
+    num_gpus = topo.num_gpus();
+    for (auto e : boost::make_iterator_range(boost::edges(topo.graph))) {
+      const topo::Link& l = topo.link(e);
       const auto& ov = params.link[size_t(l.kind)];
       const double bw = ov.bw ? ov.bw->value.value : l.bw.value;
       const double lat = ov.latency ? ov.latency->value.value : l.latency.value;
       if (!(bw > 0))
-        throw_input("topology link " + t.node(boost::source(e, t.graph)).name + " -> " +
-                    t.node(boost::target(e, t.graph)).name + " has no bandwidth");
-      link_index[&t.graph[e]] = int32_t(res.size());
+        throw_input("topology link " + topo.node(boost::source(e, topo.graph)).name + " -> " +
+                    topo.node(boost::target(e, topo.graph)).name + " has no bandwidth");
+      link_index[&topo.graph[e]] = int32_t(res.size());
       Resource r;
       r.capacity = bw;
       res.push_back(std::move(r));
-      res_name.push_back(t.node(boost::source(e, t.graph)).name + "->" + t.node(boost::target(e, t.graph)).name);
+      res_name.push_back(topo.node(boost::source(e, topo.graph)).name + "->" +
+                         topo.node(boost::target(e, topo.graph)).name);
       res_kind.push_back(std::string(topo::link_kind_name(l.kind)));
       link_latency.push_back(lat);
       link_is_network.push_back(l.kind == topo::LinkKind::network);
@@ -119,7 +120,7 @@ struct Simulator::Impl {
     num_links = int(res.size());
     // Per GPU: memory system, then tensor cores.
     for (int g = 0; g < num_gpus; ++g) {
-      const topo::Node& n = t.node(t.gpu(g));
+      const topo::Node& n = topo.node(topo.gpu(g));
       Resource m;
       m.capacity =
           (n.mem_bw.value > 0 ? n.mem_bw.value : params.default_mem_bw.value.value) * params.mem_efficiency.value;
@@ -129,7 +130,7 @@ struct Simulator::Impl {
       res_kind.push_back("hbm");
     }
     for (int g = 0; g < num_gpus; ++g) {
-      const topo::Node& n = t.node(t.gpu(g));
+      const topo::Node& n = topo.node(topo.gpu(g));
       Resource c;
       c.capacity = (n.flops > 0 ? n.flops : params.default_flops.value) * params.matmul_efficiency.value;
       if (params.free_local_work) c.capacity = kInf;
