@@ -140,9 +140,16 @@ int cmd_sim(const Argv& argv) {
   if (base.node_size <= 0) base.node_size = nranks;
   const bool have_shape = args.has("--shape");
   if (have_shape) {
-    const std::vector<int> mkn = parse_int_list("--shape", *args.get("--shape"));
-    if (mkn.size() != 3 || mkn[0] <= 0 || mkn[1] <= 0 || mkn[2] <= 0)
-      throw_input("cclab sim: --shape takes M,K,N (three positive integers), got '" + *args.get("--shape") + "'");
+    // M,K,N may repeat values (parse_int_list rejects duplicates), so split by hand.
+    const std::string text = *args.get("--shape");
+    std::vector<int64_t> mkn;
+    size_t pos = 0;
+    while (pos <= text.size()) {
+      const size_t comma = std::min(text.find(',', pos), text.size());
+      mkn.push_back(parse_int("--shape", text.substr(pos, comma - pos), 1, int64_t(1) << 31));
+      pos = comma + 1;
+    }
+    if (mkn.size() != 3) throw_input("cclab sim: --shape takes M,K,N (three positive integers), got '" + text + "'");
     base.shape = {mkn[0], mkn[1], mkn[2]};
   }
   const bool have_sparse = args.has("--rows") || args.has("--dim");

@@ -113,8 +113,14 @@ Prediction predict(Simulator& sim, const Algorithm& algo, AlgoArgs args, const P
   r.in_place = args.in_place;
   r.time_us = p.result.time.us();
   r.wrong = -1;  // the simulator moves no data
-  if (algo.needs_shape)
+  if (algo.needs_shape) {
     r.shape = std::to_string(args.shape.m) + "," + std::to_string(args.shape.k) + "," + std::to_string(args.shape.n);
+    // Matmul rate per device: each computes (m D) x k x n, as the shard products or one big product.
+    const double flops = 2.0 * double(args.shape.m) * args.nranks * double(args.shape.k) * double(args.shape.n);
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f", flops / p.result.time.value / 1e12);
+    r.extra.push_back({"tflops", buf});
+  }
   fill_bandwidths(r);
   if (p.nccl)
     r.note = "nccl " + std::string(model::nccl_algo_name(p.nccl->algo)) + "/" +
