@@ -56,6 +56,10 @@ __device__ __forceinline__ uint32_t divide_word(uint32_t a, float d) {
 
 // Last CTA to finish advances the epoch (all CTAs read it at their start, before any finished).
 __device__ __forceinline__ void finish_launch(uint32_t* done, uint32_t* epoch, uint32_t e, uint32_t arrivals) {
+  if (arrivals == 1) {  // one CTA: nobody to count (the next launch sees the store: kernel boundary)
+    *reinterpret_cast<volatile uint32_t*>(epoch) = e;
+    return;
+  }
   __threadfence();
   if (atomicAdd(done, 1u) == arrivals - 1) {
     *done = 0;
@@ -241,6 +245,9 @@ template <typename T, RedOp Op, int U>
 __global__ void __launch_bounds__(512) flash_ldg_kernel(BidirArgs a, bool in_place) {
   __shared__ uint32_t e_s;
   __shared__ int abort_s;
+  // Programmatic dependent launch (as in ll): wait for the previous kernel of the stream here.
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   const int t = threadIdx.x, nt = blockDim.x, b = blockIdx.x, G = gridDim.x;
   const int r = a.rank, p = 1 - r;
   Ctrl* me = a.ctrl[r];
@@ -479,15 +486,36 @@ struct LaunchFlash {
     }
   }
 };
+// Launches `kernel` with programmatic dependent launch when `pdl` (falls back to a plain launch,
+// for good, if the driver refuses the attribute).
+template <typename... Params, typename... Args>
+void launch_maybe_pdl(void (*kernel)(Params...), int blocks, int threads, bool pdl, cudaStream_t s, Args... args) {
+  if (pdl && !g_pdl_refused) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(blocks);
+    cfg.blockDim = dim3(threads);
+    cfg.stream = s;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    if (cudaLaunchKernelEx(&cfg, kernel, args...) == cudaSuccess) return;
+    cudaGetLastError();
+    g_pdl_refused = true;
+  }
+  kernel<<<blocks, threads, 0, s>>>(args...);
+}
+
 template <typename T, RedOp Op>
 struct LaunchFlashLdg {
-  static void run(const BidirArgs& a, int blocks, int threads, int unroll, bool in_place, cudaStream_t s) {
+  static void run(const BidirArgs& a, int blocks, int threads, int unroll, bool in_place, bool pdl, cudaStream_t s) {
     if (unroll <= 2)
-      flash_ldg_kernel<T, Op, 2><<<blocks, threads, 0, s>>>(a, in_place);
+      launch_maybe_pdl(flash_ldg_kernel<T, Op, 2>, blocks, threads, pdl, s, a, in_place);
     else if (unroll <= 4)
-      flash_ldg_kernel<T, Op, 4><<<blocks, threads, 0, s>>>(a, in_place);
+      launch_maybe_pdl(flash_ldg_kernel<T, Op, 4>, blocks, threads, pdl, s, a, in_place);
     else
-      flash_ldg_kernel<T, Op, 8><<<blocks, threads, 0, s>>>(a, in_place);
+      launch_maybe_pdl(flash_ldg_kernel<T, Op, 8>, blocks, threads, pdl, s, a, in_place);
   }
 };
 template <typename T, RedOp Op>
@@ -555,6 +583,10 @@ void BidirParams::apply(const std::string& tune) {
       ll_max_bytes = parse_size(flag, v);
     else if (k == "ll_pdl")
       ll_pdl = i(0, 1) != 0;
+    else if (k == "flash_pdl")
+      flash_pdl = i(0, 1) != 0;
+    else if (k == "ce_pieces")
+      ce_pieces = i(0, 1024);
     else if (k == "ce_chunk")
       ce_chunk = parse_size(flag, v);
     else if (k == "ce_slots")
@@ -596,15 +628,16 @@ std::string BidirParams::describe(BidirMode m) const {
       os << " threads=" << ll_threads << (ll_pdl ? " pdl" : "");
       break;
     case BidirMode::flash:
-      os << " engine=" << flash_engine << " threads=" << flash_threads << " stages=" << flash_stages
-         << " unroll=" << (flash_engine == "ldg" ? flash_ldg_unroll : flash_unroll);
+      os << " engine=" << flash_engine << (flash_pdl ? " pdl" : "") << " threads=" << flash_threads
+         << " stages=" << flash_stages << " unroll=" << (flash_engine == "ldg" ? flash_ldg_unroll : flash_unroll);
       break;
     case BidirMode::stream:
       os << " slots=" << slots << " slot_bytes=" << slot_bytes << " threads=" << stream_threads;
       break;
     case BidirMode::copy:
-      os << (ce_split ? " reduce-scatter+all-gather" : " one-shot") << " chunk=" << ce_chunk << " slots=" << ce_slots
-         << (ce_push ? " push" : " pull");
+      os << (ce_split ? " reduce-scatter+all-gather" : " one-shot") << " chunk="
+         << (ce_pieces > 0 ? "part/" + std::to_string(ce_pieces) + " in [4M,64M]" : std::to_string(ce_chunk))
+         << " slots=" << ce_slots << (ce_push ? " push" : " pull");
       break;
   }
   return os.str();
@@ -784,7 +817,8 @@ void BidirWorkload::enqueue() {
         break;
       case BidirMode::flash:
         if (ldg_)
-          dev::dispatch<LaunchFlashLdg>(spec_.dtype, spec_.op, a, grid_, threads_, unroll_, spec_.in_place, s);
+          dev::dispatch<LaunchFlashLdg>(spec_.dtype, spec_.op, a, grid_, threads_, unroll_, spec_.in_place, p.flash_pdl,
+                                        s);
         else
           dev::dispatch<LaunchFlash>(spec_.dtype, spec_.op, a, grid_, threads_, stages_, smem_, spec_.in_place, s);
         break;

@@ -57,8 +57,13 @@ struct BidirParams {
   // Launch ll kernels with programmatic dependent launch, so a kernel's launch overlaps the previous
   // one on the stream (griddepcontrol.wait orders the memory; falls back to plain launches).
   bool ll_pdl = true;
+  bool flash_pdl = true;  // same for the flash register engine
   // copy-engine pipeline
   int64_t ce_chunk = 8 << 20;
+  // ce_pieces > 0: chunk = (bytes of a rank's part) / ce_pieces, clamped to [4 MiB, 64 MiB]
+  // (copy engines reach ~366 GB/s on 16 MiB copies and ~389 on 64 MiB: hardware/h200x2.md), so
+  // large messages get large copies while the pipeline still has ce_pieces stages to overlap.
+  int ce_pieces = 8;
   int ce_slots = 3;
   bool ce_push = false;  // one-shot: copy engines push (put) instead of pull (get)
   // Reduce-scatter + all-gather on copy engines (each rank reduces 1/n of the data, then pushes it

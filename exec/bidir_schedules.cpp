@@ -18,7 +18,9 @@ void emit_copy_split(Schedule& s, const BidirParams& p) {
   // Parts of whole elements, the first count % n one element larger.
   auto part_begin = [&](int o) { return (int64_t(o) * (s.count / n) + std::min<int64_t>(o, s.count % n)) * e; };
   auto part_bytes = [&](int o) { return (s.count / n + (o < s.count % n ? 1 : 0)) * e; };
-  const int64_t chunk = std::max<int64_t>(e, std::min<int64_t>(p.ce_chunk, part_bytes(0)) / e * e);
+  int64_t want = p.ce_chunk;
+  if (p.ce_pieces > 0) want = std::clamp<int64_t>(part_bytes(0) / p.ce_pieces, int64_t(4) << 20, int64_t(64) << 20);
+  const int64_t chunk = std::max<int64_t>(e, std::min<int64_t>(want, part_bytes(0)) / e * e);
   const int64_t slot = chunk;
   s.buffers.assign(size_t(n), BufferSizes{s.count * e, s.count * e, int64_t(n - 1) * K * slot});
   Transport t(s);

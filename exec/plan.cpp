@@ -124,6 +124,36 @@ Plan lower(const Schedule& s, const LowerOptions& options) {
     step.record = event_of[i];
     p.steps.push_back(step);
   }
+  if (options.coalesce) {
+    std::vector<PlanStep> kept;
+    kept.reserve(p.steps.size());
+    std::vector<int64_t> last(nstreams, -1);  // index in `kept` of each stream's last step
+    // A copy whose source and destination regions meet would read what it wrote if merged.
+    auto overlap = [](Ref src, Ref dst, int64_t bytes) {
+      return src.rank == dst.rank && src.buf == dst.buf && src.offset < dst.offset + bytes &&
+             dst.offset < src.offset + bytes;
+    };
+    auto follows = [](Ref a, int64_t bytes, Ref b) {
+      return a.rank == b.rank && a.buf == b.buf && a.offset + bytes == b.offset;
+    };
+    for (const auto& st : p.steps) {
+      const int64_t li = last[size_t(st.stream)];
+      if (li >= 0) {
+        PlanStep& prev = kept[size_t(li)];
+        if (prev.kind == st.kind && (st.kind == StepKind::memcpy || st.kind == StepKind::copy_kernel) &&
+            prev.record < 0 && st.wait_count == 0 && follows(prev.src, prev.bytes, st.src) &&
+            follows(prev.dst, prev.bytes, st.dst) && !overlap(prev.src, prev.dst, prev.bytes + st.bytes)) {
+          prev.bytes += st.bytes;
+          prev.record = st.record;
+          prev.merged += st.merged;
+          continue;
+        }
+      }
+      last[size_t(st.stream)] = int64_t(kept.size());
+      kept.push_back(st);
+    }
+    p.steps = std::move(kept);
+  }
   return p;
 }
 

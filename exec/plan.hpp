@@ -36,6 +36,7 @@ struct PlanStep {
   int32_t compute = -1;
   uint32_t wait_begin = 0, wait_count = 0;  // events to wait for before the step (Plan::wait_pool)
   int32_t record = -1;                      // event recorded after the step, or -1
+  int32_t merged = 1;                       // schedule ops carried out by this step (coalescing)
 };
 
 // A stream: one per (rank, channel group) on the rank's GPU.
@@ -62,6 +63,10 @@ struct LowerOptions {
   std::vector<int> rank_device;         // GPU of each rank (size = nranks); empty: rank r on GPU r
   Engine copies = Engine::copy_engine;  // for Lowering::automatic; copy_engine/kernel lowerings force theirs
   int max_streams_per_rank = 16;        // channels beyond this share streams (channel % max)
+  // Fold a copy into the previous one on the same stream when they are contiguous, nothing waits
+  // for the first and the second waits for nothing: a chunked pipeline with no consumer in between
+  // (e.g. a 2-rank chain broadcast) becomes one large copy-engine copy instead of many small ones.
+  bool coalesce = true;
 };
 
 // Throws an input error for a lowering the general path does not take (library) and an internal

@@ -1,75 +1,78 @@
 #!/usr/bin/env python3
 """Picks allreduce.bidir's crossovers from a calibration sweep (cclab run --algo allreduce.bidir
---tune mode=X ... records), the way measure.sh does before its main sweep.
+--tune mode=X,... records), the way measure.sh does before its main sweep.
 
 usage: bidir_crossovers.py CALIBRATION.csv
-Prints one --tune string: flash_engine, ll_pdl, auto_ll_max, auto_flash_max, auto_large. Rules: per size,
-the fastest mode (out-of-place rows); ll is used up to the largest size from which it is fastest
-at every smaller size; flash up to the last size where it beats the best large-message mode; the
-large mode is the one with the highest busbw over the sizes >= 64 MiB. Standard library only.
+Prints one --tune string for the sweep. Every calibration run is a variant (its --tune string).
+Rules, on out-of-place rows with no wrong element:
+  - small: the ll variant with the lowest mean time; ll is used up to the largest size below which
+    it is fastest at every size;
+  - large: among copy, stream and flash variants, the one with the highest mean busbw over the
+    sizes >= 64 MiB;
+  - medium: the flash variant with the lowest total time over 1-16 MiB, used while it beats the
+    large variant.
+The chosen variants' own keys (engine, unroll, chunking, ...) are carried into the output.
+Standard library only.
 """
 import csv
 import sys
 from collections import defaultdict
 
 
-def tune_of(row):
-    return dict(kv.split("=", 1) for kv in row.get("tune", "").split(",") if "=" in kv)
+def tune_of(s):
+    return dict(kv.split("=", 1) for kv in s.split(",") if "=" in kv)
 
 
 def main():
     rows = [r for r in csv.DictReader(open(sys.argv[1], newline="")) if r["inplace"] == "0" and r["wrong"] == "0"]
-    t = defaultdict(dict)  # variant -> bytes -> time_us
+    t = defaultdict(dict)  # tune string -> bytes -> time_us
     for r in rows:
-        k = tune_of(r)
-        mode = k.get("mode", "")
-        if mode == "flash":
-            mode = "flash:" + k.get("flash_engine", "ldg")
-        if mode == "ll":
-            mode = "ll:" + ("nopdl" if k.get("ll_pdl") == "0" else "pdl")
-        t[mode][int(r["bytes"])] = float(r["time_us"])
+        if "mode=" in r.get("tune", ""):
+            t[r["tune"]][int(r["bytes"])] = float(r["time_us"])
+    mode = {v: tune_of(v)["mode"] for v in t}
 
-    def best_flash_engine():
-        a, b = t.get("flash:ldg", {}), t.get("flash:cp.async", {})
-        common = [s for s in a if s in b and s >= 1 << 20]
-        if not common:
-            return "ldg"
-        wins = sum(1 for s in common if a[s] <= b[s])
-        return "ldg" if wins * 2 >= len(common) else "cp.async"
+    def mean_time(v, lo=0, hi=1 << 62):
+        xs = [x for s, x in t[v].items() if lo <= s <= hi]
+        return sum(xs) / len(xs) if xs else float("inf")
 
-    engine = best_flash_engine()
-    flash = t.get("flash:" + engine, {})
-    large_modes = [m for m in ("copy", "stream", "flash:" + engine) if t.get(m)]
+    def mean_busbw(v):
+        xs = [s / x for s, x in t[v].items() if s >= 64 << 20]
+        return sum(xs) / len(xs) if xs else 0.0
 
-    def mean_busbw(m):
-        sizes = [s for s in t[m] if s >= 64 << 20]
-        return sum(s / t[m][s] for s in sizes) / len(sizes) if sizes else 0.0
+    lls = [v for v in t if mode[v] == "ll"]
+    flashes = [v for v in t if mode[v] == "flash"]
+    larges = [v for v in t if mode[v] in ("copy", "stream", "flash") and mean_busbw(v) > 0]
+    ll = min(lls, key=mean_time) if lls else None
+    flash = min(flashes, key=lambda v: mean_time(v, 1 << 20, 16 << 20)) if flashes else None
+    large = max(larges, key=mean_busbw) if larges else None
 
-    large = max(large_modes, key=mean_busbw) if large_modes else "copy"
-    def mean_time(m):
-        return sum(t[m].values()) / len(t[m]) if t.get(m) else float("inf")
-
-    ll_variant = min(("ll:pdl", "ll:nopdl"), key=mean_time)
-    ll = t.get(ll_variant, {})
     ll_max = 0
-    for s in sorted(ll):
-        others = [t[m][s] for m in t if not m.startswith("ll:") and s in t[m]]
-        if others and ll[s] > min(others):
-            break
-        ll_max = s
-    flash_max = ll_max
-    if large != "flash:" + engine:
-        for s in sorted(flash):
-            if s <= ll_max:
-                continue
-            big = t[large].get(s)
-            if big is not None and flash[s] > big:
+    if ll:
+        for s in sorted(t[ll]):
+            others = [t[v][s] for v in t if mode[v] != "ll" and s in t[v]]
+            if others and t[ll][s] > min(others):
                 break
-            flash_max = s
-    else:
-        flash_max = 1 << 40
-    print("flash_engine=%s,ll_pdl=%d,auto_ll_max=%d,auto_flash_max=%d,auto_large=%s"
-          % (engine, 1 if ll_variant == "ll:pdl" else 0, max(ll_max, 8), max(flash_max, ll_max, 8), large.split(":")[0]))
+            ll_max = s
+    flash_max = ll_max
+    if flash:
+        if large is None or large == flash:
+            flash_max = 1 << 40
+        else:
+            for s in sorted(t[flash]):
+                if s <= ll_max:
+                    continue
+                big = t[large].get(s)
+                if big is not None and t[flash][s] > big:
+                    break
+                flash_max = s
+    keys = {}
+    for v in (ll, flash, large):
+        if v:
+            keys.update({k: x for k, x in tune_of(v).items() if k != "mode"})
+    keys["auto_ll_max"] = str(max(ll_max, 8))
+    keys["auto_flash_max"] = str(max(flash_max, ll_max, 8))
+    keys["auto_large"] = mode[large] if large else "copy"
+    print(",".join("%s=%s" % kv for kv in keys.items()))
 
 
 if __name__ == "__main__":

@@ -27,8 +27,8 @@ def main():
     for r in rows:
         if r["inplace"] != "0" or r["dtype"] != dtype or r["redop"] != "sum":
             continue
-        if r.get("tune"):
-            continue  # tuned runs: table below
+        if "mode=" in r.get("tune", ""):
+            continue  # runs with a forced mode (calibration, tuning): table below
         by[r["algo"]][int(r["bytes"])] = (float(r["time_us"]), float(r["busbw_gbps"]))
     nccl, sol = by.get("allreduce.nccl", {}), by.get("sol.bidir_copy", {})
     ar = sorted(a for a in by if a.startswith("allreduce.") and a != "allreduce.nccl")
@@ -58,7 +58,7 @@ def main():
         print("  %-20s %s" % (algo, " ".join(ratios) if ratios else "no rows"))
     tuned = defaultdict(dict)
     for r in rows:
-        if r.get("tune") and r["inplace"] == "0":
+        if "mode=" in r.get("tune", "") and r["inplace"] == "0":
             tuned[r["algo"] + " " + r["tune"]][int(r["bytes"])] = (float(r["time_us"]), float(r["busbw_gbps"]))
     if tuned:
         sizes = sorted({b for t in tuned.values() for b in t})

@@ -44,11 +44,14 @@ cal() {  # name min max tune
   timeout 60 "$CCLAB" run --algo allreduce.bidir -b "$2" -e "$3" -f 4 -w 2 -n 10 --inplace 0 --tune "$4" \
     --csv "$TMP/cal_$1.csv" >>"$LOG" 2>&1 || echo "calibration $1: rc=$?" | tee -a "$LOG"
 }
-cal ll 8 256K mode=ll
-cal ll_nopdl 8 256K mode=ll,ll_pdl=0
+cal ll 16 256K mode=ll
+cal ll_nopdl 16 256K mode=ll,ll_pdl=0
 cal flash_ldg 64K 1G mode=flash,flash_engine=ldg
+cal flash_ldg2 256K 64M mode=flash,flash_engine=ldg,flash_ldg_unroll=2
 cal flash_cp 1M 64M mode=flash,flash_engine=cp.async
 cal copy 4M 1G mode=copy
+cal copy16 4M 1G mode=copy,ce_pieces=16
+cal copy32M 4M 1G mode=copy,ce_pieces=0,ce_chunk=32M
 cal stream 4M 1G mode=stream
 head -1 "$TMP/cal_ll.csv" >"$REC/calibration.csv"
 for f in "$TMP"/cal_*.csv; do tail -n +2 "$f" >>"$REC/calibration.csv"; done

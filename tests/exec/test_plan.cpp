@@ -10,6 +10,12 @@
 namespace cclab::exec {
 namespace {
 
+LowerOptions no_coalescing() {
+  LowerOptions o;
+  o.coalesce = false;
+  return o;
+}
+
 Schedule empty_schedule(int n, int64_t bytes, const char* coll = "allreduce") {
   Schedule s;
   s.algo = "test";
@@ -27,7 +33,7 @@ TEST(Lowering, StreamsPerRankAndChannelAndEnginesByKind) {
   const OpId b = t.put(1, in(1), scratch(0), 512, {}, 1);
   t.reduce(0, in(0), scratch(0), out(0), 512, {b}, 0);
   t.reduce(1, in(1), scratch(1), out(1), 512, {a}, 2);
-  const Plan p = lower(s, LowerOptions{});
+  const Plan p = lower(s, no_coalescing());
   ASSERT_EQ(p.steps.size(), 4u);
   EXPECT_EQ(p.streams.size(), 3u);  // (0,0), (1,1), (1,2)
   EXPECT_EQ(p.steps[0].kind, StepKind::memcpy);
@@ -47,7 +53,7 @@ TEST(Lowering, KernelLoweringTurnsCopiesIntoCopyKernels) {
   s.lowering = Lowering::kernel;
   Transport t(s);
   t.get(0, in(1), out(0), 64);
-  const Plan p = lower(s, LowerOptions{});
+  const Plan p = lower(s, no_coalescing());
   EXPECT_EQ(p.steps[0].kind, StepKind::copy_kernel);
 }
 
@@ -59,7 +65,7 @@ TEST(Lowering, SameStreamAndImpliedDependenciesCostNoEvent) {
   const OpId b0 = t.copy(1, in(1), scratch(1), 64, {a0, a1}, 0);          // only a1 needs an event
   const OpId b1 = t.copy(1, in(1, 64), scratch(1, 64), 64, {a0, b0}, 0);  // a0 implied through b0
   t.copy(0, in(0, 128), scratch(0, 128), 64, {a1, b1}, 0);
-  const Plan p = lower(s, LowerOptions{});
+  const Plan p = lower(s, no_coalescing());
   EXPECT_EQ(p.steps[size_t(b0)].wait_count, 1u);
   EXPECT_EQ(p.wait_pool[p.steps[size_t(b0)].wait_begin], p.steps[size_t(a1)].record);
   EXPECT_EQ(p.steps[size_t(a0)].record, -1);
@@ -74,7 +80,7 @@ TEST(Lowering, TransitiveThroughAThirdStream) {
   const OpId a = t.copy(0, in(0), scratch(0), 64);
   const OpId b = t.copy(1, in(1), scratch(1), 64, {a});
   t.copy(2, in(2), scratch(2), 64, {a, b});  // a is implied by b
-  const Plan p = lower(s, LowerOptions{});
+  const Plan p = lower(s, no_coalescing());
   EXPECT_EQ(p.steps[2].wait_count, 1u);
   EXPECT_EQ(p.wait_pool[p.steps[2].wait_begin], p.steps[size_t(b)].record);
 }
@@ -86,6 +92,7 @@ TEST(Lowering, SharedGpusAndChannelFolding) {
   LowerOptions o;
   o.rank_device = {0, 0, 1, 1};
   o.max_streams_per_rank = 4;
+  o.coalesce = false;
   const Plan p = lower(s, o);
   EXPECT_EQ(p.streams.size(), 4u);  // channels 4 and 5 fold onto 0 and 1
   for (const auto& st : p.streams) EXPECT_EQ(st.device, 1);
@@ -98,7 +105,7 @@ TEST(Lowering, InPlaceRefsAreResolved) {
   s.in_place = true;
   Transport t(s);
   t.get(1, in(0), out(1), 128);
-  const Plan p = lower(s, LowerOptions{});
+  const Plan p = lower(s, no_coalescing());
   // allgather in place: rank 0's input is its output at offset 0 * count/n.
   EXPECT_EQ(p.steps[0].src.buf, Buf::output);
   EXPECT_EQ(p.steps[0].src.offset, 0);
@@ -106,7 +113,42 @@ TEST(Lowering, InPlaceRefsAreResolved) {
   s2.ops.clear();
   Transport t2(s2);
   t2.get(0, in(1), out(0, 128), 128);
-  EXPECT_EQ(lower(s2, LowerOptions{}).steps[0].src.offset, 128);  // rank 1's slice
+  EXPECT_EQ(lower(s2, no_coalescing()).steps[0].src.offset, 128);  // rank 1's slice
+}
+
+TEST(Lowering, ContiguousChunksWithNoConsumerCoalesce) {
+  Schedule s = empty_schedule(2, 4096);
+  Transport t(s);
+  for (int c = 0; c < 4; ++c) t.put(0, in(0, c * 1024), out(1, c * 1024), 1024);  // a 2-rank chain: no forwarding
+  const OpId last = t.put(0, in(0), out(1), 1024, {}, 1);                         // other channel: its own step
+  t.copy(1, out(1), scratch(1), 4096, {OpId(3)});                                 // waits for the last chunk
+  const Plan p = lower(s, LowerOptions{});
+  ASSERT_EQ(p.steps.size(), 3u);
+  EXPECT_EQ(p.steps[0].bytes, 4096);
+  EXPECT_EQ(p.steps[0].merged, 4);
+  EXPECT_GE(p.steps[0].record, 0);  // the merged copy still signals the waiter
+  EXPECT_EQ(p.steps[1].op, last);
+  EXPECT_EQ(lower(s, no_coalescing()).steps.size(), 6u);
+}
+
+TEST(Lowering, ChunksSomeoneWaitsForStaySeparate) {
+  Schedule s = empty_schedule(3, 4096);
+  Transport t(s);
+  const OpId a = t.put(0, in(0, 0), out(1, 0), 1024);
+  t.put(0, in(0, 1024), out(1, 1024), 1024);
+  t.put(1, out(1, 0), out(2, 0), 1024, {a});  // forwards the first chunk: pipelining needs it alone
+  const Plan p = lower(s, LowerOptions{});
+  EXPECT_EQ(p.steps.size(), 3u);
+  Schedule gap = empty_schedule(2, 4096);
+  Transport t2(gap);
+  t2.put(0, in(0, 0), out(1, 0), 1024);
+  t2.put(0, in(0, 2048), out(1, 1024), 1024);  // not contiguous in the source
+  EXPECT_EQ(lower(gap, LowerOptions{}).steps.size(), 2u);
+  Schedule shift = empty_schedule(1, 4096);
+  Transport t3(shift);
+  t3.copy(0, scratch(0, 0), scratch(0, 64), 64);  // the second reads what the first wrote
+  t3.copy(0, scratch(0, 64), scratch(0, 128), 64);
+  EXPECT_EQ(lower(shift, LowerOptions{}).steps.size(), 2u);
 }
 
 TEST(Lowering, RejectsWrongDeviceCount) {
@@ -119,6 +161,7 @@ TEST(Lowering, RejectsWrongDeviceCount) {
 TEST(BidirCopySchedule, OneShotPipelineWithSlotReuseAndInPlaceHazards) {
   BidirParams p;
   p.ce_chunk = 1024;
+  p.ce_pieces = 0;
   p.ce_slots = 2;
   p.ce_split = false;
   for (bool ip : {false, true}) {
@@ -133,7 +176,7 @@ TEST(BidirCopySchedule, OneShotPipelineWithSlotReuseAndInPlaceHazards) {
     EXPECT_EQ(gets, 8);
     EXPECT_EQ(reduces, 8);
     EXPECT_EQ(s.buffers[0].scratch, 2 * 1024);
-    const Plan plan = lower(s, LowerOptions{});
+    const Plan plan = lower(s, no_coalescing());
     EXPECT_GT(plan.num_events(), 0);
   }
 }
@@ -141,6 +184,7 @@ TEST(BidirCopySchedule, OneShotPipelineWithSlotReuseAndInPlaceHazards) {
 TEST(BidirCopySchedule, SplitPipelineReducesEachPartOnItsOwner) {
   BidirParams p;
   p.ce_chunk = 512;
+  p.ce_pieces = 0;
   p.ce_slots = 2;
   for (int n : {2, 3, 4})
     for (bool ip : {false, true}) {
@@ -160,9 +204,19 @@ TEST(BidirCopySchedule, SplitPipelineReducesEachPartOnItsOwner) {
     }
 }
 
+TEST(BidirCopySchedule, LargePartsGetLargeChunks) {
+  BidirParams p;  // ce_pieces = 8: chunk = part / 8 within [4 MiB, 64 MiB]
+  const Schedule s = bidir_copy_schedule(2, int64_t(1) << 28, DType::f32, RedOp::sum, false, p);  // 1 GiB
+  int64_t biggest = 0;
+  for (const auto& op : s.ops) biggest = std::max(biggest, op.bytes);
+  EXPECT_EQ(biggest, int64_t(64) << 20);
+  EXPECT_EQ(s.buffers[0].scratch, int64_t(p.ce_slots) * (64 << 20));
+}
+
 TEST(BidirCopySchedule, ManyRanksAndPush) {
   BidirParams p;
   p.ce_chunk = 512;
+  p.ce_pieces = 0;
   p.ce_push = true;
   p.ce_split = false;
   const Schedule s = bidir_copy_schedule(4, 1001, DType::f16, RedOp::max, true, p);
