@@ -112,6 +112,12 @@ std::string chrome_trace_json(const std::vector<TraceRun>& runs) {
 }
 
 void write_chrome_trace(const std::string& path, const std::vector<TraceRun>& runs) {
+  // Perfetto loads a few million slices at most; beyond that the file is of no use.
+  size_t ops = 0;
+  for (const auto& r : runs) ops += r.schedule->ops.size();
+  if (ops > kMaxTraceOps)
+    throw_input("--trace " + path + ": " + std::to_string(ops) + " ops is more than a trace viewer can open (" +
+                std::to_string(kMaxTraceOps) + "); trace fewer ranks (-g) or a smaller size (-e)");
   write_file_atomic(path, chrome_trace_json(runs));
 }
 

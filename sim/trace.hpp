@@ -17,7 +17,9 @@ struct TraceRun {
   const SimResult* result;   // run with record_ops (and record_timeline for the link tracks)
 };
 
-// Runs are laid end to end on one time axis. Writes atomically.
+// Runs are laid end to end on one time axis. Writes atomically; refuses (input error) more than
+// kMaxTraceOps ops in all.
+constexpr size_t kMaxTraceOps = 4000000;
 void write_chrome_trace(const std::string& path, const std::vector<TraceRun>& runs);
 // The JSON text itself (for tests).
 std::string chrome_trace_json(const std::vector<TraceRun>& runs);
