@@ -7,7 +7,11 @@
 #include "core/parse.hpp"
 
 #if CCLAB_HAVE_EXEC
+#include <memory>
+
 #include "exec/runner.hpp"
+#include "model/profile.hpp"
+#include "sim/compare.hpp"
 #endif
 
 namespace cclab::cli {
@@ -87,6 +91,11 @@ int cmd_run(const Argv& argv) {
   o.tune = args.get_or("--tune", "");
   o.topology = args.get_or("--topology", "local");
   if (auto t = args.get("--timeout")) o.timeout_s = parse_double("--timeout", *t, 0.1, 86400);
+  if (!o.predict.empty()) {
+    // Resolved before any GPU work, so a bad preset or profile is an input error (exit 1).
+    auto predictor = std::make_shared<sim::RowPredictor>(model::resolve_target(o.predict));
+    o.predictor = [predictor](Record& r) { r = predictor->with_prediction(r); };
+  }
   if (o.nranks > 0 && o.root >= o.nranks)
     throw_input("cclab run: -r " + std::to_string(o.root) + " is not a rank of " + std::to_string(o.nranks));
   return exec::run_sweep(o, std::cout);

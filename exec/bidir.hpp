@@ -42,9 +42,10 @@ struct BidirParams {
   std::string flash_engine = "ldg";
   int flash_ldg_unroll = 4;
   // allreduce.bidir's choice by size: ll up to auto_ll_max bytes, flash up to auto_flash_max, then
-  // auto_large. Defaults from the first 2 x H200 run (exec/NOTES.md); measure.sh refits them.
+  // auto_large. Defaults: the crossovers scripts/measure.sh calibrated on 2 x H200 at commit 4084c5b
+  // (results/h200x2/exec_calibration.csv); measure.sh refits them in every run.
   int64_t auto_ll_max = 256 << 10;
-  int64_t auto_flash_max = 4 << 20;
+  int64_t auto_flash_max = 64 << 20;
   BidirMode auto_large = BidirMode::copy;
   // stream
   int lanes = 0;  // 0: one per SM
@@ -59,11 +60,11 @@ struct BidirParams {
   bool ll_pdl = true;
   bool flash_pdl = true;  // same for the flash register engine
   // copy-engine pipeline
-  int64_t ce_chunk = 8 << 20;
+  int64_t ce_chunk = 32 << 20;  // the calibrated best (exec_calibration.csv): 32 MiB copies
   // ce_pieces > 0: chunk = (bytes of a rank's part) / ce_pieces, clamped to [4 MiB, 64 MiB]
   // (copy engines reach ~366 GB/s on 16 MiB copies and ~389 on 64 MiB: hardware/h200x2.md), so
   // large messages get large copies while the pipeline still has ce_pieces stages to overlap.
-  int ce_pieces = 8;
+  int ce_pieces = 0;  // 0: fixed ce_chunk
   int ce_slots = 3;
   bool ce_push = false;  // one-shot: copy engines push (put) instead of pull (get)
   // Reduce-scatter + all-gather on copy engines (each rank reduces 1/n of the data, then pushes it

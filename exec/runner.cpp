@@ -320,8 +320,9 @@ void print_run_line(std::ostream& os, const Record* oop, const Record* ip, bool 
 }
 
 int run_sweep(const RunOptions& o, std::ostream& out) {
-  if (!o.predict.empty())
-    throw_env("--predict is not available yet: the simulator library (sim/) exposes no prediction API to the executor");
+  if (!o.predict.empty() && !o.predictor)
+    throw_env("--predict " + o.predict + ": no simulator was linked into this executor");
+  const bool pred = static_cast<bool>(o.predictor);
   // Resolve and validate the algorithm names before touching the GPUs.
   std::vector<std::string> names;
   for (const auto& a : o.algos) {
@@ -359,8 +360,8 @@ int run_sweep(const RunOptions& o, std::ostream& out) {
   std::string stopped;
   for (const auto& ap : plans) {
     if (g_interrupted) break;
-    out << "#\n# algo " << ap.name << "\n";
-    print_run_header(out, false);
+    out << "#\n# algo " << ap.name << (pred ? "  (prediction: " + o.predict + ", out-of-place rows)" : "") << "\n";
+    print_run_header(out, pred);
     for (int64_t bytes : sizes) {
       if (g_interrupted) {
         stopped = ap.name + " at " + std::to_string(bytes) + " B";
@@ -416,10 +417,17 @@ int run_sweep(const RunOptions& o, std::ostream& out) {
                    {"cuda", ss.comm.versions()},
                    {"driver", ss.driver},
                    {"tune", o.tune}};
+        if (pred) {
+          try {
+            o.predictor(r);
+          } catch (const Error& err) {
+            if (err.kind() != ErrorKind::input) throw;  // the simulator cannot run this row: none
+          }
+        }
         if (r.wrong > 0) total_wrong += r.wrong;
         have[ip] = true;
       }
-      print_run_line(out, have[0] ? &rec[0] : nullptr, have[1] ? &rec[1] : nullptr, false);
+      print_run_line(out, have[0] ? &rec[0] : nullptr, have[1] ? &rec[1] : nullptr, pred);
       out.flush();
       for (int ip = 0; ip < 2; ++ip)
         if (have[ip]) rows.push_back(rec[ip]);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <string>
 #include <vector>
@@ -27,7 +28,11 @@ struct RunOptions {
   bool share_gpus = false;
   int inplace = 2;  // 0: out-of-place only, 1: in-place only, 2: both
   std::string csv;
-  std::string predict;
+  std::string predict;  // the target's name, for the header line
+  // Fills pred_time_us / pred_busbw_gbps of a measured record (the simulator, set by the CLI, which
+  // links both: exec knows nothing of sim). Throws an input error for rows it cannot predict; those
+  // rows keep no prediction.
+  std::function<void(Record&)> predictor;
   std::string nccl_algo, nccl_proto;
   std::string tune;  // key=value,... (bidir launch parameters, channels, chunk_bytes, ...)
   std::string topology = "local";

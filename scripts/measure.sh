@@ -50,8 +50,8 @@ cal flash_ldg 64K 1G mode=flash,flash_engine=ldg
 cal flash_ldg2 256K 64M mode=flash,flash_engine=ldg,flash_ldg_unroll=2
 cal flash_cp 1M 64M mode=flash,flash_engine=cp.async
 cal copy 4M 1G mode=copy
-cal copy16 4M 1G mode=copy,ce_pieces=16
-cal copy32M 4M 1G mode=copy,ce_pieces=0,ce_chunk=32M
+cal copy_p8 4M 1G mode=copy,ce_pieces=8
+cal copy_p16 4M 1G mode=copy,ce_pieces=16
 cal stream 4M 1G mode=stream
 head -1 "$TMP/cal_ll.csv" >"$REC/calibration.csv"
 for f in "$TMP"/cal_*.csv; do tail -n +2 "$f" >>"$REC/calibration.csv"; done

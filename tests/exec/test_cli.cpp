@@ -80,10 +80,15 @@ TEST(RunCli, TooManyRanksWithoutSharingIsInputError) {
   EXPECT_NE(r.out.find("--share-gpus"), std::string::npos) << r.out;
 }
 
-TEST(RunCli, PredictWithoutSimulatorSaysSo) {
-  const Result r = run("--algo sol.bidir_copy -b 1K -e 1K --predict h200x2");
-  EXPECT_NE(r.code, 0);
-  EXPECT_EQ(count_lines(r.out), 1) << r.out;
+TEST(RunCli, PredictTargetIsCheckedBeforeTheGpus) {
+  const Result bad = run("--algo allreduce.ring -b 1K -e 1K --predict no-such-preset");
+  EXPECT_EQ(bad.code, 1) << bad.out;
+  EXPECT_EQ(count_lines(bad.out), 1) << bad.out;
+  EXPECT_NE(bad.out.find("no-such-preset"), std::string::npos) << bad.out;
+  if (cclab::exec::visible_devices() > 0) return;
+  const Result good = run("--algo allreduce.ring -b 1K -e 1K --predict h200x2");
+  EXPECT_EQ(good.code, 2) << good.out;  // a valid target, then no GPU here
+  EXPECT_NE(good.out.find("no CUDA device found"), std::string::npos) << good.out;
 }
 
 }  // namespace

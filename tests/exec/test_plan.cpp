@@ -205,7 +205,8 @@ TEST(BidirCopySchedule, SplitPipelineReducesEachPartOnItsOwner) {
 }
 
 TEST(BidirCopySchedule, LargePartsGetLargeChunks) {
-  BidirParams p;  // ce_pieces = 8: chunk = part / 8 within [4 MiB, 64 MiB]
+  BidirParams p;
+  p.ce_pieces = 8;  // chunk = part / 8 within [4 MiB, 64 MiB]
   const Schedule s = bidir_copy_schedule(2, int64_t(1) << 28, DType::f32, RedOp::sum, false, p);  // 1 GiB
   int64_t biggest = 0;
   for (const auto& op : s.ops) biggest = std::max(biggest, op.bytes);
