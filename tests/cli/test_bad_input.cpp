@@ -275,7 +275,7 @@ const std::vector<Case> kCases = {
     {"matmul_zero_shape",
      {"sim", "--topo", "h200x2", "--algo", "allgather_matmul.ring", "-g", "2", "--shape", "0,4096,4096"},
      1,
-     "0,4096,4096"},
+     "0,4096,4096|--shape"},
     {"sparse_density_2",
      {"sim", "--topo", "h200x2", "--algo", "allreduce.sparse", "-g", "2", "--rows", "1000", "--dim", "8", "--density",
       "2.0"},
