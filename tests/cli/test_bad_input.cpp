@@ -98,9 +98,10 @@ class BadInput : public ::testing::TestWithParam<Case> {
         dir / "huge_gpu_index.json",
         topo_json("450", ",\n    {\"name\": \"gpuX\", \"kind\": \"gpu\", \"index\": 2000000000, \"mem_bw_GBps\": 1}"));
     write(dir / "format_not_string.json", R"({"format": 7, "version": 1, "nodes": [], "links": []})");
-    write(dir / "binary.bin", std::string("\x7f"
-                                          "ELF\x02\x01\x01\0\0\0garbage",
-                                          19));
+    static constexpr char kElf[] =
+        "\x7f"
+        "ELF\x02\x01\x01\0\0\0garbage";  // an ELF header's start
+    write(dir / "binary.bin", std::string(kElf, sizeof kElf - 1));
     // nvidia-smi topo -m text.
     write(dir / "smi_garbage.txt", std::string(kSmiGood) + "GPU2\tNV18\tFOO\t X \n");
     write(dir / "smi_unknown_label.txt", "\tGPU0\tGPU1\nGPU0\t X \tWARP9\nGPU1\tWARP9\t X \n");
@@ -232,6 +233,12 @@ const std::vector<Case> kCases = {
      "frobnicate",
      "",
      "cli/main.cpp prints the 10-line usage after the error line; reported to the lead"},
+    {"newline_in_value",
+     {"sim", "--topo", "dgx-h100", "--algo", "allreduce.x\nring"},
+     1,
+     "allreduce.x",
+     "",
+     "cli/main.cpp prints what() verbatim, so a value holding a newline splits the error line; reported to the lead"},
     {"unknown_flag", sim({"--frobnicate"}), 1, "--frobnicate"},
     {"unknown_flag_inline_value", sim({"--warp=9"}), 1, "--warp"},
     {"missing_value_at_end", sim({"-b"}), 1, "-b"},
