@@ -77,7 +77,9 @@ std::pair<ref::HostBuffers, sparse::SparsePhase> run_sparse(const AlgoArgs& a, c
     for (int r = 0; r < a.nranks; ++r) {
       const auto L = sparse::sparse_layout(a, {.input_rows = input_rows}, r);
       auto& buf = b[size_t(r)].input;
-      std::memcpy(buf.data(), in[size_t(r)].idx.data(), in[size_t(r)].idx.size() * sizeof(Index));
+      // An empty index list has a null data(): memcpy must not see it even for 0 bytes (UBSan: nonnull).
+      if (!in[size_t(r)].idx.empty())
+        std::memcpy(buf.data(), in[size_t(r)].idx.data(), in[size_t(r)].idx.size() * sizeof(Index));
       for (size_t i = 0; i < in[size_t(r)].values.size(); ++i)
         store_from_float(p.schedule.dtype, buf.data() + L.input_values, int64_t(i), in[size_t(r)].values[i]);
     }
