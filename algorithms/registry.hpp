@@ -77,5 +77,7 @@ int64_t count_for_bytes(std::string_view collective, int64_t bytes, DType dtype,
 
 // Builds a complete, validated schedule for `algo` with `args`.
 Schedule make_schedule(const Algorithm& algo, const AlgoArgs& args);
+// The same without validate(), for callers that check only what they can afford (huge simulations).
+Schedule record_schedule(const Algorithm& algo, const AlgoArgs& args);
 
 }  // namespace cclab

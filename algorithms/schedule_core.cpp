@@ -29,7 +29,7 @@ Ref Schedule::resolve(Ref r) const {
   return r;
 }
 
-Schedule make_schedule(const Algorithm& algo, const AlgoArgs& args) {
+Schedule record_schedule(const Algorithm& algo, const AlgoArgs& args) {
   if (args.nranks < 1) throw_input("rank count must be at least 1 (got " + std::to_string(args.nranks) + ")");
   if (args.count < 0) throw_input("count must not be negative");
   if (algo.rooted && (args.root < 0 || args.root >= args.nranks))
@@ -47,6 +47,11 @@ Schedule make_schedule(const Algorithm& algo, const AlgoArgs& args) {
   s.buffers.assign(args.nranks, BufferSizes{});
   Transport t(s);
   algo.build(args, t);
+  return s;
+}
+
+Schedule make_schedule(const Algorithm& algo, const AlgoArgs& args) {
+  Schedule s = record_schedule(algo, args);
   validate(s);
   return s;
 }

@@ -8,35 +8,13 @@
 namespace cclab::sim {
 
 Schedule build_schedule(const Algorithm& algo, const AlgoArgs& args) {
-  // The same checks and setup as make_schedule (algorithms/schedule_core.cpp), then validate() only
-  // where it is affordable.
-  if (args.nranks < 1) throw_input("rank count must be at least 1 (got " + std::to_string(args.nranks) + ")");
-  if (args.count < 0) throw_input("count must not be negative");
-  if (algo.rooted && (args.root < 0 || args.root >= args.nranks))
-    throw_input("root " + std::to_string(args.root) + " is not a rank of " + std::to_string(args.nranks));
-  if (algo.needs_shape && !args.shape.valid()) throw_input(algo.name + " needs --shape M,K,N");
-  Schedule s;
-  s.algo = algo.name;
-  s.collective = algo.collective;
-  s.nranks = args.nranks;
-  s.count = args.count;
-  s.dtype = args.dtype;
-  s.redop = args.redop;
-  s.root = args.root;
-  s.in_place = args.in_place;
-  s.buffers.assign(size_t(args.nranks), BufferSizes{});
-  Transport t(s);
-  algo.build(args, t);
+  Schedule s = record_schedule(algo, args);  // validate() only where it is affordable
   if (s.ops.size() <= kValidateMaxOps) validate(s);
   return s;
 }
 
 int64_t count_for_bytes(const Algorithm& algo, int64_t bytes, DType dtype, int nranks) {
-  int64_t count = bytes / dtype_size(dtype);
-  const std::string& c = algo.collective;
-  if (c == "allgather" || c == "reducescatter" || c == "alltoall" || c == "gather" || c == "scatter")
-    count = count / nranks * nranks;
-  return count;
+  return cclab::count_for_bytes(algo.collective, bytes, dtype, nranks);
 }
 
 namespace {
