@@ -169,6 +169,7 @@ Outcome run_cclab(const Case& c, const fs::path& dir) {
     }
     // The sanitizer build's own reports must fail the case, not pass as "exit 1".
     ::setenv("ASAN_OPTIONS", "abort_on_error=1:detect_leaks=1", 0);
+    ::setenv("UBSAN_OPTIONS", "abort_on_error=1:halt_on_error=1", 0);
     std::vector<char*> cargv;
     for (auto& a : argv) cargv.push_back(a.data());
     cargv.push_back(nullptr);
@@ -209,6 +210,8 @@ TEST_P(BadInput, OneLineRightExitNoCrashNoHang) {
   EXPECT_EQ(o.exit_code, c.exit_code);
   EXPECT_LT(o.seconds, kTimeoutS);
   EXPECT_EQ(o.err.find("internal error"), std::string::npos);
+  EXPECT_EQ(o.err.find("runtime error"), std::string::npos) << "UndefinedBehaviorSanitizer report";
+  EXPECT_EQ(o.err.find("Sanitizer"), std::string::npos) << "sanitizer report";
   // Exactly one line: non-empty, newline-terminated, no other newline.
   ASSERT_FALSE(o.err.empty()) << "nothing on stderr";
   EXPECT_EQ(o.err.back(), '\n');
