@@ -14,6 +14,7 @@
 
 #include "core/dtype.hpp"
 #include "core/error.hpp"
+#include "exec/cuda_check.hpp"
 
 namespace cclab::exec::detail {
 
@@ -250,18 +251,6 @@ inline cudaDataType_t cuda_type(DType t) {
       return CUDA_R_16BF;
   }
   return CUDA_R_32F;
-}
-
-inline ncclDataType_t nccl_type(DType t) {
-  switch (t) {
-    case DType::f32:
-      return ncclFloat32;
-    case DType::f16:
-      return ncclFloat16;
-    case DType::bf16:
-      return ncclBfloat16;
-  }
-  return ncclFloat32;
 }
 
 // "2026-11-22T10:31:05Z": the date column of measured records.

@@ -7,12 +7,26 @@
 
 #include <string>
 
+#include "core/dtype.hpp"
 #include "core/error.hpp"
 
 namespace cclab::exec {
 
 [[noreturn]] void throw_cuda(cudaError_t err, const char* call, const char* file, int line);
 [[noreturn]] void throw_nccl(ncclResult_t res, const char* call, const char* file, int line);
+
+// NCCL's name for a cclab dtype.
+inline ncclDataType_t nccl_type(DType t) {
+  switch (t) {
+    case DType::f32:
+      return ncclFloat32;
+    case DType::f16:
+      return ncclFloat16;
+    case DType::bf16:
+      return ncclBfloat16;
+  }
+  return ncclFloat32;
+}
 
 }  // namespace cclab::exec
 

@@ -8,18 +8,6 @@ namespace cclab::exec {
 
 namespace {
 
-ncclDataType_t nccl_type(DType t) {
-  switch (t) {
-    case DType::f32:
-      return ncclFloat32;
-    case DType::f16:
-      return ncclFloat16;
-    case DType::bf16:
-      return ncclBfloat16;
-  }
-  return ncclFloat32;
-}
-
 ncclRedOp_t nccl_op(RedOp op) {
   switch (op) {
     case RedOp::sum:
