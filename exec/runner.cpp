@@ -15,6 +15,7 @@
 #include "core/error.hpp"
 #include "core/parse.hpp"
 #include "exec/bidir.hpp"
+#include "exec/fused_workload.hpp"
 #include "exec/harness.hpp"
 #include "exec/nccl_workload.hpp"
 #include "exec/plan_workload.hpp"
@@ -89,6 +90,7 @@ struct Session {
   Communicator comm;
   Harness harness;
   BidirParams params;
+  FusedParams fused;  // --tune lowering=plan|fused|auto, fused_max=, fused_*=
   std::map<std::string, std::string> tune;
   std::unique_ptr<NcclComms> nccl;
   std::unique_ptr<BidirContext> bidir;
@@ -100,7 +102,7 @@ struct Session {
         harness(comm, TimingOptions{o.warmup, o.iters, o.graph, o.timeout_s}),
         tune(tune_map(o.tune)),
         driver(driver_version()) {
-    params.apply(o.tune);
+    params.apply(fused.apply(o.tune));
   }
   NcclComms& get_nccl() {
     if (!nccl) nccl = std::make_unique<NcclComms>(comm, NcclOptions{opt.nccl_algo, opt.nccl_proto});
@@ -236,7 +238,18 @@ std::unique_ptr<Workload> make_workload(Session& ss, const AlgoPlan& ap, int64_t
       args.in_place = in_place;
       args.channels = ss.tune_int("channels", args.channels);
       args.chunk_bytes = ss.tune_int("chunk_bytes", 0);
-      return std::make_unique<PlanWorkload>(ss.comm, make_schedule(*ap.algo, args), po);
+      Schedule sched = make_schedule(*ap.algo, args);
+      // The fused path (one kernel per GPU) for latency-bound sizes; the note says which path ran.
+      if (ss.fused.use_fused(count * dtype_size(o.dtype))) {
+        try {
+          return std::make_unique<FusedWorkload>(ss.comm, sched, ss.fused);
+        } catch (const Error& err) {
+          if (err.kind() != ErrorKind::input || ss.fused.lowering == LoweringMode::fused) throw;
+          mode_note = std::string("fused refused: ") + err.what();
+        }
+      }
+      mode_note = "lowering=plan" + (mode_note.empty() ? "" : " (" + mode_note + ")");
+      return std::make_unique<PlanWorkload>(ss.comm, std::move(sched), po);
     }
   }
   return nullptr;
@@ -338,7 +351,7 @@ int run_sweep(const RunOptions& o, std::ostream& out) {
   const auto sizes = sweep_sizes(o);
   {
     BidirParams check;
-    check.apply(o.tune);  // bad --tune values are input errors, before any GPU work
+    check.apply(FusedParams{}.apply(o.tune));  // bad --tune values are input errors, before any GPU work
   }
 
   Session ss(o);

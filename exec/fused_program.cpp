@@ -1,0 +1,346 @@
+#include "exec/fused_program.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <functional>
+#include <map>
+#include <sstream>
+
+#include "core/error.hpp"
+
+namespace cclab::exec {
+
+namespace {
+
+constexpr int kMaxFusedDevices = 32;  // publish masks are 32-bit
+
+// One op of the extended list: the schedule's ops, then (RedOp::avg) one scale op per rank.
+struct XOp {
+  FusedKind kind = FusedKind::copy;
+  OpId op = kNoOp;
+  int32_t rank = 0;
+  Ref dst, src, src2;
+  int64_t bytes = 0;
+  std::vector<int32_t> deps;  // extended op indices
+  int32_t lane = 0, pos = 0;
+};
+
+struct Access {
+  Ref ref;
+  int64_t bytes;
+  bool write;
+};
+
+std::vector<Access> accesses(const XOp& o) {
+  if (o.bytes <= 0) return {};
+  switch (o.kind) {
+    case FusedKind::copy:
+      return {{o.src, o.bytes, false}, {o.dst, o.bytes, true}};
+    case FusedKind::reduce:
+      return {{o.src, o.bytes, false}, {o.src2, o.bytes, false}, {o.dst, o.bytes, true}};
+    case FusedKind::scale:
+      return {{o.dst, o.bytes, true}};
+  }
+  return {};
+}
+
+// Read after write, write after read, write after write on overlapping bytes.
+bool conflict(const XOp& a, const XOp& b) {
+  for (const Access& x : accesses(a))
+    for (const Access& y : accesses(b)) {
+      if (!x.write && !y.write) continue;
+      if (x.ref.rank == y.ref.rank && x.ref.buf == y.ref.buf && x.ref.offset < y.ref.offset + y.bytes &&
+          y.ref.offset < x.ref.offset + x.bytes)
+        return true;
+    }
+  return false;
+}
+
+}  // namespace
+
+FusedProgram encode_fused(const Schedule& s, const FusedOptions& options) {
+  if (s.lowering == Lowering::library) throw_input(s.algo + ": a library schedule has no fused lowering");
+  for (const Op& op : s.ops)
+    if (op.kind == OpKind::compute)
+      throw_input(s.algo + ": the fused lowering does not run compute ops (use --tune lowering=plan)");
+  FusedProgram p;
+  p.nranks = s.nranks;
+  std::vector<int> gpu_of = options.rank_device;
+  if (gpu_of.empty())
+    for (int r = 0; r < s.nranks; ++r) gpu_of.push_back(r);
+  if (int(gpu_of.size()) != s.nranks)
+    throw_input("fused lowering: " + std::to_string(gpu_of.size()) + " devices given for " + std::to_string(s.nranks) +
+                " ranks");
+
+  // Devices: one launch per distinct GPU, sorted by id.
+  std::vector<int> gpus = gpu_of;
+  std::sort(gpus.begin(), gpus.end());
+  gpus.erase(std::unique(gpus.begin(), gpus.end()), gpus.end());
+  if (int(gpus.size()) > kMaxFusedDevices)
+    throw_input("fused lowering: at most " + std::to_string(kMaxFusedDevices) + " GPUs, not " +
+                std::to_string(gpus.size()));
+  const int ndev = int(gpus.size());
+  p.devices.resize(size_t(ndev));
+  std::vector<int> ranks_on(size_t(ndev), 0);
+  for (int r = 0; r < s.nranks; ++r) {
+    const int d = int(std::lower_bound(gpus.begin(), gpus.end(), gpu_of[size_t(r)]) - gpus.begin());
+    p.rank_device.push_back(d);
+    ++ranks_on[size_t(d)];
+  }
+  for (int d = 0; d < ndev; ++d) p.devices[size_t(d)].gpu = gpus[size_t(d)];
+  const int budget = std::max(1, options.max_ctas);
+  auto dev_of_rank = [&](int32_t r) { return p.rank_device[size_t(r)]; };
+
+  // ---- lanes and the extended op list
+  std::map<std::pair<int32_t, int32_t>, int32_t> lane_of;  // (rank, channel group) -> lane
+  std::vector<int32_t> lane_len;
+  auto get_lane = [&](int32_t rank, int32_t channel) {
+    const int per_rank =
+        std::max(1, std::min(options.max_lanes_per_rank, budget / std::max(1, ranks_on[size_t(dev_of_rank(rank))])));
+    const int32_t group = channel % per_rank;
+    auto [it, added] = lane_of.try_emplace({rank, group}, int32_t(p.lanes.size()));
+    if (added) {
+      FusedLane l;
+      l.rank = rank;
+      l.channel = group;
+      l.device = dev_of_rank(rank);
+      p.lanes.push_back(l);
+      lane_len.push_back(0);
+    }
+    return it->second;
+  };
+  std::vector<XOp> xs;
+  xs.reserve(s.ops.size() + size_t(s.nranks));
+  for (size_t i = 0; i < s.ops.size(); ++i) {
+    const Op& op = s.ops[i];
+    CCLAB_ASSERT(op.rank >= 0 && op.rank < s.nranks, "op rank out of range");
+    XOp x;
+    x.kind = op.kind == OpKind::reduce ? FusedKind::reduce : FusedKind::copy;
+    x.op = OpId(i);
+    x.rank = op.rank;
+    x.dst = s.resolve(op.dst);
+    x.src = s.resolve(op.src);
+    if (op.kind == OpKind::reduce) x.src2 = s.resolve(op.src2);
+    x.bytes = op.bytes;
+    for (OpId d : s.deps(op)) {
+      if (d == kNoOp) continue;
+      if (d < 0 || size_t(d) >= i)
+        throw_internal(__FILE__, __LINE__,
+                       "op " + std::to_string(i) + " depends on op " + std::to_string(d) + ", not an earlier op");
+      x.deps.push_back(d);
+    }
+    x.lane = get_lane(op.rank, op.channel);
+    x.pos = lane_len[size_t(x.lane)]++;
+    xs.push_back(std::move(x));
+  }
+  if (s.redop == RedOp::avg && s.nranks > 1) {
+    // Each rank divides its result once every op of every rank is done (peers may read it until then).
+    std::vector<int32_t> last(p.lanes.size(), -1);
+    for (size_t i = 0; i < xs.size(); ++i) last[size_t(xs[i].lane)] = int32_t(i);
+    for (int r = 0; r < s.nranks; ++r) {
+      const int64_t b = result_bytes(s, r);
+      if (b <= 0) continue;
+      XOp x;
+      x.kind = FusedKind::scale;
+      x.rank = r;
+      x.dst = x.src = s.resolve(Ref{r, Buf::output, 0});
+      x.bytes = b;
+      for (int32_t l : last)
+        if (l >= 0) x.deps.push_back(l);
+      int32_t lane = -1;  // the rank's first lane, or a new one
+      for (size_t l = 0; l < p.lanes.size() && lane < 0; ++l)
+        if (p.lanes[l].rank == r) lane = int32_t(l);
+      x.lane = lane >= 0 ? lane : get_lane(r, 0);
+      x.pos = lane_len[size_t(x.lane)]++;
+      xs.push_back(std::move(x));
+    }
+  }
+  const size_t L = p.lanes.size();
+
+  // ---- CTAs per lane: by the lane's largest op, within the device's share.
+  std::vector<int64_t> lane_max(L, 0);
+  std::vector<int> lanes_on(size_t(ndev), 0);
+  for (const XOp& x : xs) lane_max[size_t(x.lane)] = std::max(lane_max[size_t(x.lane)], x.bytes);
+  for (const FusedLane& l : p.lanes) ++lanes_on[size_t(l.device)];
+  const int64_t cta_bytes = std::max<int64_t>(1, options.cta_bytes);
+  for (size_t l = 0; l < L; ++l) {
+    const int share = std::max(1, budget / std::max(1, lanes_on[size_t(p.lanes[l].device)]));
+    p.lanes[l].ctas = int32_t(std::clamp<int64_t>((lane_max[l] + cta_bytes - 1) / cta_bytes, 1, share));
+  }
+
+  // ---- waits. Vector clocks (as in plan.cpp): clock[l][m] = the last position of lane m known to be
+  // complete (as a group) at the current point of lane l. A lane of one CTA runs its ops in order,
+  // so its own position is known; a lane of several CTAs knows only what it waited for.
+  std::vector<std::vector<int32_t>> clock(L, std::vector<int32_t>(L, -1));
+  std::vector<std::vector<int32_t>> snapshot(xs.size());
+  std::vector<char> keep_snapshot(xs.size(), 0);
+  for (const XOp& x : xs) {
+    for (int32_t d : x.deps) keep_snapshot[size_t(d)] = 1;
+    if (p.lanes[size_t(x.lane)].ctas > 1) keep_snapshot[size_t(&x - xs.data())] = 1;
+  }
+  std::vector<uint32_t> started(L, 0);  // per lane: devices whose start flag of this epoch is known
+  std::vector<std::vector<int32_t>> waits_of(xs.size()), start_of(xs.size());
+  std::vector<int32_t> lane_prev(L, -1);  // last op index placed on each lane
+  std::vector<std::vector<int32_t>> lane_ops(L);
+  for (size_t j = 0; j < xs.size(); ++j) {
+    const XOp& x = xs[j];
+    const size_t l = size_t(x.lane);
+    const bool group = p.lanes[l].ctas > 1;
+    auto& clk = clock[l];
+    auto wait_on = [&](int32_t d) {
+      waits_of[j].push_back(d);
+      for (size_t m = 0; m < L; ++m) clk[m] = std::max(clk[m], snapshot[size_t(d)][m]);
+      started[l] |= 1u << p.lanes[size_t(xs[size_t(d)].lane)].device;
+    };
+    std::vector<int32_t> deps = x.deps;
+    std::sort(deps.begin(), deps.end(), std::greater<int32_t>());
+    deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+    for (int32_t d : deps) {
+      const size_t m = size_t(xs[size_t(d)].lane);
+      if (m == l && !group) continue;  // one CTA runs the lane in order
+      if (clk[m] >= xs[size_t(d)].pos) continue;
+      wait_on(d);
+    }
+    if (group) {
+      // The lane's CTAs may be at different ops: wait for the latest earlier op this one conflicts with.
+      const auto& ops = lane_ops[l];
+      int scanned = 0;
+      for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
+        const int32_t i = *it;
+        if (xs[size_t(i)].pos <= clk[l]) break;
+        if (++scanned > options.conflict_window) {
+          wait_on(ops.back());  // too far to scan: the previous op covers every earlier one
+          break;
+        }
+        if (conflict(xs[size_t(i)], x)) {
+          wait_on(i);
+          break;
+        }
+      }
+    } else {
+      clk[l] = x.pos;
+    }
+    // Start flags of the other GPUs whose memory this op touches.
+    const int here = p.lanes[l].device;
+    for (const Access& a : accesses(x)) {
+      const int d = dev_of_rank(a.ref.rank);
+      if (d != here && !(started[l] >> d & 1u)) {
+        start_of[j].push_back(d);
+        started[l] |= 1u << d;
+      }
+    }
+    if (keep_snapshot[j]) {
+      snapshot[j] = clk;
+      snapshot[j][l] = x.pos;  // the group completed this op, hence every earlier op of the lane
+    }
+    lane_prev[l] = int32_t(j);
+    lane_ops[l].push_back(int32_t(j));
+  }
+
+  // End waits: each GPU waits for the last op of every other GPU's lane that touches its memory.
+  std::vector<std::vector<int32_t>> finals(static_cast<size_t>(ndev));
+  for (size_t l = 0; l < L; ++l) {
+    const int here = p.lanes[l].device;
+    std::vector<int32_t> last_touch(size_t(ndev), -1);
+    for (int32_t i : lane_ops[l])
+      for (const Access& a : accesses(xs[size_t(i)])) {
+        const int d = dev_of_rank(a.ref.rank);
+        if (d != here) last_touch[size_t(d)] = i;
+      }
+    for (int d = 0; d < ndev; ++d)
+      if (last_touch[size_t(d)] >= 0) finals[size_t(d)].push_back(last_touch[size_t(d)]);
+  }
+
+  // ---- slots: [0, ndev) start flags, then every op something waits for.
+  std::vector<int32_t> slot(xs.size(), -1);
+  std::vector<uint32_t> mask(xs.size(), 0);
+  p.nslots = ndev;
+  for (int d = 0; d < ndev; ++d) p.slot_owner.push_back({d, -1});
+  auto need = [&](int32_t op, int waiter_device) {
+    if (slot[size_t(op)] < 0) slot[size_t(op)] = p.nslots++;
+    mask[size_t(op)] |= 1u << waiter_device;
+  };
+  for (size_t j = 0; j < xs.size(); ++j)
+    for (int32_t d : waits_of[j]) need(d, p.lanes[size_t(xs[j].lane)].device);
+  for (int d = 0; d < ndev; ++d)
+    for (int32_t i : finals[size_t(d)]) need(i, d);
+  p.slot_owner.resize(size_t(p.nslots));
+
+  // ---- per-device arrays, lane-major.
+  std::vector<int32_t> index_in_device(xs.size(), -1);
+  for (size_t l = 0; l < L; ++l) {
+    FusedDevice& dv = p.devices[size_t(p.lanes[l].device)];
+    FusedLane& lane = p.lanes[l];
+    lane.op_begin = uint32_t(dv.ops.size());
+    lane.op_count = uint32_t(lane_ops[l].size());
+    lane.cta_begin =
+        dv.lanes.empty() ? 0 : p.lanes[size_t(dv.lanes.back())].cta_begin + p.lanes[size_t(dv.lanes.back())].ctas;
+    dv.lanes.push_back(int32_t(l));
+    for (int32_t i : lane_ops[l]) {
+      const XOp& x = xs[size_t(i)];
+      FusedOp f;
+      f.kind = x.kind;
+      f.op = x.op;
+      f.rank = x.rank;
+      f.dst = x.dst;
+      f.src = x.src;
+      f.src2 = x.src2;
+      f.bytes = x.bytes;
+      f.lane = int32_t(l);
+      f.pos = x.pos;
+      f.wait_begin = uint32_t(dv.waits.size());
+      for (int d : start_of[size_t(i)]) dv.waits.push_back(d);
+      for (int32_t w : waits_of[size_t(i)]) dv.waits.push_back(slot[size_t(w)]);
+      f.wait_count = uint32_t(dv.waits.size() - f.wait_begin);
+      f.slot = slot[size_t(i)];
+      f.publish_mask = mask[size_t(i)];
+      p.waits += int64_t(waits_of[size_t(i)].size());
+      p.start_waits += int64_t(start_of[size_t(i)].size());
+      p.publishes += std::popcount(f.publish_mask);
+      index_in_device[size_t(i)] = int32_t(dv.ops.size());
+      if (f.slot >= 0) p.slot_owner[size_t(f.slot)] = {lane.device, int32_t(dv.ops.size())};
+      dv.ops.push_back(f);
+    }
+  }
+  for (int d = 0; d < ndev; ++d) {
+    FusedDevice& dv = p.devices[size_t(d)];
+    for (int32_t i : finals[size_t(d)]) dv.finals.push_back(slot[size_t(i)]);
+    p.waits += int64_t(dv.finals.size());
+    int32_t ctas = 0;
+    for (int32_t l : dv.lanes) ctas += p.lanes[size_t(l)].ctas;
+    dv.ctas = std::max(1, ctas);
+  }
+  return p;
+}
+
+std::string describe(const Schedule& s, const FusedProgram& p) {
+  static const char* kinds[] = {"copy", "reduce", "scale"};
+  auto ref = [](Ref r) {
+    return "r" + std::to_string(r.rank) + "." + std::string(buf_name(r.buf)) + "+" + std::to_string(r.offset);
+  };
+  std::ostringstream os;
+  for (size_t d = 0; d < p.devices.size(); ++d) {
+    const FusedDevice& dv = p.devices[d];
+    os << "gpu " << dv.gpu << ": " << dv.lanes.size() << " lanes, " << dv.ctas << " CTAs, end waits";
+    for (int32_t w : dv.finals) os << " s" << w;
+    os << "\n";
+    for (const FusedOp& f : dv.ops) {
+      const FusedLane& l = p.lanes[size_t(f.lane)];
+      os << "  lane " << f.lane << " (rank " << l.rank << " ch " << l.channel << ", " << l.ctas << " CTAs) #" << f.pos
+         << " ";
+      if (f.op != kNoOp) os << "op " << f.op << " " << op_kind_name(s.ops[size_t(f.op)].kind) << " -> ";
+      os << kinds[int(f.kind)] << " " << ref(f.src);
+      if (f.kind == FusedKind::reduce) os << " , " << ref(f.src2);
+      os << " -> " << ref(f.dst) << " " << f.bytes << " B";
+      if (f.wait_count) {
+        os << " waits";
+        for (uint32_t w = 0; w < f.wait_count; ++w) os << " s" << dv.waits[f.wait_begin + w];
+      }
+      if (f.slot >= 0) os << " publishes s" << f.slot << " to mask " << f.publish_mask;
+      os << "\n";
+    }
+  }
+  return os.str();
+}
+
+}  // namespace cclab::exec

@@ -1,0 +1,102 @@
+// The fused small-message path (issue 6): a whole schedule executed by ONE kernel launch per GPU.
+// This header is the encoding, plain data with no CUDA in it (tested on the CPU): the schedule's ops
+// are placed on lanes (one lane per (rank, channel), ops of a lane in emission order, run by a group
+// of CTAs), and every dependency that the lane order does not already imply becomes a wait on a
+// flag slot. Flags hold epochs: the producer's CTA group stores the current epoch into the slot, in
+// the memory of every GPU that waits on it (consumers poll local memory), after the op's data is
+// written; a consumer spins until the slot holds at least the current epoch. The epoch is a device
+// counter the kernel bumps itself, so CUDA-graph replays need no host work and no flag reset.
+//
+// Safety between back-to-back launches (no host or graph edge orders the GPUs' launches):
+//  - end waits: a GPU's launch does not finish before every op of other GPUs that reads or writes
+//    its ranks' memory has completed (so, as with NCCL, a GPU's stream sees its buffers final and
+//    free when the collective is done on that stream);
+//  - start waits: before a lane first touches another GPU's memory it waits for that GPU's start
+//    flag of this epoch (that GPU finished the previous launch, end waits included), so no write of
+//    epoch e+1 lands in memory a peer still reads in epoch e.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "algorithms/schedule.hpp"
+
+namespace cclab::exec {
+
+enum class FusedKind : uint8_t {
+  copy,    // put, get, copy: dst = src (any of them may be on a peer GPU)
+  reduce,  // dst = src redop src2, accumulated in float
+  scale,   // dst = dst / nranks (RedOp::avg, after every op of every rank)
+};
+
+struct FusedOp {
+  FusedKind kind = FusedKind::copy;
+  OpId op = kNoOp;  // the schedule op (kNoOp for scale)
+  int32_t rank = 0;
+  Ref dst, src, src2;  // resolved (in-place alias applied)
+  int64_t bytes = 0;
+  uint32_t wait_begin = 0, wait_count = 0;  // slots to wait for (FusedDevice::waits)
+  int32_t slot = -1;                        // flag slot published when the op is complete, or -1
+  uint32_t publish_mask = 0;                // devices (FusedProgram::devices indices) the flag goes to
+  int32_t lane = 0;                         // index into FusedProgram::lanes
+  int32_t pos = 0;                          // position within the lane
+};
+
+// A lane: the ops of one (rank, channel group), run in order by `ctas` CTAs that split each op's bytes.
+struct FusedLane {
+  int32_t rank = 0, channel = 0, device = 0;  // device: index into FusedProgram::devices
+  uint32_t op_begin = 0, op_count = 0;        // into FusedDevice::ops of its device
+  int32_t ctas = 1;
+  int32_t cta_begin = 0;  // first CTA of the group within its device's launch
+};
+
+struct FusedDevice {
+  int gpu = 0;                  // CUDA device id
+  std::vector<int32_t> lanes;   // FusedProgram::lanes indices, in CTA order
+  std::vector<FusedOp> ops;     // lane-major: each lane's ops contiguous, in lane order
+  std::vector<int32_t> waits;   // slot ids
+  std::vector<int32_t> finals;  // end waits: slots CTA 0 waits for before the launch completes
+  int32_t ctas = 1;             // CTAs of the launch (at least 1: it publishes the start flag)
+};
+
+struct FusedProgram {
+  int nranks = 0;
+  std::vector<FusedDevice> devices;  // one launch each, sorted by CUDA device id
+  std::vector<FusedLane> lanes;
+  std::vector<int32_t> rank_device;  // index into devices for each rank
+  // Flag slots, the same numbering on every GPU: [0, devices) are the GPUs' start flags, then one
+  // per op that something waits for.
+  int32_t nslots = 0;
+  // Who publishes each slot: (device index, op index within that device), or (device, -1) for a
+  // start flag. For hang reports.
+  struct SlotOwner {
+    int32_t device = 0, op = -1;
+  };
+  std::vector<SlotOwner> slot_owner;
+  int64_t waits = 0, start_waits = 0, publishes = 0;  // totals, for notes and tests
+
+  int ndevices() const { return int(devices.size()); }
+};
+
+struct FusedOptions {
+  std::vector<int> rank_device;  // GPU of each rank (size = nranks); empty: rank r on GPU r
+  int max_ctas = 132;            // CTAs one launch may use (all must be resident: H200 has 132 SMs)
+  int max_lanes_per_rank = 16;   // channels beyond this share a lane (channel % max)
+  // Bytes per CTA of a lane's largest op: a lane whose ops are larger gets more CTAs (up to its share
+  // of max_ctas). One CTA of 512 threads keeps 32 KiB of 16-byte loads in flight (4 per thread).
+  int64_t cta_bytes = 32 << 10;
+  // A lane with several CTAs lets them drift apart by ops; an op that touches a region an earlier
+  // op of the lane touched (read after write, write after read or write) waits for that op's flag.
+  // Beyond this many ops back, it waits for the previous op instead of scanning further.
+  int conflict_window = 64;
+};
+
+// Throws an input error for schedules this path does not run (compute ops, library lowering, more
+// than 32 GPUs) and an internal error for forward dependencies.
+FusedProgram encode_fused(const Schedule& s, const FusedOptions& options);
+
+// One line per op, for `--dump-plan`-style diagnostics and test messages.
+std::string describe(const Schedule& s, const FusedProgram& p);
+
+}  // namespace cclab::exec

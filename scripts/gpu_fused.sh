@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# The fused small-message path (issue 6) on the 2 x H200 machine, from prebuilt binaries:
+#   BIN=<folder with cclab and test_exec_fused_gpu> OUT=<folder> bash scripts/gpu_fused.sh
+# 1. the GPU test of the fused lowering (every general algorithm, 2 ranks and 4/8 ranks sharing the
+#    GPUs, zero wrong elements), bounded in time;
+# 2. every general algorithm from 16 B to 256 KiB (x4) with --tune lowering=fused and lowering=plan,
+#    and the NCCL baselines, graph replay on, checked; one CSV of all rows.
+# Writes $OUT/fused/log.txt and $OUT/fused/fused.csv; prints a table of times (us) last:
+# fused, plan and NCCL of the same collective, and fused / NCCL.
+set -u
+: "${BIN:?set BIN to the folder of the prebuilt binaries}"
+: "${OUT:?set OUT to the output folder}"
+DIR="$OUT/fused"
+mkdir -p "$DIR"
+LOG="$DIR/log.txt"
+CSV="$DIR/fused.csv"
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+: >"$LOG"
+START=$SECONDS
+
+ALGOS=broadcast.binomial,broadcast.pipeline,broadcast.scatter_allgather,reduce.binomial,reduce.direct
+ALGOS+=,gather.binomial,gather.direct,scatter.binomial,scatter.direct,allgather.ring,reducescatter.ring
+ALGOS+=,allreduce.ring,allreduce.tree,allreduce.rhd,alltoall.direct,alltoall.bruck,alltoall.hier,reducescatter.hier
+NCCL=broadcast.nccl,reduce.nccl,allgather.nccl,reducescatter.nccl,allreduce.nccl,alltoall.nccl
+SWEEP=(-b 16 -e 256K -f 4 -w 5 -n 20 --graph 1 -c 1 --inplace 0 --timeout 20)
+
+echo "# gpu_fused.sh at $(date -u +%FT%TZ), commit ${CCLAB_COMMIT:-unknown}" | tee -a "$LOG"
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader >>"$LOG" 2>&1
+
+# 1. correctness (the test skips nothing here: 2 GPUs)
+if [ -x "$BIN/test_exec_fused_gpu" ]; then
+  timeout 35 "$BIN/test_exec_fused_gpu" >"$TMP/test.txt" 2>&1
+  rc=$?
+  cat "$TMP/test.txt" >>"$LOG"
+  echo "# test_exec_fused_gpu rc=$rc ($((SECONDS - START)) s): $(grep -cE '^\[       OK' "$TMP/test.txt") ok, $(grep -cE '^\[  FAILED  \].*\(' "$TMP/test.txt") failed" | tee -a "$LOG"
+else
+  echo "# no $BIN/test_exec_fused_gpu: correctness test skipped" | tee -a "$LOG"
+fi
+
+# 2. timings: fused (with the NCCL baselines in the same run), then the general lowering
+run() {  # name csv args...
+  local name=$1 csv=$2
+  shift 2
+  echo "# cclab run $name: $*" >>"$LOG"
+  timeout 25 "$BIN/cclab" run "$@" --csv "$csv" >>"$LOG" 2>&1
+  echo "# $name rc=$? ($((SECONDS - START)) s)" | tee -a "$LOG"
+}
+run fused "$TMP/fused.csv" --algo "$ALGOS,$NCCL" "${SWEEP[@]}" --tune lowering=fused
+run plan "$TMP/plan.csv" --algo "$ALGOS" "${SWEEP[@]}" --tune lowering=plan
+
+# One CSV: the header once, the plan rows' algo renamed <algo>@plan so both paths sit side by side.
+{
+  [ -f "$TMP/fused.csv" ] && cat "$TMP/fused.csv"
+  [ -f "$TMP/plan.csv" ] && tail -n +2 "$TMP/plan.csv" | sed 's/^\([^,]*\),/\1@plan,/'
+} >"$CSV"
+
+# Table: out-of-place rows; time of fused, plan and the collective's NCCL baseline.
+awk -F, '
+  NR == 1 { for (i = 1; i <= NF; ++i) col[$i] = i; next }
+  $col["inplace"] != "0" && $col["inplace"] != "false" { next }
+  {
+    a = $col["algo"]; b = $col["bytes"]; t = $col["time_us"]; w = $col["wrong"]
+    if (a ~ /\.nccl(@plan)?$/) { nccl[$col["collective"] "," b] = t; next }
+    plan = sub(/@plan$/, "", a)
+    key = a "," b
+    if (plan) tp[key] = t; else { tf[key] = t; wr[key] = w; coll[key] = $col["collective"] }
+    if (!(a in seen)) { seen[a] = 1; order[++na] = a }
+    if (!(b in sb)) { sb[b] = 1; sizes[++ns] = b + 0 }
+  }
+  END {
+    for (i = 1; i <= ns; ++i) for (j = i + 1; j <= ns; ++j) if (sizes[j] < sizes[i]) { x = sizes[i]; sizes[i] = sizes[j]; sizes[j] = x }
+    printf "%-28s %8s %9s %9s %9s %8s %6s\n", "algo (out of place, us)", "bytes", "fused", "plan", "nccl", "f/nccl", "wrong"
+    worst = 0
+    for (k = 1; k <= na; ++k) for (i = 1; i <= ns; ++i) {
+      key = order[k] "," sizes[i]
+      if (!(key in tf) && !(key in tp)) continue
+      n = nccl[coll[key] "," sizes[i]]
+      r = (n > 0 && (key in tf)) ? tf[key] / n : 0
+      if (r > worst) worst = r
+      sf = "-"; sp = "-"; sn = "-"; sr = "-"; sw = "-"
+      if (key in tf) { sf = sprintf("%.2f", tf[key]); sw = wr[key] }
+      if (key in tp) sp = sprintf("%.2f", tp[key])
+      if (n > 0) sn = sprintf("%.2f", n)
+      if (r > 0) sr = sprintf("%.2f", r)
+      printf "%-28s %8d %9s %9s %9s %8s %6s\n", order[k], sizes[i], sf, sp, sn, sr, sw
+    }
+    printf "# worst fused / nccl time: %.2f\n", worst
+  }' "$CSV" | tee -a "$LOG"
+echo "# gpu_fused.sh done in $((SECONDS - START)) s" | tee -a "$LOG"

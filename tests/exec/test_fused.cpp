@@ -1,0 +1,395 @@
+// The fused lowering's encoding on the CPU: op tables, lanes, CTA groups, flag slots, start and end
+// waits. The main check runs every registry schedule's program through a randomized model of the
+// kernel (CTAs interleaved at random, each waiting only for what its op table says) and asserts that
+// every execution respects the schedule: dependencies complete before an op starts, conflicting ops
+// of a lane in order, no GPU's memory touched before that GPU started, no GPU finishing while a
+// peer still touches its memory, and no deadlock.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "algorithms/registry.hpp"
+#include "algorithms/transport.hpp"
+#include "core/error.hpp"
+#include "exec/fused_program.hpp"
+#include "exec/fused_workload.hpp"
+
+namespace cclab::exec {
+namespace {
+
+Schedule empty_schedule(int n, int64_t bytes, const char* coll = "allreduce") {
+  Schedule s;
+  s.algo = "test";
+  s.collective = coll;
+  s.nranks = n;
+  s.count = bytes / 4;
+  s.buffers.assign(size_t(n), BufferSizes{bytes, bytes, bytes});
+  return s;
+}
+
+struct Acc {
+  Ref ref;
+  int64_t bytes;
+  bool write;
+};
+std::vector<Acc> accesses(const FusedOp& o) {
+  if (o.bytes <= 0) return {};
+  if (o.kind == FusedKind::copy) return {{o.src, o.bytes, false}, {o.dst, o.bytes, true}};
+  if (o.kind == FusedKind::reduce) return {{o.src, o.bytes, false}, {o.src2, o.bytes, false}, {o.dst, o.bytes, true}};
+  return {{o.dst, o.bytes, true}};
+}
+bool conflict(const FusedOp& a, const FusedOp& b) {
+  for (const Acc& x : accesses(a))
+    for (const Acc& y : accesses(b))
+      if ((x.write || y.write) && x.ref.rank == y.ref.rank && x.ref.buf == y.ref.buf &&
+          x.ref.offset < y.ref.offset + y.bytes && y.ref.offset < x.ref.offset + x.bytes)
+        return true;
+  return false;
+}
+
+// Runs the program once in a random interleaving; returns "" or the first violation.
+std::string simulate(const Schedule& s, const FusedProgram& p, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const int ndev = p.ndevices();
+  struct Cta {
+    int dev, lane, g;  // lane: index into p.lanes (-1: none)
+    uint32_t next = 0;
+    bool started_op = false;
+  };
+  std::vector<Cta> ctas;
+  for (int d = 0; d < ndev; ++d) {
+    const auto& dv = p.devices[size_t(d)];
+    for (int32_t l : dv.lanes)
+      for (int g = 0; g < p.lanes[size_t(l)].ctas; ++g) ctas.push_back({d, l, g});
+    if (dv.lanes.empty()) ctas.push_back({d, -1, 0});
+  }
+  // op (device, index) -> shares done; schedule op -> (device, index).
+  std::vector<std::vector<int>> shares(static_cast<size_t>(ndev));
+  std::vector<std::pair<int, int>> where(s.ops.size(), {-1, -1});
+  for (int d = 0; d < ndev; ++d) {
+    const auto& dv = p.devices[size_t(d)];
+    shares[size_t(d)].assign(dv.ops.size(), 0);
+    for (size_t i = 0; i < dv.ops.size(); ++i)
+      if (dv.ops[i].op != kNoOp) where[size_t(dv.ops[i].op)] = {d, int(i)};
+  }
+  for (size_t i = 0; i < s.ops.size(); ++i)
+    if (where[i].first < 0) return "schedule op " + std::to_string(i) + " is not in the program";
+  auto complete = [&](int d, int i) {
+    const auto& f = p.devices[size_t(d)].ops[size_t(i)];
+    return shares[size_t(d)][size_t(i)] == p.lanes[size_t(f.lane)].ctas;
+  };
+  std::vector<std::vector<char>> flag(size_t(ndev), std::vector<char>(size_t(p.nslots), 0));
+  std::vector<char> started(size_t(ndev), 0), finished(size_t(ndev), 0);
+  auto dev_of = [&](int32_t rank) { return p.rank_device[size_t(rank)]; };
+  auto cta_done = [&](const Cta& c) { return c.lane < 0 || c.next == p.lanes[size_t(c.lane)].op_count; };
+  for (;;) {
+    // Enabled actions: a GPU starting, a CTA running its next op, a GPU finishing.
+    std::vector<int> actions;  // >= 0: CTA index; -1 - d: start d; -1 - ndev - d: finish d
+    for (int d = 0; d < ndev; ++d) {
+      if (!started[size_t(d)]) {
+        actions.push_back(-1 - d);
+        continue;
+      }
+      if (finished[size_t(d)]) continue;
+      bool all = true;
+      for (const Cta& c : ctas)
+        if (c.dev == d && !cta_done(c)) all = false;
+      for (int32_t sl : p.devices[size_t(d)].finals)
+        if (!flag[size_t(d)][size_t(sl)]) all = false;
+      if (all) actions.push_back(-1 - ndev - d);
+    }
+    for (size_t ci = 0; ci < ctas.size(); ++ci) {
+      const Cta& c = ctas[ci];
+      if (!started[size_t(c.dev)] || cta_done(c)) continue;
+      const auto& dv = p.devices[size_t(c.dev)];
+      const FusedOp& f = dv.ops[p.lanes[size_t(c.lane)].op_begin + c.next];
+      bool ok = true;
+      for (uint32_t w = 0; w < f.wait_count && ok; ++w) ok = flag[size_t(c.dev)][size_t(dv.waits[f.wait_begin + w])];
+      if (ok) actions.push_back(int(ci));
+    }
+    if (actions.empty()) break;
+    const int act = actions[rng() % actions.size()];
+    if (act < 0 && act >= -ndev) {
+      const int d = -1 - act;
+      started[size_t(d)] = 1;
+      for (int q = 0; q < ndev; ++q)
+        if (q != d) flag[size_t(q)][size_t(d)] = 1;
+      continue;
+    }
+    if (act < 0) {
+      const int d = -1 - ndev - act;
+      // Every op of another GPU that touches this GPU's memory must be complete.
+      for (int q = 0; q < ndev; ++q) {
+        if (q == d) continue;
+        const auto& dq = p.devices[size_t(q)];
+        for (size_t i = 0; i < dq.ops.size(); ++i)
+          for (const Acc& a : accesses(dq.ops[i]))
+            if (dev_of(a.ref.rank) == d && !complete(q, int(i)))
+              return "gpu " + std::to_string(d) + " finished while op " + std::to_string(dq.ops[i].op) + " of gpu " +
+                     std::to_string(q) + " still touches its memory";
+      }
+      finished[size_t(d)] = 1;
+      continue;
+    }
+    Cta& c = ctas[size_t(act)];
+    const auto& dv = p.devices[size_t(c.dev)];
+    const FusedLane& lane = p.lanes[size_t(c.lane)];
+    const int idx = int(lane.op_begin + c.next);
+    const FusedOp& f = dv.ops[size_t(idx)];
+    const std::string name = f.op == kNoOp ? "scale of rank " + std::to_string(f.rank) : "op " + std::to_string(f.op);
+    // The schedule's dependencies are complete.
+    if (f.op != kNoOp) {
+      for (OpId d : s.deps(s.ops[size_t(f.op)]))
+        if (d != kNoOp && !complete(where[size_t(d)].first, where[size_t(d)].second))
+          return name + " ran before its dependency op " + std::to_string(d);
+    } else {
+      for (size_t i = 0; i < s.ops.size(); ++i)
+        if (!complete(where[i].first, where[i].second)) return name + " ran before op " + std::to_string(i);
+    }
+    // Earlier ops of the lane that touch the same bytes are complete.
+    for (uint32_t j = lane.op_begin; j < uint32_t(idx); ++j)
+      if (conflict(dv.ops[j], f) && !complete(c.dev, int(j)))
+        return name + " ran before the conflicting earlier op " + std::to_string(dv.ops[j].op) + " of its lane";
+    // Other GPUs' memory only after they started.
+    for (const Acc& a : accesses(f))
+      if (!started[size_t(dev_of(a.ref.rank))]) return name + " touched a GPU that had not started";
+    ++shares[size_t(c.dev)][size_t(idx)];
+    ++c.next;
+    if (complete(c.dev, idx) && f.slot >= 0)
+      for (int q = 0; q < ndev; ++q)
+        if (f.publish_mask >> q & 1u) flag[size_t(q)][size_t(f.slot)] = 1;
+  }
+  for (int d = 0; d < ndev; ++d)
+    if (!finished[size_t(d)]) return "deadlock: gpu " + std::to_string(d) + " never finished\n" + describe(s, p);
+  return "";
+}
+
+std::vector<const Algorithm*> fused_algorithms() {
+  std::vector<const Algorithm*> out;
+  for (const auto& a : algorithms())
+    if ((a.backends & kGpu) && !a.library && !a.needs_shape && !a.needs_sparse) out.push_back(&a);
+  return out;
+}
+
+struct Layout {
+  std::vector<int> rank_device;
+};
+
+void check_all(const std::vector<int>& rank_device, std::vector<int64_t> elems, int seeds, int max_ctas) {
+  const int n = int(rank_device.size());
+  int programs = 0;
+  for (const Algorithm* a : fused_algorithms()) {
+    for (int64_t count : elems)
+      for (bool in_place : {false, true})
+        for (RedOp op : {RedOp::sum, RedOp::avg}) {
+          if (op == RedOp::avg && a->collective != "allreduce" && a->collective != "reduce" &&
+              a->collective != "reducescatter")
+            continue;
+          AlgoArgs args;
+          args.nranks = n;
+          args.count = count_for_bytes(a->collective, count * 4, DType::f32, n);
+          if (args.count == 0) continue;
+          args.redop = op;
+          args.root = n - 1;
+          args.in_place = in_place;
+          Schedule s;
+          try {
+            s = make_schedule(*a, args);
+          } catch (const Error& e) {
+            if (e.kind() == ErrorKind::input) continue;  // e.g. a power-of-two algorithm on 6 ranks
+            throw;
+          }
+          FusedOptions fo;
+          fo.rank_device = rank_device;
+          fo.max_ctas = max_ctas;
+          FusedProgram p;
+          try {
+            p = encode_fused(s, fo);
+          } catch (const Error& e) {
+            if (e.kind() == ErrorKind::input) continue;  // compute ops
+            throw;
+          }
+          for (const auto& dv : p.devices) EXPECT_LE(dv.ctas, max_ctas) << a->name;
+          for (int seed = 0; seed < seeds; ++seed) {
+            const std::string err = simulate(s, p, uint64_t(seed) * 7919 + uint64_t(count));
+            ASSERT_EQ(err, "") << a->name << " " << n << " ranks, " << args.count << " elements, in_place=" << in_place
+                               << " " << redop_name(op) << " seed " << seed;
+          }
+          ++programs;
+        }
+  }
+  EXPECT_GT(programs, 20);
+}
+
+TEST(FusedSim, EveryAlgorithmTwoRanks) { check_all({0, 1}, {1, 7, 1031}, 3, 132); }
+// Large enough that lanes get several CTAs (1 MiB ops at 32 KiB per CTA), with few CTAs so lanes share.
+TEST(FusedSim, EveryAlgorithmTwoRanksCtaGroups) { check_all({0, 1}, {(1 << 18) + 5}, 2, 24); }
+TEST(FusedSim, EveryAlgorithmFourRanksOnTwoGpus) { check_all({0, 0, 1, 1}, {7, 1031}, 2, 132); }
+TEST(FusedSim, EveryAlgorithmEightRanksOnTwoGpus) { check_all({0, 0, 0, 0, 1, 1, 1, 1}, {13, 4099}, 1, 132); }
+TEST(FusedSim, EveryAlgorithmFourGpus) { check_all({0, 1, 2, 3}, {1031, (1 << 16) + 3}, 2, 16); }
+
+// The model itself must catch a broken program: without waits, or without end waits, some
+// interleaving violates the schedule.
+TEST(FusedSim, CatchesMissingWaits) {
+  AlgoArgs args;
+  args.nranks = 2;
+  args.count = 1031;
+  const Schedule s = make_schedule(find_algorithm("allreduce.ring"), args);
+  FusedOptions fo;
+  const FusedProgram good = encode_fused(s, fo);
+  FusedProgram no_waits = good, no_finals = good;
+  for (auto& dv : no_waits.devices)
+    for (auto& f : dv.ops) f.wait_count = 0;
+  for (auto& dv : no_finals.devices) dv.finals.clear();
+  int caught_waits = 0, caught_finals = 0;
+  for (uint64_t seed = 0; seed < 50; ++seed) {
+    EXPECT_EQ(simulate(s, good, seed), "");
+    caught_waits += simulate(s, no_waits, seed).empty() ? 0 : 1;
+    caught_finals += simulate(s, no_finals, seed).empty() ? 0 : 1;
+  }
+  EXPECT_GT(caught_waits, 0);
+  EXPECT_GT(caught_finals, 0);
+}
+
+TEST(FusedEncoding, WaitsSlotsAndStartFlags) {
+  // Two ranks: each puts into the peer's scratch, then reduces what arrived.
+  Schedule s = empty_schedule(2, 1024);
+  Transport t(s);
+  const OpId a = t.put(0, in(0), scratch(1), 512, {}, 0);
+  const OpId b = t.put(1, in(1), scratch(0), 512, {}, 0);
+  t.reduce(0, in(0), scratch(0), out(0), 512, {b}, 0);
+  t.reduce(1, in(1), scratch(1), out(1), 512, {a}, 0);
+  const FusedProgram p = encode_fused(s, FusedOptions{});
+  ASSERT_EQ(p.ndevices(), 2);
+  ASSERT_EQ(p.lanes.size(), 2u);
+  const FusedDevice& d0 = p.devices[0];
+  ASSERT_EQ(d0.ops.size(), 2u);
+  // The put touches GPU 1's memory: it waits for GPU 1's start flag (slot 1).
+  ASSERT_EQ(d0.ops[0].wait_count, 1u);
+  EXPECT_EQ(d0.waits[d0.ops[0].wait_begin], 1);
+  // The put is waited for by the peer's reduce and by the peer's end wait: one slot, published to GPU 1.
+  EXPECT_GE(d0.ops[0].slot, 2);
+  EXPECT_EQ(d0.ops[0].publish_mask, 2u);
+  // The reduce waits for the peer's put (its start flag is implied by that wait? no: it touches only
+  // local memory, so it needs no start flag).
+  ASSERT_EQ(d0.ops[1].wait_count, 1u);
+  EXPECT_EQ(d0.waits[d0.ops[1].wait_begin], p.devices[1].ops[0].slot);
+  EXPECT_EQ(d0.ops[1].slot, -1);  // nobody waits for the last reduce
+  // GPU 0's end wait: the peer's put into its scratch.
+  ASSERT_EQ(d0.finals.size(), 1u);
+  EXPECT_EQ(d0.finals[0], p.devices[1].ops[0].slot);
+  EXPECT_EQ(p.nslots, 4);
+  EXPECT_EQ(p.slot_owner[size_t(d0.ops[0].slot)].device, 0);
+  EXPECT_EQ(p.slot_owner[size_t(d0.ops[0].slot)].op, 0);
+  EXPECT_EQ(simulate(s, p, 1), "");
+}
+
+TEST(FusedEncoding, ImpliedDependenciesCostNoWait) {
+  // Rank 1's second op depends on rank 0's first and second ops; waiting for the second implies the
+  // first (same lane, one CTA), so one wait.
+  Schedule s = empty_schedule(2, 1024);
+  Transport t(s);
+  const OpId a = t.copy(0, in(0), scratch(0), 256, {}, 0);
+  const OpId b = t.copy(0, in(0), out(0), 256, {}, 0);
+  t.copy(1, in(1), scratch(1), 256, {}, 0);
+  t.get(1, scratch(0), out(1), 256, {a, b}, 0);
+  const FusedProgram p = encode_fused(s, FusedOptions{});
+  const FusedDevice& d1 = p.devices[1];
+  ASSERT_EQ(d1.ops.size(), 2u);
+  // start flag of GPU 0 is implied by the wait on GPU 0's op: one wait only.
+  EXPECT_EQ(d1.ops[1].wait_count, 1u);
+  EXPECT_EQ(d1.waits[d1.ops[1].wait_begin], p.devices[0].ops[1].slot);
+  EXPECT_EQ(p.devices[0].ops[0].slot, -1);
+  EXPECT_EQ(p.start_waits, 0);
+  EXPECT_EQ(simulate(s, p, 3), "");
+}
+
+TEST(FusedEncoding, CtaGroupsWaitForConflictingOpsOfTheirLane) {
+  // One lane, 256 KiB ops at 32 KiB per CTA: 8 CTAs. The reduce reads what the copy wrote (RAW):
+  // it waits for the copy's flag; the independent second copy does not.
+  Schedule s = empty_schedule(1, 1 << 20);
+  Transport t(s);
+  t.copy(0, in(0), scratch(0), 256 << 10, {}, 0);
+  t.copy(0, in(0) + (256 << 10), out(0) + (512 << 10), 256 << 10, {}, 0);
+  t.reduce(0, in(0), scratch(0), out(0), 256 << 10, {}, 0);
+  const FusedProgram p = encode_fused(s, FusedOptions{});
+  ASSERT_EQ(p.lanes.size(), 1u);
+  EXPECT_EQ(p.lanes[0].ctas, 8);
+  const FusedDevice& d = p.devices[0];
+  EXPECT_EQ(d.ctas, 8);
+  EXPECT_EQ(d.ops[1].wait_count, 0u);
+  ASSERT_EQ(d.ops[2].wait_count, 1u);
+  EXPECT_EQ(d.waits[d.ops[2].wait_begin], d.ops[0].slot);
+  EXPECT_EQ(d.ops[0].publish_mask, 1u);  // its own GPU: the sibling CTAs
+  EXPECT_EQ(simulate(s, p, 5), "");
+}
+
+TEST(FusedEncoding, CtasAndLanesStayWithinTheLaunch) {
+  // 4 ranks on one GPU, 16 channels each, 8 CTAs allowed: lanes fold to 2 channels per rank, one CTA each.
+  Schedule s = empty_schedule(4, 1 << 20);
+  Transport t(s);
+  for (int r = 0; r < 4; ++r)
+    for (int c = 0; c < 16; ++c) t.copy(r, in(r) + c * 1024, out(r) + c * 1024, 1024, {}, c);
+  FusedOptions fo;
+  fo.rank_device = {0, 0, 0, 0};
+  fo.max_ctas = 8;
+  const FusedProgram p = encode_fused(s, fo);
+  EXPECT_EQ(p.lanes.size(), 8u);
+  EXPECT_EQ(p.devices[0].ctas, 8);
+  int32_t next = 0;
+  for (int32_t l : p.devices[0].lanes) {
+    EXPECT_EQ(p.lanes[size_t(l)].cta_begin, next);
+    next += p.lanes[size_t(l)].ctas;
+  }
+  EXPECT_EQ(simulate(s, p, 9), "");
+}
+
+TEST(FusedEncoding, AvgAddsOneScalePerRankAfterEverything) {
+  AlgoArgs args;
+  args.nranks = 2;
+  args.count = 1031;
+  args.redop = RedOp::avg;
+  const Schedule s = make_schedule(find_algorithm("allreduce.ring"), args);
+  const FusedProgram p = encode_fused(s, FusedOptions{});
+  int scales = 0;
+  for (const auto& dv : p.devices)
+    for (const auto& f : dv.ops)
+      if (f.kind == FusedKind::scale) {
+        ++scales;
+        EXPECT_EQ(f.bytes, 1031 * 4);
+        EXPECT_GT(f.wait_count, 0u);
+      }
+  EXPECT_EQ(scales, 2);
+}
+
+TEST(FusedEncoding, ComputeOpsAndLibrarySchedulesAreRefused) {
+  Schedule s = empty_schedule(1, 64);
+  s.computes.push_back(Compute{});
+  Op op;
+  op.kind = OpKind::compute;
+  op.compute = 0;
+  s.ops.push_back(op);
+  EXPECT_THROW(encode_fused(s, FusedOptions{}), Error);
+  Schedule lib = empty_schedule(1, 64);
+  lib.lowering = Lowering::library;
+  EXPECT_THROW(encode_fused(lib, FusedOptions{}), Error);
+}
+
+TEST(FusedParams, TuneKeysAreTakenAndOthersPassedOn) {
+  FusedParams fp;
+  EXPECT_EQ(fp.lowering, LoweringMode::plan);
+  const std::string rest = fp.apply("lowering=auto,fused_max=64K,channels=2,fused_threads=256,fused_pdl=0");
+  EXPECT_EQ(rest, "channels=2");
+  EXPECT_EQ(fp.lowering, LoweringMode::automatic);
+  EXPECT_EQ(fp.fused_max, 64 << 10);
+  EXPECT_EQ(fp.threads, 256);
+  EXPECT_FALSE(fp.pdl);
+  EXPECT_TRUE(fp.use_fused(64 << 10));
+  EXPECT_FALSE(fp.use_fused((64 << 10) + 1));
+  EXPECT_THROW(fp.apply("lowering=fast"), Error);
+  EXPECT_THROW(fp.apply("fused_threads=100"), Error);
+  EXPECT_THROW(fp.apply("fused_threads=1024"), Error);
+}
+
+}  // namespace
+}  // namespace cclab::exec
