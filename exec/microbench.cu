@@ -118,6 +118,14 @@ __global__ void k_reduce(const int4* __restrict__ a, const int4* __restrict__ b,
 
 __global__ void k_empty() {}
 
+// An empty kernel that may start while the previous one of its stream runs (programmatic dependent
+// launch, as the executor's ll / flash / push kernels and fused path launch): it waits for that kernel
+// at its first instruction, then lets the next one start.
+__global__ void k_empty_pdl() {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+}
+
 __device__ unsigned long long global_ns() {
   unsigned long long t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
@@ -237,14 +245,18 @@ class Bench {
   BenchPoint point(int64_t bytes, const std::vector<Lane>& lanes);
   std::vector<int64_t> sizes() const;
   void sweep(const std::string& name, const std::string& method,
-             const std::function<std::vector<Lane>(int64_t)>& lanes_for, int64_t min_bytes = 0);
-  void launch_copy(const Gpu& g, int stream, const char* src, char* dst, int64_t bytes) const;
+             const std::function<std::vector<Lane>(int64_t)>& lanes_for, int64_t min_bytes = 0,
+             int64_t max_bytes = INT64_MAX);
+  void launch_copy(const Gpu& g, int stream, const char* src, char* dst, int64_t bytes, int max_blocks = 0) const;
   template <class T>
   void launch_reduce(const Gpu& g, const char* a, const char* b, char* dst, int64_t bytes) const;
   void bench_p2p();
   void bench_local();
   void bench_latency();
+  void bench_graph();
+  void bench_nccl_p2p();
   void bench_matmul();
+  double graph_time(const std::function<void(cudaStream_t)>& body);
 
   MicrobenchOptions opt_;
   std::chrono::steady_clock::time_point start_;
@@ -392,10 +404,10 @@ std::vector<int64_t> Bench::sizes() const {
 }
 
 void Bench::sweep(const std::string& name, const std::string& method,
-                  const std::function<std::vector<Lane>(int64_t)>& lanes_for, int64_t min_bytes) {
+                  const std::function<std::vector<Lane>(int64_t)>& lanes_for, int64_t min_bytes, int64_t max_bytes) {
   BenchSeries s{name, method, {}};
   for (int64_t b : sizes()) {
-    if (b < min_bytes) continue;
+    if (b < min_bytes || b > max_bytes) continue;
     if (over_budget()) {
       res_.warnings.push_back(name + ": stopped at " + fmt_bytes(b) + " (time budget of " +
                               std::to_string(int(opt_.budget_s)) + " s spent)");
@@ -415,10 +427,11 @@ void Bench::sweep(const std::string& name, const std::string& method,
   }
 }
 
-void Bench::launch_copy(const Gpu& g, int stream, const char* src, char* dst, int64_t bytes) const {
+void Bench::launch_copy(const Gpu& g, int stream, const char* src, char* dst, int64_t bytes, int max_blocks) const {
   const int64_t n16 = bytes / 16;
   const int64_t per_block = int64_t(kThreads) * kUnroll;
-  const int blocks = int(std::clamp<int64_t>((n16 + per_block - 1) / per_block, 1, int64_t(kBlocksPerSm) * g.sms));
+  const int64_t cap = max_blocks > 0 ? max_blocks : int64_t(kBlocksPerSm) * g.sms;
+  const int blocks = int(std::clamp<int64_t>((n16 + per_block - 1) / per_block, 1, cap));
   k_copy<<<blocks, kThreads, 0, g.stream[stream]>>>(reinterpret_cast<const int4*>(src), reinterpret_cast<int4*>(dst),
                                                     n16, src, dst, n16 * 16, bytes);
 }
@@ -467,6 +480,35 @@ void Bench::bench_p2p() {
         [&](int64_t b) {
           return std::vector<Lane>{sm(g0, g1, b), sm(g1, g0, b)};
         });
+  // SM stores: a kernel on the source reads locally and stores 16-byte vectors into the peer's memory
+  // (how the push and ll modes move data: no round trip per load, so latency hides differently).
+  auto store = [&](Gpu& src, Gpu& dst, int64_t b) {
+    return Lane{src.dev, src.stream[0], [this, &src, &dst, b] {
+                  launch_copy(src, 0, src.buf[0], dst.buf[1], b);
+                  CCLAB_CUDA_LAUNCHED();
+                }};
+  };
+  sweep("p2p.sm_store.uni", "kernel on GPU0 storing into GPU1's memory (int4, up to " + grid + " threads), CUDA events",
+        [&](int64_t b) { return std::vector<Lane>{store(g0, g1, b)}; });
+  sweep("p2p.sm_store.bidir", "kernels on both GPUs storing into the other's memory at once (bytes per direction)",
+        [&](int64_t b) {
+          return std::vector<Lane>{store(g0, g1, b), store(g1, g0, b)};
+        });
+  // One CTA (512 threads): the rate one block group of a fused kernel reaches, loads and stores.
+  auto one_cta = [&](Gpu& run_on, const char* src, char* dst, int64_t b) {
+    return Lane{run_on.dev, run_on.stream[0], [this, &run_on, src, dst, b] {
+                  launch_copy(run_on, 0, src, dst, b, 1);
+                  CCLAB_CUDA_LAUNCHED();
+                }};
+  };
+  constexpr int64_t kOneCtaMax = 16LL << 20;  // ~1 ms per copy at a single CTA's rate: enough for the curve
+  sweep(
+      "p2p.sm.cta", "one CTA of " + std::to_string(kThreads) + " threads on GPU1 loading GPU0's memory, CUDA events",
+      [&](int64_t b) { return std::vector<Lane>{one_cta(g1, g0.buf[0], g1.buf[1], b)}; }, 0, kOneCtaMax);
+  sweep(
+      "p2p.sm_store.cta",
+      "one CTA of " + std::to_string(kThreads) + " threads on GPU0 storing into GPU1's memory, CUDA events",
+      [&](int64_t b) { return std::vector<Lane>{one_cta(g0, g0.buf[0], g1.buf[1], b)}; }, 0, kOneCtaMax);
 }
 
 void Bench::bench_local() {
@@ -607,6 +649,192 @@ void Bench::bench_latency() {
          flag_rtt);
 }
 
+// Times a CUDA graph of kGraphIters copies of `body`, captured on GPU0's origin stream, replayed once
+// after a warm-up replay behind a spin gate (all of it queued before the clock starts): seconds per
+// iteration, median of kTrials replays. This is how the executor's harness times a schedule's general
+// lowering (exec/harness.cpp: 20 iterations per graph, graph replay), so these numbers are the per-node
+// and per-edge costs that lowering pays, measured on nothing but tiny copies and empty kernels.
+double Bench::graph_time(const std::function<void(cudaStream_t)>& body) {
+  constexpr int kGraphIters = 20;
+  Gpu& g0 = gpus_[0];
+  CCLAB_CUDA(cudaSetDevice(g0.dev));
+  cudaStream_t origin = g0.stream[0];
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  CCLAB_CUDA(cudaStreamBeginCapture(origin, cudaStreamCaptureModeThreadLocal));
+  for (int i = 0; i < kGraphIters; ++i) body(origin);
+  CCLAB_CUDA(cudaStreamEndCapture(origin, &graph));
+  CCLAB_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  std::vector<double> t;
+  for (int trial = 0; trial < kTrials + 1; ++trial) {
+    CCLAB_CUDA(cudaSetDevice(g0.dev));
+    k_spin<<<1, 1, 0, origin>>>(200000ULL);  // 200 us gate: the replay is queued before the clock starts
+    CCLAB_CUDA_LAUNCHED();
+    CCLAB_CUDA(cudaEventRecord(ev_[0].start, origin));
+    CCLAB_CUDA(cudaGraphLaunch(exec, origin));
+    CCLAB_CUDA(cudaEventRecord(ev_[0].stop, origin));
+    CCLAB_CUDA(cudaEventSynchronize(ev_[0].stop));
+    float ms = 0;
+    CCLAB_CUDA(cudaEventElapsedTime(&ms, ev_[0].start, ev_[0].stop));
+    if (trial > 0) t.push_back(double(ms) * 1e-3 / kGraphIters);  // trial 0 uploads the graph
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+// The general lowering's building blocks inside a CUDA graph (see graph_time): a copy-engine copy node,
+// a kernel node, a fork to a stream and join back (on the same GPU or the other one), and a dependency
+// between streams of the two GPUs. Every copy is 8 bytes, every kernel empty.
+void Bench::bench_graph() {
+  if (gpus_.size() < 2) {
+    res_.warnings.push_back("one GPU: graph fork/join and cross-GPU edges not measured");
+    return;
+  }
+  Gpu& g0 = gpus_[0];
+  Gpu& g1 = gpus_[1];
+  log("CUDA graph nodes and edges (20 iterations per graph, as the executor replays schedules)");
+  std::vector<cudaEvent_t> evs;
+  auto event = [&](int dev) {
+    CCLAB_CUDA(cudaSetDevice(dev));
+    cudaEvent_t e = nullptr;
+    CCLAB_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    evs.push_back(e);
+    return e;
+  };
+  struct Free {
+    std::vector<cudaEvent_t>& evs;
+    ~Free() {
+      for (cudaEvent_t e : evs) cudaEventDestroy(e);
+    }
+  } free_events{evs};
+  const cudaEvent_t fork0 = event(g0.dev), join0 = event(g0.dev), join1 = event(g1.dev), hop0 = event(g0.dev),
+                    hop1 = event(g1.dev);
+  auto copy8 = [](cudaStream_t s, void* dst, const void* src) {
+    CCLAB_CUDA(cudaMemcpyAsync(dst, src, 8, cudaMemcpyDeviceToDevice, s));
+  };
+  auto series = [&](const std::string& name, const std::string& method, const std::function<void(cudaStream_t)>& body) {
+    BenchSeries s{name, method, {}};
+    for (int t = 0; t < 5; ++t) s.points.push_back({8, graph_time(body), 20});
+    std::vector<double> v;
+    for (const auto& p : s.points) v.push_back(p.seconds);
+    std::sort(v.begin(), v.end());
+    std::ostringstream os;
+    os.precision(3);
+    os << "  " << name << ": " << v[v.size() / 2] * 1e6 << " us per iteration (median of " << v.size() << ")";
+    log(os.str());
+    res_.series.push_back(std::move(s));
+  };
+  series("graph.copy", "per iteration one 8-byte peer copy (cudaMemcpyAsync GPU0->GPU1) on the origin stream",
+         [&](cudaStream_t o) { copy8(o, g1.buf[1], g0.buf[0]); });
+  series("graph.copy2", "per iteration two 8-byte peer copies GPU0->GPU1 one after the other on the origin stream",
+         [&](cudaStream_t o) {
+           copy8(o, g1.buf[1], g0.buf[0]);
+           copy8(o, g1.buf[1] + 64, g0.buf[0] + 64);
+         });
+  series("graph.kernel", "per iteration one empty kernel on the origin stream", [&](cudaStream_t o) {
+    k_empty<<<1, 32, 0, o>>>();
+    CCLAB_CUDA_LAUNCHED();
+  });
+  series("graph.kernel_pdl",
+         "per iteration one empty kernel launched with programmatic dependent launch (griddepcontrol.wait first)",
+         [&](cudaStream_t o) {
+           cudaLaunchConfig_t cfg = {};
+           cfg.gridDim = dim3(1);
+           cfg.blockDim = dim3(32);
+           cfg.stream = o;
+           cudaLaunchAttribute attr[1];
+           attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+           attr[0].val.programmaticStreamSerializationAllowed = 1;
+           cfg.attrs = attr;
+           cfg.numAttrs = 1;
+           CCLAB_CUDA(cudaLaunchKernelEx(&cfg, k_empty_pdl));
+         });
+  // Fork / join as exec/harness.cpp's fork_streams / join_streams do, around one copy on the forked stream.
+  auto fork_join = [&](Gpu& g, cudaEvent_t join) {
+    return [&g, &g0, &g1, fork0, join, copy8](cudaStream_t o) {
+      CCLAB_CUDA(cudaSetDevice(g0.dev));
+      CCLAB_CUDA(cudaEventRecord(fork0, o));
+      CCLAB_CUDA(cudaSetDevice(g.dev));
+      CCLAB_CUDA(cudaStreamWaitEvent(g.stream[1], fork0, 0));
+      // From this GPU to the other one, as a put of the schedule would go.
+      Gpu& peer = &g == &g0 ? g1 : g0;
+      copy8(g.stream[1], peer.buf[1], g.buf[0]);
+      CCLAB_CUDA(cudaEventRecord(join, g.stream[1]));
+      CCLAB_CUDA(cudaSetDevice(g0.dev));
+      CCLAB_CUDA(cudaStreamWaitEvent(o, join, 0));
+    };
+  };
+  series("graph.fork_local", "per iteration: fork to a second stream of GPU0, one 8-byte peer copy there, join",
+         fork_join(g0, join0));
+  series("graph.fork_peer", "per iteration: fork to a stream of GPU1, one 8-byte peer copy there, join back to GPU0",
+         fork_join(g1, join1));
+  // A chain of copies alternating between a stream of GPU0 and one of GPU1, each waiting for the last.
+  constexpr int kHops = 4;
+  series("graph.hop_peer",
+         "per iteration: fork to GPU1, then " + std::to_string(kHops) +
+             " 8-byte copies alternating GPU1 / GPU0 streams, each waiting on the previous (event), join; "
+             "time per iteration",
+         [&](cudaStream_t o) {
+           CCLAB_CUDA(cudaSetDevice(g0.dev));
+           CCLAB_CUDA(cudaEventRecord(fork0, o));
+           cudaEvent_t prev = fork0;
+           for (int h = 0; h < kHops; ++h) {
+             Gpu& g = h % 2 == 0 ? g1 : g0;
+             Gpu& peer = h % 2 == 0 ? g0 : g1;
+             cudaStream_t s = h % 2 == 0 ? g1.stream[1] : o;
+             CCLAB_CUDA(cudaSetDevice(g.dev));
+             CCLAB_CUDA(cudaStreamWaitEvent(s, prev, 0));
+             copy8(s, peer.buf[1] + 64 * h, g.buf[0]);
+             cudaEvent_t e = h % 2 == 0 ? hop1 : hop0;
+             CCLAB_CUDA(cudaEventRecord(e, s));
+             prev = e;
+           }
+           CCLAB_CUDA(cudaSetDevice(g0.dev));
+           CCLAB_CUDA(cudaStreamWaitEvent(o, prev, 0));
+         });
+}
+
+// NCCL point-to-point (ncclSend on GPU0, ncclRecv on GPU1, and both ways at once) against size, with
+// NCCL's own protocol choice. Not a collective: it measures the transport NCCL's rings are built on,
+// so the NCCL model takes its per-channel bandwidth and latency from here rather than from a datasheet.
+void Bench::bench_nccl_p2p() {
+  if (gpus_.size() < 2) return;
+  Gpu& g0 = gpus_[0];
+  Gpu& g1 = gpus_[1];
+  ncclComm_t comms[2] = {nullptr, nullptr};
+  const int devs[2] = {g0.dev, g1.dev};
+  CCLAB_NCCL(ncclCommInitAll(comms, 2, devs));
+  struct Guard {
+    ncclComm_t* c;
+    ~Guard() {
+      for (int i = 0; i < 2; ++i)
+        if (c[i]) ncclCommDestroy(c[i]);
+    }
+  } guard{comms};
+  log("NCCL send/recv GPU0 <-> GPU1 (NCCL's protocol choice)");
+  auto p2p = [&](int64_t b, bool both) {
+    // One lane issues the group for both GPUs; the second lane (GPU1's stream) only joins the timing.
+    return std::vector<Lane>{Lane{g0.dev, g0.stream[0],
+                                  [&, b, both] {
+                                    CCLAB_NCCL(ncclGroupStart());
+                                    CCLAB_NCCL(ncclSend(g0.buf[0], size_t(b), ncclChar, 1, comms[0], g0.stream[0]));
+                                    CCLAB_NCCL(ncclRecv(g1.buf[1], size_t(b), ncclChar, 0, comms[1], g1.stream[0]));
+                                    if (both) {
+                                      CCLAB_NCCL(ncclSend(g1.buf[0], size_t(b), ncclChar, 0, comms[1], g1.stream[0]));
+                                      CCLAB_NCCL(ncclRecv(g0.buf[1], size_t(b), ncclChar, 1, comms[0], g0.stream[0]));
+                                    }
+                                    CCLAB_NCCL(ncclGroupEnd());
+                                  }},
+                             Lane{g1.dev, g1.stream[0], [] {}}};
+  };
+  sweep("nccl.p2p.uni", "ncclSend GPU0 -> ncclRecv GPU1 in one group, back to back, CUDA events",
+        [&](int64_t b) { return p2p(b, false); });
+  sweep("nccl.p2p.bidir", "ncclSend/ncclRecv both ways at once in one group (bytes per direction), CUDA events",
+        [&](int64_t b) { return p2p(b, true); });
+}
+
 void Bench::bench_matmul() {
   Gpu& g0 = gpus_[0];
   CCLAB_CUDA(cudaSetDevice(0));
@@ -691,7 +919,7 @@ MicrobenchResult Bench::run() {
   CCLAB_CUDA(cudaRuntimeGetVersion(&rt));
   res_.cuda_runtime = std::to_string(rt / 1000) + "." + std::to_string((rt % 1000) / 10);
   int nv = 0;
-  CCLAB_NCCL(ncclGetVersion(&nv));  // the version only: NCCL is never timed here
+  CCLAB_NCCL(ncclGetVersion(&nv));  // NCCL collectives are never timed here (send/recv only)
   res_.nccl_version =
       std::to_string(nv / 10000) + "." + std::to_string((nv % 10000) / 100) + "." + std::to_string(nv % 100);
   res_.gpus = opt_.gpus;
@@ -712,7 +940,9 @@ MicrobenchResult Bench::run() {
     }
   };
   group("latencies", &Bench::bench_latency);
+  group("graph nodes", &Bench::bench_graph);
   group("peer bandwidth", &Bench::bench_p2p);
+  group("NCCL send/recv", &Bench::bench_nccl_p2p);
   group("local bandwidth", &Bench::bench_local);
   group("matmul", &Bench::bench_matmul);
   if (res_.series.empty()) throw_env("every microbenchmark failed: " + res_.warnings.front());

@@ -1,8 +1,10 @@
 // Microbenchmarks for calibration: they measure the machine, nothing else. Copy-engine and SM-driven peer
-// bandwidth against size (one direction and both at once), local copy and reduction bandwidth, the
-// latency of a kernel launch, of an event wait and of a flag round trip across GPUs, and cuBLAS matmul
-// rates by shape. No collective is ever timed here (NCCL is asked only for its version string): the
-// profile fitted from these numbers must not have seen what it will be asked to predict.
+// bandwidth against size (SM loads and SM stores, one direction and both at once), local copy and
+// reduction bandwidth, the latency of a kernel launch, of an event wait and of a flag round trip across
+// GPUs, the cost of CUDA graph nodes and cross-GPU edges (the executor's general lowering replays graphs),
+// NCCL point-to-point send/recv against size, and cuBLAS matmul rates by shape. No collective is ever
+// timed here (NCCL runs send/recv only): the profile fitted from these numbers must not have seen what it
+// will be asked to predict.
 //
 // The fit lives in model/calibrate.cpp (CPU code); this file returns plain samples.
 #pragma once

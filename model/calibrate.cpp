@@ -27,7 +27,9 @@ constexpr double kLineGoodEnough = 0.005;
 
 bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
-bool is_latency_series(std::string_view name) { return starts_with(name, "latency."); }
+// Latencies and graph-node costs are repeated measurements of one fixed-size operation (a median, not a
+// curve against size).
+bool is_latency_series(std::string_view name) { return starts_with(name, "latency.") || starts_with(name, "graph."); }
 bool is_matmul_series(std::string_view name) { return starts_with(name, "matmul."); }
 
 // Relative residuals of a fit against the points.
@@ -216,9 +218,14 @@ LatencyFit fit_latency(const std::vector<Seconds>& t) {
 
 const std::vector<std::string>& bench_names() {
   static const std::vector<std::string> names = [] {
-    std::vector<std::string> v = {"p2p.ce.uni",         "p2p.ce.bidir",   "p2p.sm.uni",          "p2p.sm.bidir",
-                                  "copy.local",         "latency.launch", "latency.launch_host", "latency.event",
-                                  "latency.event_peer", "latency.flag"};
+    std::vector<std::string> v = {"p2p.ce.uni", "p2p.ce.bidir", "p2p.sm.uni", "p2p.sm.bidir", "copy.local",
+                                  "latency.launch", "latency.launch_host", "latency.event", "latency.event_peer",
+                                  "latency.flag",
+                                  // SM stores into the peer (push / ll modes), graph nodes and edges (the
+                                  // general lowering), NCCL send/recv (the NCCL model's transport)
+                                  "p2p.sm_store.uni", "p2p.sm_store.bidir", "p2p.sm.cta", "p2p.sm_store.cta",
+                                  "graph.copy", "graph.copy2", "graph.kernel", "graph.kernel_pdl", "graph.fork_local",
+                                  "graph.fork_peer", "graph.hop_peer", "nccl.p2p.uni", "nccl.p2p.bidir"};
     for (const char* d : kDtypes) {
       v.push_back(std::string("reduce.local.") + d);
       v.push_back(std::string("reduce.peer.") + d);

@@ -58,6 +58,15 @@ struct MicroMeasurements {
 //                               events, per hop
 //   latency.event_peer          the same between a stream of GPU0 and one of GPU1
 //   latency.flag                flag round trip: GPU0 writes a flag in GPU1's memory, GPU1 answers
+//   p2p.sm_store.uni / .bidir   SM-driven peer copy by stores: a kernel on the source storing into the peer
+//   graph.copy / graph.copy2    CUDA graph (20 iterations, as the executor replays): one / two 8-byte peer
+//                               copies per iteration on the origin stream (per copy node)
+//   p2p.sm.cta / sm_store.cta   the same with one CTA of 512 threads (a fused kernel's block group)
+//   graph.kernel / kernel_pdl   the same with one empty kernel per iteration (per kernel node), plain or
+//                               with programmatic dependent launch
+//   graph.fork_local / _peer    fork to a stream of GPU0 / GPU1, one 8-byte copy there, join back
+//   graph.hop_peer              fork to GPU1, 4 copies alternating GPU1 / GPU0 streams through events, join
+//   nccl.p2p.uni / .bidir       ncclSend/ncclRecv GPU0 -> GPU1 (or both ways at once), NCCL's protocol choice
 //   matmul.<dtype>              cuBLAS GEMM, by shape (m, k, n set)
 // <dtype> is float, half or bfloat16.
 const std::vector<std::string>& bench_names();

@@ -42,6 +42,29 @@ double ProtocolParams::efficiency_at(int64_t bytes) const {
   return efficiency.value * f;
 }
 
+Seconds PathTable::time(double bytes) const {
+  CCLAB_ASSERT(!points.empty(), "time() of an empty path table");
+  if (bytes <= double(points.front().first)) return Seconds(points.front().second);
+  if (bytes >= double(points.back().first)) {
+    const auto& [b, t] = points.back();
+    if (points.size() < 2) return Seconds(t * bytes / double(b));
+    // The last interval's rate continues (time grows linearly beyond the largest size measured).
+    const auto& [b0, t0] = points[points.size() - 2];
+    const double rate = (t - t0) / double(b - b0);
+    return Seconds(t + std::max(rate, 0.0) * (bytes - double(b)));
+  }
+  auto hi = std::upper_bound(points.begin(), points.end(), bytes,
+                             [](double x, const std::pair<int64_t, double>& p) { return x < double(p.first); });
+  auto lo = hi - 1;
+  const double x = std::log(bytes), x0 = std::log(double(lo->first)), x1 = std::log(double(hi->first));
+  const double y0 = std::log(lo->second), y1 = std::log(hi->second);
+  return Seconds(std::exp(y0 + (y1 - y0) * (x - x0) / (x1 - x0)));
+}
+
+Seconds PathTable::size_part(double bytes) const {
+  return Seconds(std::max(0.0, time(bytes).value - points.front().second));
+}
+
 ModelParams ModelParams::ideal() {
   ModelParams p;
   p.name = "ideal";
@@ -135,6 +158,14 @@ ModelParams defaults_for(const topo::Topology& t) {
                      ""};
 
   p.launch_latency = {microseconds(1.7), std::string("kernel/copy launch, 4-byte copy back to back, ") + kH200x2};
+  // The executor's paths: estimates from the 2 x H200 notes until `cclab calibrate` measures them.
+  p.exec.copy_node = {microseconds(1.7), std::string("4-byte peer copy back to back (estimate), ") + kH200x2};
+  p.exec.kernel_node = {microseconds(1.3), "empty kernel back to back (latency.launch, estimate until calibrated)"};
+  p.exec.kernel_pdl = {microseconds(1.3), "empty kernel back to back (latency.launch, estimate until calibrated)"};
+  p.exec.fork_local = {microseconds(1.5), "event hop between two streams of one GPU (estimate until calibrated)"};
+  p.exec.fork_peer = {microseconds(14.0), "two cross-GPU event edges of ~7 us (latency.event_peer, estimate)"};
+  p.exec.event_peer = {microseconds(7.0), "event hop between streams of two GPUs (latency.event_peer, estimate)"};
+  p.exec.flag_rtt = {microseconds(1.5), "flag round trip over NVLink (latency.flag, estimate until calibrated)"};
   p.sync_latency = {microseconds(1.0),
                     "flag store over NVLink seen by a polling peer: ~1 µs, estimate until calibrated"};
   p.local_dep_latency = {microseconds(0.5), "cross-stream event wait on one GPU: estimate until calibrated"};
@@ -227,6 +258,13 @@ const std::map<std::string, Accessor, std::less<>>& accessors() {
             p.link[k].latency = Sourced<Seconds>{microseconds(v), s};
           }};
     }
+    t["exec.copy_node_us"] = seconds_us([](ModelParams & p) -> auto& { return p.exec.copy_node; });
+    t["exec.kernel_node_us"] = seconds_us([](ModelParams & p) -> auto& { return p.exec.kernel_node; });
+    t["exec.kernel_pdl_us"] = seconds_us([](ModelParams & p) -> auto& { return p.exec.kernel_pdl; });
+    t["exec.fork_local_us"] = seconds_us([](ModelParams & p) -> auto& { return p.exec.fork_local; });
+    t["exec.fork_peer_us"] = seconds_us([](ModelParams & p) -> auto& { return p.exec.fork_peer; });
+    t["exec.event_peer_us"] = seconds_us([](ModelParams & p) -> auto& { return p.exec.event_peer; });
+    t["exec.flag_rtt_us"] = seconds_us([](ModelParams & p) -> auto& { return p.exec.flag_rtt; });
     t["nccl.max_channels"] = plain([](ModelParams & p) -> auto& { return p.nccl.max_channels; });
     const char* pn[3] = {"ll", "ll128", "simple"};
     for (int j = 0; j < 3; ++j) {
@@ -268,6 +306,13 @@ std::string source_of(const ModelParams& p, const std::string& name) {
     if (name == pre + "bw_GBps") return p.link[k].bw ? p.link[k].bw->source : "";
     if (name == pre + "latency_us") return p.link[k].latency ? p.link[k].latency->source : "";
   }
+  if (name == "exec.copy_node_us") return p.exec.copy_node.source;
+  if (name == "exec.kernel_node_us") return p.exec.kernel_node.source;
+  if (name == "exec.kernel_pdl_us") return p.exec.kernel_pdl.source;
+  if (name == "exec.fork_local_us") return p.exec.fork_local.source;
+  if (name == "exec.fork_peer_us") return p.exec.fork_peer.source;
+  if (name == "exec.event_peer_us") return p.exec.event_peer.source;
+  if (name == "exec.flag_rtt_us") return p.exec.flag_rtt.source;
   if (name == "launch_latency_us") return p.launch_latency.source;
   if (name == "sync_latency_us") return p.sync_latency.source;
   if (name == "local_dep_latency_us") return p.local_dep_latency.source;
@@ -379,6 +424,29 @@ ModelParams load_profile(const std::string& path, ModelParams base) {
           val.contains("source") && val["source"].is_string() ? val["source"].get<std::string>() : default_source;
     }
   }
+  if (j.contains("tables")) {
+    if (!j["tables"].is_object()) throw_input(path + ": \"tables\" must be an object");
+    for (const auto& [key, val] : j["tables"].items()) {
+      if (!val.is_object() || !val.contains("points") || !val["points"].is_array() || val["points"].empty())
+        throw_input(path + ": tables." + key + " needs \"points\": [[bytes, seconds], ...]");
+      PathTable t;
+      for (const auto& pt : val["points"]) {
+        if (!pt.is_array() || pt.size() != 2 || !pt[0].is_number() || !pt[1].is_number() ||
+            !(pt[0].get<double>() > 0) || !(pt[1].get<double>() > 0) || pt[0].get<double>() > 9e18 ||
+            !std::isfinite(pt[1].get<double>()))
+          throw_input(path + ": tables." + key + ": each point is [bytes > 0, seconds > 0]");
+        t.points.push_back({pt[0].get<int64_t>(), pt[1].get<double>()});
+      }
+      std::sort(t.points.begin(), t.points.end());
+      // Repeated sizes: keep the first (the calibration writes one point per size).
+      t.points.erase(std::unique(t.points.begin(), t.points.end(),
+                                 [](const auto& a, const auto& b) { return a.first == b.first; }),
+                     t.points.end());
+      t.source =
+          val.contains("source") && val["source"].is_string() ? val["source"].get<std::string>() : default_source;
+      base.tables[key] = std::move(t);
+    }
+  }
   return base;
 }
 
@@ -400,6 +468,15 @@ std::string profile_json(const ModelParams& p) {
     curves[std::string(kProtoNames[i])] = {{"points", pts}, {"source", p.proto[i].curve_source}};
   }
   j["curves"] = curves;
+  if (!p.tables.empty()) {
+    nlohmann::ordered_json tables = nlohmann::ordered_json::object();
+    for (const auto& [name, t] : p.tables) {
+      nlohmann::ordered_json pts = nlohmann::ordered_json::array();
+      for (const auto& [b, sec] : t.points) pts.push_back({b, sec});
+      tables[name] = {{"points", pts}, {"source", t.source}};
+    }
+    j["tables"] = tables;
+  }
   return j.dump(2) + "\n";
 }
 

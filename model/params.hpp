@@ -12,6 +12,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -100,6 +101,34 @@ struct NcclTuning {
   std::string source = "NVIDIA/nccl src/graph/tuning.cc, src/enqueue.cc, src/init.cc (2.28)";
 };
 
+// Measured time against size of one microbenchmark (a calibration table, e.g. "p2p.ce.bidir"): the
+// points as measured, interpolated piecewise linearly in log(bytes) / log(time); past the last point the
+// last rate continues, below the first the first time holds. This is the "efficiency curve per path"
+// in its most direct form: no functional shape is imposed on the executor's transfers.
+struct PathTable {
+  std::vector<std::pair<int64_t, double>> points;  // (bytes, seconds), ascending bytes
+  std::string source;
+
+  bool empty() const { return points.empty(); }
+  Seconds time(double bytes) const;
+  // time(bytes) - time(smallest point): what the size adds on top of the fixed cost of one operation.
+  Seconds size_part(double bytes) const;
+};
+
+// The executor's own paths (exec/), as the records' note names them. Every number is set by the
+// calibration from a microbenchmark (graph.*, latency.*); the defaults are estimates that say so.
+struct ExecutorParams {
+  // General lowering: a CUDA graph of copy-engine copies and kernels on streams (exec/plan*.cpp), replayed.
+  Sourced<Seconds> copy_node;    // one copy-engine copy node in a replayed graph (fixed part)
+  Sourced<Seconds> kernel_node;  // one kernel node in a replayed graph (fixed part)
+  Sourced<Seconds> kernel_pdl;   // the same launched with programmatic dependent launch
+  Sourced<Seconds> fork_local;   // fork to a second stream of the origin GPU and join back (two edges)
+  Sourced<Seconds> fork_peer;    // fork to a stream of the other GPU and join back (two cross-GPU edges)
+  Sourced<Seconds> event_peer;   // one dependency between streams of two GPUs inside the graph
+  // Kernels that synchronise through flags in peer memory (bidir modes, fused path).
+  Sourced<Seconds> flag_rtt;  // flag store into the peer + answer, round trip
+};
+
 struct ModelParams {
   std::string name;  // profile or preset it was made for
   // Transfer protocols, indexed by Proto.
@@ -138,6 +167,14 @@ struct ModelParams {
   NcclTuning nccl;
   enum class Arch : uint8_t { ampere, hopper } arch = Arch::hopper;
 
+  ExecutorParams exec;
+  // Calibration tables by microbenchmark series name (bench_names() of model/calibrate.hpp).
+  std::map<std::string, PathTable, std::less<>> tables;
+  const PathTable* table(std::string_view series) const {
+    auto it = tables.find(series);
+    return it == tables.end() || it->second.empty() ? nullptr : &it->second;
+  }
+
   // True: no latencies, efficiencies 1, local work free: the textbook α-β model that ALGORITHMS.md's
   // closed forms describe (the network's α and β still come from the topology).
   static ModelParams ideal();
@@ -157,7 +194,8 @@ std::vector<std::string> param_names(const ModelParams& p);
 void set_param(ModelParams& p, std::string_view name, double value, const std::string& source);
 std::optional<double> get_param(const ModelParams& p, std::string_view name);
 
-// Profiles. The built-in format is JSON:
+// Profiles. The built-in format is JSON (a "tables" object of {"series": {"points": [[bytes, seconds], ...],
+// "source": text}} is optional):
 //   {"name": "h200x2", "machine": "...", "date": "...",
 //    "params": {"proto.copy_engine.latency_us": {"value": 1.7, "source": "..."}, "mem_efficiency": 0.9, ...},
 //    "curves": {"copy_engine": {"points": [[4096, 0.5], ...], "source": "..."}}}

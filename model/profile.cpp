@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -150,6 +151,40 @@ Derived derive_params(const Calibration& cal, const topo::Topology& topology) {
         "event ping-pong hop between two streams minus a back-to-back launch", "latency.event - latency.launch",
         e->fit.rms_rel_residual, e->fit.max_rel_residual);
 
+  // --- the executor's general lowering: graph nodes and edges (graph.*, 20 iterations per replay) ---
+  // Each series is a median per iteration of a tiny structure; the node and edge costs are differences.
+  if (const auto* cp = lat_of("graph.copy")) {
+    const double copy = cp->fit.value.us();
+    add("exec.copy_node_us", copy, "8-byte peer copy node, per iteration of a replayed graph", "graph.copy",
+        cp->fit.rms_rel_residual, cp->fit.max_rel_residual);
+    if (const auto* c2 = lat_of("graph.copy2"))
+      out.notes.push_back("graph.copy2 - graph.copy = " + fmt(c2->fit.value.us() - copy) +
+                          " us: a second copy node in the same chain (graph.copy: " + fmt(copy) + " us)");
+    if (const auto* f = lat_of("graph.fork_local"))
+      add("exec.fork_local_us", std::max(0.0, f->fit.value.us() - copy),
+          "fork to a second stream of GPU0 and join back, minus the copy node", "graph.fork_local - graph.copy",
+          f->fit.rms_rel_residual, f->fit.max_rel_residual);
+    if (const auto* f = lat_of("graph.fork_peer"))
+      add("exec.fork_peer_us", std::max(0.0, f->fit.value.us() - copy),
+          "fork to a stream of GPU1 and join back, minus the copy node", "graph.fork_peer - graph.copy",
+          f->fit.rms_rel_residual, f->fit.max_rel_residual);
+    if (const auto* h = lat_of("graph.hop_peer"))
+      add("exec.event_peer_us", std::max(0.0, (h->fit.value.us() - 4 * copy) / 4),
+          "4 copies alternating GPU1 / GPU0 through events (the first edge is the fork): per edge, minus the copy "
+          "nodes",
+          "(graph.hop_peer - 4 graph.copy) / 4", h->fit.rms_rel_residual, h->fit.max_rel_residual);
+  }
+  if (const auto* k = lat_of("graph.kernel"))
+    add("exec.kernel_node_us", k->fit.value.us(), "empty kernel node, per iteration of a replayed graph",
+        "graph.kernel", k->fit.rms_rel_residual, k->fit.max_rel_residual);
+  if (const auto* k = lat_of("graph.kernel_pdl"))
+    add("exec.kernel_pdl_us", k->fit.value.us(),
+        "empty kernel node with programmatic dependent launch, per iteration of a replayed graph", "graph.kernel_pdl",
+        k->fit.rms_rel_residual, k->fit.max_rel_residual);
+  if (const auto* l = lat_of("latency.flag"))
+    add("exec.flag_rtt_us", l->fit.value.us(), "median flag round trip GPU0 -> GPU1 -> GPU0 inside running kernels",
+        "latency.flag", l->fit.rms_rel_residual, l->fit.max_rel_residual);
+
   // --- local work ---
   if (const auto* c = curve_of("reduce.local.float")) {
     if (c->fit.points > 1)
@@ -220,6 +255,24 @@ std::string make_profile_json(const Calibration& cal, const topo::Topology& topo
     curves[std::string(proto_name(c.proto))] = {{"points", pts}, {"source", c.source}};
   }
   j["curves"] = curves;
+  // The measured points of every size sweep, as the simulator's path tables (model::PathTable): the
+  // median time at each size. Latency and matmul series are summarised by their fits instead.
+  ojson tables = ojson::object();
+  for (const auto& s : m.series) {
+    if (s.name.rfind("latency.", 0) == 0 || s.name.rfind("graph.", 0) == 0 || s.name.rfind("matmul.", 0) == 0) continue;
+    std::map<int64_t, std::vector<double>> by_size;
+    for (const auto& p : s.samples) by_size[p.bytes].push_back(p.time.value);
+    if (by_size.size() < 2) continue;
+    ojson pts = ojson::array();
+    for (auto& [b, ts] : by_size) {
+      std::sort(ts.begin(), ts.end());
+      pts.push_back({b, ts[ts.size() / 2]});
+    }
+    tables[s.name] = {{"points", pts},
+                      {"source", s.name + ": " + s.method + " [" + m.origin + ", " + m.gpu_name +
+                                     (m.date.empty() ? "" : ", " + m.date) + "]"}};
+  }
+  j["tables"] = tables;
   ojson fits = ojson::object();
   for (const auto& c : cal.curves) {
     const bool flops = c.series.rfind("matmul.", 0) == 0;
