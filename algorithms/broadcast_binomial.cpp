@@ -11,7 +11,7 @@ void build_broadcast_binomial(const AlgoArgs& a, Transport& t) {
   const int64_t bytes = a.count * t.elem_size();
   auto rank = [&](int v) { return (v + root) % n; };
   Emitter e(t);
-  e.copy(root, in(root), out(root), bytes);  // the root's own output (dropped in place)
+  e.copy(root, in(root), out(root), bytes, {}, kRootCopyChannel);  // the root's own output (dropped in place)
   std::vector<OpId> have(size_t(n), kNoOp);  // the put that delivered the message to relative rank v
   for (int k = 0; (1 << k) < n; ++k) {
     e.step(k);

@@ -12,7 +12,7 @@ void build_broadcast_pipeline(const AlgoArgs& a, Transport& t) {
   const int64_t es = t.elem_size(), chunks = chunk_count(a.count, t.elem_size(), a.chunk_bytes);
   auto rank = [&](int v) { return (v + root) % n; };
   Emitter e(t);
-  e.copy(root, in(root), out(root), a.count * es);
+  e.copy(root, in(root), out(root), a.count * es, {}, kRootCopyChannel);
   for (int64_t i = 0; i < chunks; ++i) {
     const Block c = split(a.count, chunks, i);
     const int64_t off = c.offset * es, bytes = c.count * es;

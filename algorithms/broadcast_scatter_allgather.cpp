@@ -18,7 +18,7 @@ void build_broadcast_scatter_allgather(const AlgoArgs& a, Transport& t) {
   // Where relative rank v reads piece p from: the root from its input, the others from their output.
   auto src = [&](int v, int p) { return v == 0 ? in(root, off(p)) : out(rank(v), off(p)); };
   Emitter e(t);
-  e.copy(root, in(root), out(root), a.count * es);
+  e.copy(root, in(root), out(root), a.count * es, {}, kRootCopyChannel);
 
   // Scatter: relative v sends the pieces of child w = v + m's subtree, largest subtrees first.
   std::vector<OpId> scattered(size_t(n), kNoOp);

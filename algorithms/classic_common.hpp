@@ -57,6 +57,10 @@ inline int lowbit_span(int v, int n) {  // how many consecutive relative ranks v
   return std::min(v & -v, n - v);
 }
 
+// The channel of a root's copy of its own input into its output (broadcasts): beside the sends on
+// channel 0, so a stream-per-channel backend runs the local copy concurrently with the link.
+constexpr int kRootCopyChannel = 1;
+
 // Wraps the Transport: drops ops that move no bytes (empty blocks of uneven splits, count 0) and
 // in-place copies of a region onto itself. A dropped op returns the last op of its (rank, channel),
 // so a dependency on it still orders everything that channel did before.

@@ -331,6 +331,111 @@ __global__ void __launch_bounds__(512) flash_ldg_kernel(BidirArgs a, bool in_pla
 }
 
 // ---------------------------------------------------------------------------------------------
+// push: one-shot push with per-tile progress flags. The first half of each CTA's threads
+// (producers) load the CTA's tiles of the local input and store them into every peer's receive
+// buffer, then publish "tiles done" in the peer's control words (fence, release); the second half
+// (consumers) wait for every peer's count to pass a tile, then reduce it with the local input into
+// the output. Stores over NVLink are posted (no round trip per load), the reduction of tile j
+// overlaps the transfer of tile j+1, and the only cross-GPU synchronisation is the progress flags.
+// Receive buffers are double-buffered by epoch parity: a peer's launch e+2 starts after its launch
+// e+1 received our tiles of e+1, which we stored after our launch e (the one reading parity e&1)
+// had finished, so no release handshake is needed.
+template <typename T, RedOp Op, int U>
+__global__ void __launch_bounds__(512) push_kernel(BidirArgs a) {
+  __shared__ uint32_t e_s;
+  __shared__ int abort_s;
+  __shared__ volatile int64_t pushed_s;  // tiles the producers of this CTA have stored (in place: see below)
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  const int H = blockDim.x / 2, b = blockIdx.x, G = gridDim.x;
+  const bool producer = threadIdx.x < H;
+  const int t = producer ? threadIdx.x : threadIdx.x - H;
+  const int n = a.nranks, r = a.rank;
+  Ctrl* me = a.ctrl[r];
+  if (threadIdx.x == 0) {
+    e_s = *reinterpret_cast<volatile uint32_t*>(&me->push_epoch) + 1;
+    abort_s = 0;
+    pushed_s = 0;
+  }
+  __syncthreads();
+  const uint32_t e = e_s;
+  const uint64_t E = uint64_t(e) << 32;
+  const int parity = int(e & 1);
+  constexpr int N = 16 / sizeof(T);
+  const int64_t nvec = a.bytes / 16;
+  const int64_t tail0 = nvec * N, tail_n = a.count - tail0;  // elements after the last whole vector
+  const int64_t tile_vecs = int64_t(U) * H;
+  const int64_t tiles = std::max<int64_t>(1, (nvec + tile_vecs - 1) / tile_vecs);
+  const int64_t J = tiles > b ? (tiles - b + G - 1) / G : 0;
+  const uint4* own = reinterpret_cast<const uint4*>(a.in[r]);
+  // What source (r + j) % n stored into us, and where we store into peer (r + j) % n.
+  auto recv = [&](int j) { return a.push[r] + (int64_t(parity) * (n - 1) + (j - 1)) * a.push_stride; };
+  auto send = [&](int j) {
+    const int q = (r + j) % n, jq = (r - q + n) % n;  // we are q's jq-th source
+    return a.push[q] + (int64_t(parity) * (n - 1) + (jq - 1)) * a.push_stride;
+  };
+  if (producer) {
+    for (int64_t j = 0; j < J; ++j) {
+      const int64_t base = (b + j * G) * tile_vecs + t;
+      uint4 v[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        if (base + int64_t(u) * H < nvec) v[u] = __ldcg(own + base + int64_t(u) * H);
+      for (int jj = 1; jj < n; ++jj) {
+        uint4* dst = reinterpret_cast<uint4*>(send(jj));
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+          if (base + int64_t(u) * H < nvec) __stcg(dst + base + int64_t(u) * H, v[u]);
+        if (b == 0 && j == 0 && t < tail_n)
+          reinterpret_cast<T*>(send(jj))[tail0 + t] = reinterpret_cast<const T*>(a.in[r])[tail0 + t];
+      }
+      __threadfence_system();  // this thread's stores reach the peers before the flag below
+      named_barrier(1, H);
+      if (t == 0) {
+        for (int jj = 1; jj < n; ++jj) st_release(&a.ctrl[(r + jj) % n]->push_prog[b][r], E | uint64_t(j + 1));
+        pushed_s = j + 1;
+      }
+    }
+  } else {
+    uint4* out = reinterpret_cast<uint4*>(a.out);
+    for (int64_t j = 0; j < J; ++j) {
+      if (t == 0) {
+        for (int jj = 1; jj < n && !abort_s; ++jj)
+          if (!wait_ge(a, &me->push_prog[b][(r + jj) % n], E | uint64_t(j + 1), kWaitPush, b, int(j))) abort_s = 1;
+        // In place the output is our input: our producers must have read tile j before we write it.
+        const uint64_t start = dev::globaltimer_ns();
+        while (!abort_s && pushed_s < j + 1)
+          if (dev::globaltimer_ns() - start > a.timeout_ns) {
+            report_timeout(a, kWaitPush, b, int(j), uint64_t(j + 1), uint64_t(pushed_s));
+            abort_s = 1;
+          }
+      }
+      named_barrier(2, H);
+      if (abort_s) break;
+      const int64_t base = (b + j * G) * tile_vecs + t;
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int64_t v = base + int64_t(u) * H;
+        if (v < nvec) {
+          Acc<T> acc;
+          acc.load(__ldcg(own + v));
+          for (int jj = 1; jj < n; ++jj) acc.template add<Op>(__ldcg(reinterpret_cast<const uint4*>(recv(jj)) + v));
+          out[v] = acc.store(a.divisor);
+        }
+      }
+      if (b == 0 && j == 0 && t < tail_n) {
+        float x = Elem<T>::to(reinterpret_cast<const T*>(a.in[r])[tail0 + t]);
+        for (int jj = 1; jj < n; ++jj)
+          x = dev::combine<Op>(x, Elem<T>::to(__ldcg(reinterpret_cast<const T*>(recv(jj)) + tail0 + t)));
+        reinterpret_cast<T*>(a.out)[tail0 + t] = Elem<T>::from(a.divisor == 1.f ? x : x / a.divisor);
+      }
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) finish_launch(&me->push_done, &me->push_epoch, e, G);
+}
+
+// ---------------------------------------------------------------------------------------------
 // stream: lane = CTA; first half of the threads produce (push into peers' rings), second half consume.
 
 __device__ __forceinline__ void copy_bytes(uint8_t* dst, const uint8_t* src, int64_t len, int t, int nt) {
@@ -519,6 +624,17 @@ struct LaunchFlashLdg {
   }
 };
 template <typename T, RedOp Op>
+struct LaunchPush {
+  static void run(const BidirArgs& a, int blocks, int threads, int unroll, bool pdl, cudaStream_t s) {
+    if (unroll <= 1)
+      launch_maybe_pdl(push_kernel<T, Op, 1>, blocks, threads, pdl, s, a);
+    else if (unroll <= 2)
+      launch_maybe_pdl(push_kernel<T, Op, 2>, blocks, threads, pdl, s, a);
+    else
+      launch_maybe_pdl(push_kernel<T, Op, 4>, blocks, threads, pdl, s, a);
+  }
+};
+template <typename T, RedOp Op>
 struct LaunchStream {
   static void run(const BidirArgs& a, int blocks, int threads, cudaStream_t s) {
     stream_kernel<T, Op><<<blocks, threads, 0, s>>>(a);
@@ -540,14 +656,16 @@ std::string_view bidir_mode_name(BidirMode m) {
       return "stream";
     case BidirMode::copy:
       return "copy";
+    case BidirMode::push:
+      return "push";
   }
   return "?";
 }
 
 BidirMode parse_bidir_mode(std::string_view s) {
-  for (BidirMode m : {BidirMode::ll, BidirMode::flash, BidirMode::stream, BidirMode::copy})
+  for (BidirMode m : {BidirMode::ll, BidirMode::flash, BidirMode::stream, BidirMode::copy, BidirMode::push})
     if (bidir_mode_name(m) == s) return m;
-  throw_input("unknown bidir mode '" + std::string(s) + "' (ll, flash, stream, copy)");
+  throw_input("unknown bidir mode '" + std::string(s) + "' (ll, flash, stream, copy, push)");
 }
 
 void BidirParams::apply(const std::string& tune) {
@@ -606,6 +724,16 @@ void BidirParams::apply(const std::string& tune) {
       auto_flash_max = parse_size(flag, v);
     else if (k == "auto_large")
       auto_large = parse_bidir_mode(v);
+    else if (k == "auto_mid")
+      auto_mid = parse_bidir_mode(v);
+    else if (k == "push_blocks")
+      push_blocks = i(0, kMaxBlocks);
+    else if (k == "push_threads")
+      push_threads = i(64, 512);
+    else if (k == "push_unroll")
+      push_unroll = i(1, 4);
+    else if (k == "push_pdl")
+      push_pdl = i(0, 1) != 0;
     else if (k == "kernel_timeout")
       kernel_timeout_s = parse_double(flag, v, 0.001, 3600);
     else if (k == "mode" || k == "reduce_blocks" || k == "sol_chunks" || k == "streams" || k == "channels" ||
@@ -617,6 +745,8 @@ void BidirParams::apply(const std::string& tune) {
   if (slot_bytes % 16 != 0 || slot_bytes <= 0) throw_input("--tune slot_bytes must be a positive multiple of 16");
   if (ce_chunk % 16 != 0 || ce_chunk <= 0) throw_input("--tune ce_chunk must be a positive multiple of 16");
   if (stream_threads % 64 != 0) throw_input("--tune stream_threads must be a multiple of 64");
+  if (push_threads % 64 != 0) throw_input("--tune push_threads must be a multiple of 64");
+  if (auto_mid == BidirMode::ll || auto_mid == BidirMode::copy) throw_input("--tune auto_mid: flash, push or stream");
   if (ll_max_bytes > (int64_t(1) << 20)) throw_input("--tune ll_max_bytes must be at most 1M");
 }
 
@@ -634,6 +764,9 @@ std::string BidirParams::describe(BidirMode m) const {
     case BidirMode::stream:
       os << " slots=" << slots << " slot_bytes=" << slot_bytes << " threads=" << stream_threads;
       break;
+    case BidirMode::push:
+      os << " threads=" << push_threads << " unroll=" << push_unroll << (push_pdl ? " pdl" : "");
+      break;
     case BidirMode::copy:
       os << (ce_split ? " reduce-scatter+all-gather" : " one-shot") << " chunk="
          << (ce_pieces > 0 ? "part/" + std::to_string(ce_pieces) + " in [4M,64M]" : std::to_string(ce_chunk))
@@ -645,7 +778,7 @@ std::string BidirParams::describe(BidirMode m) const {
 
 BidirMode choose_bidir_mode(int64_t bytes, DType, int nranks, const BidirParams& p) {
   if (bytes <= std::min(p.auto_ll_max, p.ll_max_bytes)) return BidirMode::ll;
-  if (bytes <= p.auto_flash_max || nranks > 8) return BidirMode::flash;
+  if (bytes <= p.auto_flash_max || nranks > 8) return p.auto_mid;
   return p.auto_large;
 }
 
@@ -669,6 +802,7 @@ BidirContext::BidirContext(const Communicator& comm, const BidirParams& params)
     ll_.emplace_back(d, ll_buffer_bytes(params));
     CCLAB_CUDA(cudaMemset(ll_.back().get(), 0, ll_buffer_bytes(params)));
     ring_.emplace_back();
+    push_.emplace_back();
   }
 }
 
@@ -688,6 +822,18 @@ void BidirContext::ensure_ring(int lanes, int slots, int64_t slot_bytes) {
   ring_slot_bytes_ = slot_bytes;
 }
 
+void BidirContext::ensure_push(int64_t stride) {
+  if (stride <= push_stride_) return;
+  const size_t bytes = size_t(2) * size_t(std::max(comm_.nranks() - 1, 1)) * size_t(stride);
+  for (int r = 0; r < comm_.nranks(); ++r) {
+    DeviceGuard g(comm_.device_of(r));
+    CCLAB_CUDA(cudaDeviceSynchronize());  // no kernel may still use the old buffers
+    push_[size_t(r)] = DeviceBuffer();
+    push_[size_t(r)] = DeviceBuffer(comm_.device_of(r), bytes);
+  }
+  push_stride_ = stride;
+}
+
 void BidirContext::check_errors(const std::string& what) {
   auto* w = static_cast<volatile ErrWord*>(err_.host());
   if (w->code == 0) return;
@@ -698,9 +844,10 @@ void BidirContext::check_errors(const std::string& what) {
                                 "stream producer waiting for a free slot",
                                 "stream consumer waiting for data",
                                 "stream consumer waiting for its own producer",
-                                "ll receive flag"};
+                                "ll receive flag",
+                                "push progress flag"};
   const uint32_t code = w->code;
-  std::string msg = what + ": kernel spin-wait timed out (" + (code < 8 ? names[code] : "?") + ") on rank " +
+  std::string msg = what + ": kernel spin-wait timed out (" + (code < 9 ? names[code] : "?") + ") on rank " +
                     std::to_string(w->rank) + " block/lane " + std::to_string(w->block) + " slot " +
                     std::to_string(w->slot) + ": wanted " + std::to_string(w->want) + ", saw " + std::to_string(w->got);
   std::memset(const_cast<ErrWord*>(w), 0, sizeof(ErrWord));
@@ -737,6 +884,17 @@ BidirWorkload::BidirWorkload(BidirContext& ctx, BidirMode mode, CollSpec spec)
     grid_ = lanes;
     // The ring is laid out for the largest lane count, so sizes can change lanes without realloc.
     ctx.ensure_ring(std::max(1, std::min(p.lanes > 0 ? p.lanes : sms, kMaxLanes)), p.slots, p.slot_bytes);
+  } else if (mode_ == BidirMode::push) {
+    threads_ = p.push_threads;
+    unroll_ = p.push_unroll <= 1 ? 1 : p.push_unroll <= 2 ? 2 : 4;  // the kernel's instances
+    const int64_t tile = int64_t(threads_ / 2) * 16 * unroll_;
+    const int64_t tiles = std::max<int64_t>(1, (bytes / 16 * 16 + tile - 1) / tile);
+    // A CTA waits for the same CTA of every peer: all CTAs stay resident (2 per SM, fewer when
+    // ranks share a GPU).
+    int blocks = p.push_blocks > 0 ? p.push_blocks : 2 * sms;
+    blocks = std::max(1, std::min(blocks, 2 * sms / share));
+    grid_ = int(std::min<int64_t>(blocks, tiles));
+    ctx.ensure_push(std::max<int64_t>(256, (bytes + 255) / 256 * 256));
   } else if (mode_ == BidirMode::flash) {
     // Shared memory: stages x peers x unroll x threads x 16 B; shrink unroll, then stages, then
     // threads until it fits (many ranks sharing GPUs in tests).
@@ -798,7 +956,9 @@ void BidirWorkload::enqueue() {
     a.ctrl[q] = static_cast<Ctrl*>(ctx_.ctrl(q));
     a.ll[q] = static_cast<uint64_t*>(ctx_.ll(q));
     a.ring[q] = static_cast<uint8_t*>(ctx_.ring(q));
+    a.push[q] = static_cast<uint8_t*>(ctx_.push(q));
   }
+  a.push_stride = ctx_.push_stride();
   a.ll_words = ll_words(p);
   a.lanes = ctx_.ring_lanes();
   a.slots = p.slots;
@@ -824,6 +984,9 @@ void BidirWorkload::enqueue() {
         break;
       case BidirMode::stream:
         dev::dispatch<LaunchStream>(spec_.dtype, spec_.op, a, grid_, p.stream_threads, s);
+        break;
+      case BidirMode::push:
+        dev::dispatch<LaunchPush>(spec_.dtype, spec_.op, a, grid_, threads_, unroll_, p.push_pdl, s);
         break;
       case BidirMode::copy:
         break;

@@ -9,6 +9,10 @@
 //  - stream: persistent lanes. Each lane owns a ring of slots in each peer's memory; producers wait
 //            for a free slot, store, fence (system scope) and publish a sequence number; consumers
 //            wait for it, reduce from local memory, and release the slot. Bounded scratch, any size.
+//  - push:   one-shot push. Half of each CTA stores the local input into every peer's receive
+//            buffer over NVLink (posted stores, no load round trips) and publishes per-tile
+//            progress flags; the other half waits for the peers' flags and reduces tile by tile,
+//            overlapping the transfer. Double-buffered by epoch parity; no handshake.
 //  - copy:   copy engines pull peer chunks into local scratch, pipelined with a local reduce kernel
 //            (cross-GPU dependencies as CUDA events), for the largest sizes where copy engines reach
 //            more of the link than SM loads do.
@@ -27,7 +31,7 @@
 
 namespace cclab::exec {
 
-enum class BidirMode : uint8_t { ll, flash, stream, copy };
+enum class BidirMode : uint8_t { ll, flash, stream, copy, push };
 std::string_view bidir_mode_name(BidirMode m);
 BidirMode parse_bidir_mode(std::string_view s);
 
@@ -46,7 +50,13 @@ struct BidirParams {
   // (results/h200x2/exec_calibration.csv); measure.sh refits them in every run.
   int64_t auto_ll_max = 256 << 10;
   int64_t auto_flash_max = 64 << 20;
+  BidirMode auto_mid = BidirMode::flash;  // the mode between auto_ll_max and auto_flash_max
   BidirMode auto_large = BidirMode::copy;
+  // push
+  int push_blocks = 0;     // 0: 2 per SM (divided among ranks sharing a GPU)
+  int push_threads = 512;  // half producers, half consumers
+  int push_unroll = 4;     // 16-byte vectors per producer thread per tile
+  bool push_pdl = true;
   // stream
   int lanes = 0;  // 0: one per SM
   int slots = 4;
@@ -96,6 +106,11 @@ class BidirContext {
   void* ctrl(int rank) const { return ctrl_[size_t(rank)].get(); }
   void* ll(int rank) const { return ll_[size_t(rank)].get(); }
   void* ring(int rank) const { return ring_[size_t(rank)].get(); }
+  // Push-mode receive buffers: 2 parities x (nranks - 1) sources x stride bytes per rank, grown
+  // (never shrunk) to the largest message; callers synchronise first.
+  void ensure_push(int64_t stride);
+  void* push(int rank) const { return push_[size_t(rank)].get(); }
+  int64_t push_stride() const { return push_stride_; }
   void* error_word() const { return err_.device(); }
   int ring_lanes() const { return ring_lanes_; }
   // Throws an environment error describing the first kernel timeout, if any (and clears it).
@@ -104,7 +119,8 @@ class BidirContext {
  private:
   const Communicator& comm_;
   BidirParams params_;
-  std::vector<DeviceBuffer> ctrl_, ll_, ring_;
+  std::vector<DeviceBuffer> ctrl_, ll_, ring_, push_;
+  int64_t push_stride_ = 0;
   MappedHost err_;
   int ring_lanes_ = 0, ring_slots_ = 0;
   int64_t ring_slot_bytes_ = 0;

@@ -15,10 +15,12 @@ constexpr int kMaxLanes = 512;    // stream lanes
 // rank); the owner polls them locally. Epoch counters advance once per launch (the last CTA to
 // finish bumps them), so graph replays see fresh values.
 struct Ctrl {
-  uint32_t ll_epoch, ll_done, flash_epoch, flash_done, stream_epoch, stream_done, pad[2];
+  uint32_t ll_epoch, ll_done, flash_epoch, flash_done, stream_epoch, stream_done, push_epoch, push_done;
   uint64_t flash_start[kMaxBlocks][kMaxRanks];
   uint64_t flash_fin[kMaxBlocks][kMaxRanks];
   uint64_t flash_prog[kMaxBlocks][kMaxRanks];
+  // Push mode: push_prog[block][src] = (epoch << 32) | tiles of that block src has stored here.
+  uint64_t push_prog[kMaxBlocks][kMaxRanks];
   // Stream mode: absolute per-lane sequence numbers, continued across launches (both ranks run the
   // same launches, so each lane's count of units agrees); seq[lane] is local, the others peer-written.
   uint64_t seq[kMaxLanes];              // units this lane has carried in earlier launches
@@ -40,6 +42,7 @@ enum WaitCode : uint32_t {
   kWaitStreamData,
   kWaitStreamLocal,
   kWaitLL,
+  kWaitPush,
 };
 
 struct BidirArgs {
@@ -54,6 +57,10 @@ struct BidirArgs {
   uint8_t* ring[kMaxRanks] = {};  // [nranks-1 sources][lanes][slots][slot_bytes]
   int lanes = 0, slots = 0;       // lanes: the ring's lane stride (allocated lanes, >= gridDim.x)
   int64_t slot_bytes = 0;
+  // Push mode receive buffers: push[q] + ((parity * (nranks - 1) + j - 1) * push_stride) holds what
+  // rank (q + j) % nranks stored into q in a launch of that epoch parity.
+  uint8_t* push[kMaxRanks] = {};
+  int64_t push_stride = 0;
   int unroll = 1;
   ErrWord* err = nullptr;
   uint64_t timeout_ns = 0;

@@ -7,10 +7,10 @@ Prints one --tune string for the sweep. Every calibration run is a variant (its 
 Rules, on out-of-place rows with no wrong element:
   - small: the ll variant with the lowest mean time; ll is used up to the largest size below which
     it is fastest at every size;
-  - large: among copy, stream and flash variants, the one with the highest mean busbw over the
-    sizes >= 64 MiB;
-  - medium: the flash variant with the lowest total time over 1-16 MiB, used while it beats the
-    large variant.
+  - large: among copy, stream, flash and push variants, the one with the highest mean busbw over
+    the sizes >= 64 MiB;
+  - medium: the flash or push variant with the lowest total time over 1-16 MiB, used while it
+    beats the large variant.
 The chosen variants' own keys (engine, unroll, chunking, ...) are carried into the output.
 Standard library only.
 """
@@ -40,8 +40,8 @@ def main():
         return sum(xs) / len(xs) if xs else 0.0
 
     lls = [v for v in t if mode[v] == "ll"]
-    flashes = [v for v in t if mode[v] == "flash"]
-    larges = [v for v in t if mode[v] in ("copy", "stream", "flash") and mean_busbw(v) > 0]
+    flashes = [v for v in t if mode[v] in ("flash", "push")]
+    larges = [v for v in t if mode[v] in ("copy", "stream", "flash", "push") and mean_busbw(v) > 0]
     ll = min(lls, key=mean_time) if lls else None
     flash = min(flashes, key=lambda v: mean_time(v, 1 << 20, 16 << 20)) if flashes else None
     large = max(larges, key=mean_busbw) if larges else None
@@ -71,6 +71,7 @@ def main():
             keys.update({k: x for k, x in tune_of(v).items() if k != "mode"})
     keys["auto_ll_max"] = str(max(ll_max, 8))
     keys["auto_flash_max"] = str(max(flash_max, ll_max, 8))
+    keys["auto_mid"] = mode[flash] if flash else "flash"
     keys["auto_large"] = mode[large] if large else "copy"
     print(",".join("%s=%s" % kv for kv in keys.items()))
 

@@ -253,6 +253,15 @@ TEST(BidirParams, TuneKeysAndErrors) {
   EXPECT_THROW(p.apply("lanes"), Error);
   EXPECT_THROW(p.apply("slot_bytes=17"), Error);
   EXPECT_EQ(parse_bidir_mode("stream"), BidirMode::stream);
+  EXPECT_EQ(parse_bidir_mode("push"), BidirMode::push);
+  BidirParams q;
+  q.apply("push_threads=256,push_unroll=2,push_blocks=64,auto_mid=push");
+  EXPECT_EQ(q.push_threads, 256);
+  EXPECT_EQ(q.push_unroll, 2);
+  EXPECT_EQ(q.push_blocks, 64);
+  EXPECT_EQ(q.auto_mid, BidirMode::push);
+  EXPECT_THROW(BidirParams().apply("push_threads=100"), Error);  // halves must be whole warps
+  EXPECT_THROW(BidirParams().apply("auto_mid=ll"), Error);
   EXPECT_THROW(parse_bidir_mode("warp"), Error);
 }
 
@@ -267,6 +276,8 @@ TEST(BidirChoice, SmallUsesLLLargeUsesABandwidthMode) {
   p.auto_large = BidirMode::stream;
   EXPECT_EQ(choose_bidir_mode(2048, DType::f32, 2, p), BidirMode::flash);
   EXPECT_EQ(choose_bidir_mode(2 << 20, DType::f32, 2, p), BidirMode::stream);
+  p.auto_mid = BidirMode::push;
+  EXPECT_EQ(choose_bidir_mode(2048, DType::f32, 2, p), BidirMode::push);
 }
 
 TEST(Sweep, SizesFollowNcclTestsFlags) {
@@ -288,6 +299,7 @@ TEST(Sweep, AllListsTheLinkTestAndTheFusedModes) {
   const auto names = gpu_algorithm_names();
   EXPECT_NE(std::find(names.begin(), names.end(), "sol.bidir_copy"), names.end());
   EXPECT_NE(std::find(names.begin(), names.end(), "allreduce.bidir.ll"), names.end());
+  EXPECT_NE(std::find(names.begin(), names.end(), "allreduce.bidir.push"), names.end());
   for (const auto& n : names) EXPECT_EQ(n.find("matmul"), std::string::npos) << n;
 }
 
