@@ -135,9 +135,9 @@ AlgoPlan classify(const std::string& name) {
     p.collective = "sol";
     return p;
   }
-  if (name == "allreduce.bidir.ll") {
+  if (name == "allreduce.bidir.ll" || name == "allreduce.bidir.push") {
     p.kind = AlgoPlan::bidir;
-    p.forced = BidirMode::ll;
+    p.forced = name.ends_with(".ll") ? BidirMode::ll : BidirMode::push;
     p.collective = "allreduce";
     return p;
   }
@@ -287,6 +287,7 @@ std::vector<std::string> gpu_algorithm_names() {
     names.push_back(a.name);
   }
   names.push_back("allreduce.bidir.ll");
+  names.push_back("allreduce.bidir.push");
   names.push_back("allreduce.bidir.copy");
   names.push_back("sol.bidir_copy");
   return names;
