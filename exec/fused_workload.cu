@@ -68,23 +68,25 @@ __device__ __forceinline__ void st_release(uint64_t* p, uint64_t v) {
   asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 
-__device__ __noinline__ void report_timeout(const Args& a, uint32_t code, int op, int slot, uint64_t want,
+__device__ __noinline__ void report_timeout(Err* err, int dev, uint32_t code, int op, int slot, uint64_t want,
                                             uint64_t got) {
-  if (atomicCAS(&a.err->code, 0u, code) == 0u) {
-    a.err->device = a.dev;
-    a.err->cta = int(blockIdx.x);
-    a.err->op = op;
-    a.err->slot = slot;
-    a.err->want = want;
-    a.err->got = got;
+  if (atomicCAS(&err->code, 0u, code) == 0u) {
+    err->device = dev;
+    err->cta = int(blockIdx.x);
+    err->op = op;
+    err->slot = slot;
+    err->want = want;
+    err->got = got;
     __threadfence_system();
   }
 }
 
 // Spins until the local copy of `slot` holds epoch e or later; false after a timeout (recorded) or
-// when another wait already failed.
-__device__ bool wait_slot(const Args& a, int slot, uint64_t e, uint32_t code, int op) {
-  const uint64_t* p = a.flags[a.dev] + slot;
+// when another wait already failed. Scalar arguments: a reference to the kernel's Args would make
+// every thread copy them to local memory.
+__device__ bool wait_slot(const uint64_t* flags, int slot, uint64_t e, Err* err, uint64_t timeout_ns, int dev,
+                          uint32_t code, int op) {
+  const uint64_t* p = flags + slot;
   uint64_t v = ld_acquire(p);
   if (v >= e) return true;
   const uint64_t start = dev::globaltimer_ns();
@@ -92,11 +94,11 @@ __device__ bool wait_slot(const Args& a, int slot, uint64_t e, uint32_t code, in
     v = ld_acquire(p);
     if (v >= e) return true;
     if ((it & 255u) == 0) {
-      if (dev::globaltimer_ns() - start > a.timeout_ns) {
-        report_timeout(a, code, op, slot, e, v);
+      if (dev::globaltimer_ns() - start > timeout_ns) {
+        report_timeout(err, dev, code, op, slot, e, v);
         return false;
       }
-      if (*static_cast<volatile uint32_t*>(&a.err->code) != 0) return false;
+      if (*static_cast<volatile uint32_t*>(&err->code) != 0) return false;
     }
   }
 }
@@ -227,23 +229,29 @@ __device__ void scale_part(uint8_t* data, int64_t bytes, float divisor, int g, i
     store_elem(e + i, Elem<T>::from(Elem<T>::to(load_elem(e + i)) / divisor));
 }
 
+// Ops and waits of a lane kept in shared memory (loaded once per launch, in parallel): the walk over
+// the ops then never waits on a global-memory load. Longer lanes read the rest from global memory.
+constexpr int kSmemOps = 64, kSmemWaits = 256;
+
 template <typename T, RedOp Op>
 __global__ void __launch_bounds__(kThreads) fused_kernel(Args a) {
   __shared__ uint32_t e_s;
   __shared__ int lane_s, abort_s;
+  __shared__ DevOp s_ops[kSmemOps];
+  __shared__ int32_t s_waits[kSmemWaits];
   // Programmatic dependent launch: the previous launch on this stream (the previous iteration) must
   // have completed, its memory visible, before this one reads the epoch; then the next may start.
   asm volatile("griddepcontrol.wait;" ::: "memory");
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-  const int t = threadIdx.x, b = blockIdx.x;
+  const int t = threadIdx.x, b = blockIdx.x, nt = blockDim.x;
   if (t == 0) {
     e_s = *reinterpret_cast<volatile uint32_t*>(&a.ctrl->epoch) + 1;
     abort_s = 0;
-    int lane = -1;
-    for (int l = 0; l < a.nlanes && lane < 0; ++l)
-      if (b >= a.lanes[l].cta_begin && b < a.lanes[l].cta_begin + a.lanes[l].ctas) lane = l;
-    lane_s = lane;
+    lane_s = -1;
   }
+  __syncthreads();
+  for (int l = t; l < a.nlanes; l += nt)
+    if (b >= a.lanes[l].cta_begin && b < a.lanes[l].cta_begin + a.lanes[l].ctas) lane_s = l;
   __syncthreads();
   const uint64_t e = e_s;
   if (b == 0 && t == 0) {
@@ -256,16 +264,32 @@ __global__ void __launch_bounds__(kThreads) fused_kernel(Args a) {
   if (lane >= 0) {
     const DevLane ln = a.lanes[lane];
     const int g = b - ln.cta_begin, k = ln.ctas;
+    const int cached = min(int(ln.op_count), kSmemOps);
+    uint32_t w0 = 0, nw = 0;  // the cached ops' waits: one contiguous range (lane-major tables)
+    if (cached > 0) {
+      w0 = a.ops[ln.op_begin].wait_begin;
+      const DevOp& last = a.ops[ln.op_begin + cached - 1];
+      nw = min(last.wait_begin + last.wait_count - w0, uint32_t(kSmemWaits));
+    }
+    constexpr int kWords = sizeof(DevOp) / 8;
+    static_assert(sizeof(DevOp) % 8 == 0);
+    const uint64_t* src = reinterpret_cast<const uint64_t*>(a.ops + ln.op_begin);
+    for (int i = t; i < cached * kWords; i += nt) reinterpret_cast<uint64_t*>(s_ops)[i] = src[i];
+    for (uint32_t i = t; i < nw; i += nt) s_waits[i] = a.waits[w0 + i];
+    __syncthreads();
     for (uint32_t i = 0; i < ln.op_count; ++i) {
       const int idx = int(ln.op_begin + i);
-      const DevOp op = a.ops[idx];
+      const DevOp op = int(i) < cached ? s_ops[i] : a.ops[idx];
       if (op.wait_count) {
         if (t == 0)
-          for (uint32_t w = 0; w < op.wait_count; ++w)
-            if (!wait_slot(a, a.waits[op.wait_begin + w], e, 1, idx)) {
+          for (uint32_t w = 0; w < op.wait_count; ++w) {
+            const uint32_t at = op.wait_begin + w;
+            const int slot = at >= w0 && at - w0 < nw ? s_waits[at - w0] : a.waits[at];
+            if (!wait_slot(a.flags[a.dev], slot, e, a.err, a.timeout_ns, a.dev, 1, idx)) {
               abort_s = 1;
               break;
             }
+          }
         __syncthreads();
         if (abort_s) return;
       }
@@ -297,7 +321,7 @@ __global__ void __launch_bounds__(kThreads) fused_kernel(Args a) {
     // End waits: peers' ops that read or write this GPU's memory are complete.
     if (t == 0)
       for (int f = 0; f < a.nfinals; ++f)
-        if (!wait_slot(a, a.finals[f], e, 2, -1)) {
+        if (!wait_slot(a.flags[a.dev], a.finals[f], e, a.err, a.timeout_ns, a.dev, 2, -1)) {
           abort_s = 1;
           break;
         }
