@@ -8,6 +8,7 @@
 #include "algorithms/registry.hpp"
 #include "core/error.hpp"
 #include "core/parse.hpp"
+#include "sim/paths.hpp"
 #include "sim/predict.hpp"
 #include "sim/simulator.hpp"
 
@@ -87,10 +88,16 @@ RowPredictor::RowPredictor(model::Target target)
 RowPredictor::~RowPredictor() = default;
 
 Record RowPredictor::predict(const Record& measured) {
-  const Algorithm& algo = find_algorithm(measured.algo);
+  // The record's note says which of the executor's paths ran (sim/paths.hpp); names the executor records
+  // beside the registry's (allreduce.bidir.<mode>, sol.bidir_copy) are predicted on their path.
+  const ExecPath path = parse_exec_note(measured.note, measured.algo);
+  const bool executor_only = is_executor_only_name(measured.algo);
+  const Algorithm& algo = find_algorithm(executor_only ? std::string("allreduce.bidir") : measured.algo);
   if (!(algo.backends & kSim)) throw_input("row " + describe(measured) + ": " + algo.name + " cannot be simulated");
-  const AlgoArgs args = args_for(measured, algo, target_.topology);
-  Record r = sim::predict(*sim_, algo, args).record;
+  AlgoArgs args = args_for(measured, algo, target_.topology);
+  Record r = path.kind == ExecPath::Kind::unknown && !executor_only
+                 ? sim::predict(*sim_, algo, args).record
+                 : predict_exec_path(*sim_, measured.algo, args, path).record;
   r.topology = target_.label;
   return r;
 }

@@ -574,7 +574,7 @@ SimResult Simulator::run(const Schedule& s, const RunOptions& opt) {
     if (pending[i] == 0) I.heap.push(Event{ready[i], uint32_t(i), 0});
 
   const double sync = (opt.sync_latency ? *opt.sync_latency : P.sync_latency.value).value,
-               local_dep = P.local_dep_latency.value.value;
+               local_dep = (opt.local_dep_latency ? *opt.local_dep_latency : P.local_dep_latency.value).value;
   const double local_lat = (opt.local_op_latency ? *opt.local_op_latency : P.local_op_latency.value).value;
   double makespan = 0;
   int64_t nflows = 0, nevents = 0;
@@ -595,8 +595,19 @@ SimResult Simulator::run(const Schedule& s, const RunOptions& opt) {
   };
 
   auto transfer_proto = [&](const Op& op, bool remote_reduce) -> const model::ProtocolParams& {
+    if (remote_reduce && opt.peer_reduce_proto) return *opt.peer_reduce_proto;
+    if (!remote_reduce && opt.copy_proto) return *opt.copy_proto;
     const model::Proto pr = opt.proto ? *opt.proto : model::transfer_protocol(s.lowering, op.kind, remote_reduce);
     return P.of(pr);
+  };
+  // Per-op fixed costs of the executor's paths, where given.
+  auto op_latency = [&](const Op& op, double fallback) {
+    if (op.kind == OpKind::reduce || op.kind == OpKind::compute)
+      return opt.kernel_latency ? opt.kernel_latency->value : fallback;
+    return opt.copy_latency ? opt.copy_latency->value : fallback;
+  };
+  auto local_weight = [&](const model::ProtocolParams* pp, int64_t bytes, double w) {
+    return pp ? w / std::max(pp->efficiency_at(bytes), 1e-9) : w;
   };
 
   auto start_op = [&](int32_t o, double now) {
@@ -616,6 +627,7 @@ SimResult Simulator::run(const Schedule& s, const RunOptions& opt) {
       for (uint32_t k = 0; k < r.count; ++k) Impl::add_use(f, I.folded(I.route_pool[r.begin + k]), w);
       double step = opt.step_latency ? opt.step_latency->value : pp.latency.value.value;
       if (r.network && opt.net_step_latency) step = opt.net_step_latency->value;
+      step = op_latency(op, step);
       lat = std::max(lat, opt.step_covers_route ? std::max(r.latency, step) : r.latency + step);
       const double cap = opt.per_flow_cap ? opt.per_flow_cap->value : pp.max_rate.value.value;
       if (cap > 0) f.cap = f.cap > 0 ? std::min(f.cap, cap) : cap;
@@ -626,8 +638,8 @@ SimResult Simulator::run(const Schedule& s, const RunOptions& opt) {
         const int from = op.kind == OpKind::put ? op.rank : op.src.rank;
         const int to = op.kind == OpKind::put ? op.dst.rank : op.rank;
         if (from == to) {  // a transfer to itself is a local copy
-          Impl::add_use(f, I.hbm(op.rank), 2.0);
-          f.latency = local_lat;
+          Impl::add_use(f, I.hbm(op.rank), local_weight(opt.local_copy_proto, op.bytes, 2.0));
+          f.latency = op_latency(op, local_lat);
         } else {
           add_route(from, to, transfer_proto(op, false), f.latency);
         }
@@ -637,8 +649,8 @@ SimResult Simulator::run(const Schedule& s, const RunOptions& opt) {
         if (op.dst.rank != op.src.rank) {
           add_route(op.src.rank, op.dst.rank, transfer_proto(op, false), f.latency);
         } else {
-          Impl::add_use(f, I.hbm(op.rank), 2.0);
-          f.latency = local_lat;
+          Impl::add_use(f, I.hbm(op.rank), local_weight(opt.local_copy_proto, op.bytes, 2.0));
+          f.latency = op_latency(op, local_lat);
         }
         break;
       }
@@ -654,14 +666,17 @@ SimResult Simulator::run(const Schedule& s, const RunOptions& opt) {
             add_route(r->rank, op.rank, transfer_proto(op, true), f.latency);
           }
         }
-        Impl::add_use(f, I.hbm(op.rank), double(local_traffic));
-        if (!remote) f.latency = local_lat;
+        if (remote)
+          Impl::add_use(f, I.hbm(op.rank), double(local_traffic));
+        else
+          Impl::add_use(f, I.hbm(op.rank), local_weight(opt.local_reduce_proto, op.bytes, double(local_traffic)));
+        if (!remote) f.latency = op_latency(op, local_lat);
         break;
       }
       case OpKind::compute: {
         CCLAB_ASSERT(op.compute >= 0 && size_t(op.compute) < s.computes.size(), "compute op without its Compute");
         const Compute& c = s.computes[op.compute];
-        f.latency = local_lat;
+        f.latency = op_latency(op, local_lat);
         if (c.kind == ComputeKind::matmul) {
           amount = 2.0 * double(c.m) * double(c.k) * double(c.n);
           const double slow = s.dtype == DType::f32 ? 1.0 / std::max(P.fp32_matmul_ratio.value, 1e-9) : 1.0;

@@ -42,6 +42,16 @@ struct RunOptions {
   // The step latency is the whole per-transfer latency (NCCL's hwLat is measured per ring step, wires
   // included): a transfer costs max(route latency, step latency) instead of their sum.
   bool step_covers_route = false;
+  // The executor's paths (sim/paths.hpp) charge its own fixed costs and measured rates per op kind:
+  std::optional<Seconds> copy_latency;                // per put / get / copy (a copy node, a fused copy step)
+  std::optional<Seconds> kernel_latency;              // per reduce / compute (a kernel node, a fused reduce step)
+  std::optional<Seconds> local_dep_latency;           // cross-channel dependency on one rank instead of the model's
+  const model::ProtocolParams* copy_proto = nullptr;  // replaces the protocol of peer copies
+  const model::ProtocolParams* peer_reduce_proto = nullptr;  // replaces the protocol of remote reduce sources
+  // Scale the memory traffic of local copies / local reductions by 1 / efficiency_at(op bytes) (measured
+  // local rates against size: caches make small ones faster than HBM, launch tails slower).
+  const model::ProtocolParams* local_copy_proto = nullptr;
+  const model::ProtocolParams* local_reduce_proto = nullptr;
   bool record_ops = true;        // keep per-op start / end
   bool record_timeline = false;  // keep per-resource load over time (for --trace)
 };

@@ -1,0 +1,485 @@
+#include "sim/paths.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "algorithms/transport.hpp"
+#include "core/error.hpp"
+
+namespace cclab::sim {
+
+namespace {
+
+bool has(std::string_view s, std::string_view k) { return s.find(k) != std::string_view::npos; }
+
+// The integer right after `key` in `s` ("grid=64" -> 64), or `dflt`.
+int64_t number_after(std::string_view s, std::string_view key, int64_t dflt) {
+  const size_t at = s.find(key);
+  if (at == std::string_view::npos) return dflt;
+  size_t i = at + key.size();
+  int64_t v = 0;
+  bool any = false;
+  while (i < s.size() && s[i] >= '0' && s[i] <= '9' && v < (int64_t(1) << 50)) {
+    v = v * 10 + (s[i++] - '0');
+    any = true;
+  }
+  return any ? v : dflt;
+}
+
+std::string word_after(std::string_view s, std::string_view key) {
+  const size_t at = s.find(key);
+  if (at == std::string_view::npos) return "";
+  size_t i = at + key.size(), j = i;
+  while (j < s.size() && (std::isalnum(static_cast<unsigned char>(s[j])) || s[j] == '_')) ++j;
+  return std::string(s.substr(i, j - i));
+}
+
+// ---- measured pieces ----------------------------------------------------------------------------------
+
+const model::PathTable* table(const model::ModelParams& p, std::string_view name) { return p.table(name); }
+
+// A protocol whose size-dependent efficiency makes a flow of S bytes on a path of rate `rate` last what the
+// table says the size adds to one operation of S / split bytes (split: CTA groups sharing the op). Fixed
+// costs are charged separately (RunOptions latencies), so the curve carries the size part only.
+model::ProtocolParams link_proto(const model::PathTable& t, double rate, double split, const std::string& what) {
+  model::ProtocolParams pp;
+  pp.efficiency = {1.0, what};
+  pp.latency = {Seconds(0), what};
+  for (const auto& [b, sec] : t.points) {
+    const double s = double(b) * split;
+    const double size_part = t.size_part(double(b)).value;
+    const double f = size_part > 0 ? std::min(1.0, s / (rate * size_part)) : 1.0;
+    if (pp.curve.empty() || int64_t(s) > pp.curve.back().bytes) pp.curve.push_back({int64_t(s), std::max(f, 1e-4)});
+  }
+  pp.curve_source = "size part of " + t.source;
+  return pp;
+}
+
+// The same for local memory traffic: `weight` bytes of HBM traffic per op byte at capacity `hbm`. Caches
+// make small local work faster than HBM (factor above 1), bounded here at 8.
+model::ProtocolParams mem_proto(const model::PathTable& t, double hbm, double weight, const std::string& what) {
+  model::ProtocolParams pp;
+  pp.efficiency = {1.0, what};
+  for (const auto& [b, sec] : t.points) {
+    const double size_part = t.size_part(double(b)).value;
+    const double f = size_part > 0 ? std::clamp(weight * double(b) / (hbm * size_part), 1e-3, 8.0) : 8.0;
+    pp.curve.push_back({b, f});
+  }
+  pp.curve_source = "size part of " + t.source;
+  return pp;
+}
+
+struct Rates {
+  double link = 0;  // GPU0 -> GPU1 route bottleneck, bytes/s
+  double hbm = 0;   // GPU0's memory system as the simulator sees it, bytes/s
+};
+Rates rates_of(Simulator& sim) {
+  Rates r;
+  const auto& t = sim.topology();
+  const auto& p = sim.params();
+  if (t.num_gpus() >= 2) r.link = t.route_gpus(0, 1).bottleneck.value;
+  if (t.num_gpus() >= 1) {
+    const auto& n = t.node(t.gpu(0));
+    r.hbm = (n.mem_bw.value > 0 ? n.mem_bw.value : p.default_mem_bw.value.value) * p.mem_efficiency.value;
+  }
+  return r;
+}
+
+// Protocols made from the profile's tables for one run; they must outlive the run (RunOptions points at
+// them).
+struct PathProtos {
+  std::optional<model::ProtocolParams> copy, peer_reduce, local_copy, local_reduce;
+  void apply(RunOptions& ro) const {
+    if (copy) ro.copy_proto = &*copy;
+    if (peer_reduce) ro.peer_reduce_proto = &*peer_reduce;
+    if (local_copy) ro.local_copy_proto = &*local_copy;
+    if (local_reduce) ro.local_reduce_proto = &*local_reduce;
+  }
+};
+
+std::string dtype_key(DType d) { return std::string(dtype_name(d)); }
+
+// ---- the executor's coalescing of copies (exec/plan.cpp, LowerOptions::coalesce) -------------------------
+
+constexpr int kMaxStreamsPerRank = 16;  // exec::LowerOptions::max_streams_per_rank
+
+bool is_copy_kind(OpKind k) { return k == OpKind::put || k == OpKind::get || k == OpKind::copy; }
+
+// A copy that follows the previous copy of its stream contiguously (source and destination), when no op of
+// another stream waits for the first and the second waits for no op of another stream, is folded into it:
+// the executor issues one larger copy-engine copy. Mirrors the lowering's rule so that the simulator costs
+// what the executor runs (a 2-rank chain broadcast of many chunks is one copy there).
+Schedule coalesce_like_executor(const Schedule& s) {
+  const size_t n = s.ops.size();
+  auto stream = [&](const Op& op) { return int64_t(op.rank) * kMaxStreamsPerRank + op.channel % kMaxStreamsPerRank; };
+  std::vector<char> waited_by_other(n, 0), waits_other(n, 0);
+  for (size_t i = 0; i < n; ++i)
+    for (OpId d : s.deps(s.ops[i]))
+      if (d >= 0 && size_t(d) < n && stream(s.ops[size_t(d)]) != stream(s.ops[i])) {
+        waited_by_other[size_t(d)] = 1;
+        waits_other[i] = 1;
+      }
+  Schedule out = s;
+  out.ops.clear();
+  out.dep_pool.clear();
+  std::vector<OpId> map(n, kNoOp);
+  std::map<int64_t, OpId> last;         // stream -> index in out.ops of its last op
+  std::vector<char> last_waited;        // per out op: something on another stream waits for it
+  std::vector<std::vector<OpId>> deps;  // per out op
+  auto follows = [](Ref a, int64_t bytes, Ref b) {
+    return a.rank == b.rank && a.buf == b.buf && a.offset + bytes == b.offset;
+  };
+  auto overlap = [](Ref src, Ref dst, int64_t bytes) {
+    return src.rank == dst.rank && src.buf == dst.buf && src.offset < dst.offset + bytes &&
+           dst.offset < src.offset + bytes;
+  };
+  for (size_t i = 0; i < n; ++i) {
+    const Op& op = s.ops[i];
+    const int64_t st = stream(op);
+    auto it = last.find(st);
+    if (it != last.end() && is_copy_kind(op.kind)) {
+      Op& prev = out.ops[size_t(it->second)];
+      const Ref ps = s.resolve(prev.src), pd = s.resolve(prev.dst), os = s.resolve(op.src), od = s.resolve(op.dst);
+      if (prev.kind == op.kind && !last_waited[size_t(it->second)] && !waits_other[i] && follows(ps, prev.bytes, os) &&
+          follows(pd, prev.bytes, od) && !overlap(ps, pd, prev.bytes + op.bytes)) {
+        prev.bytes += op.bytes;
+        map[i] = it->second;
+        last_waited[size_t(it->second)] = waited_by_other[i];
+        for (OpId d : s.deps(op))
+          if (d >= 0 && map[size_t(d)] != it->second) deps[size_t(it->second)].push_back(map[size_t(d)]);
+        continue;
+      }
+    }
+    const OpId id = OpId(out.ops.size());
+    map[i] = id;
+    out.ops.push_back(op);
+    last_waited.push_back(waited_by_other[i]);
+    deps.emplace_back();
+    for (OpId d : s.deps(op))
+      if (d >= 0) deps.back().push_back(map[size_t(d)]);
+    last[st] = id;
+  }
+  for (size_t i = 0; i < out.ops.size(); ++i) {
+    auto& d = deps[i];
+    std::sort(d.begin(), d.end());
+    d.erase(std::unique(d.begin(), d.end()), d.end());
+    out.ops[i].dep_begin = uint32_t(out.dep_pool.size());
+    out.ops[i].dep_count = uint32_t(d.size());
+    out.dep_pool.insert(out.dep_pool.end(), d.begin(), d.end());
+  }
+  return out;
+}
+
+// ---- the general lowering -----------------------------------------------------------------------------
+
+// Whether transfers go both ways between some pair of ranks (then the both-ways tables apply).
+bool both_ways(const Schedule& s) {
+  std::set<std::pair<int, int>> dirs;
+  for (const Op& op : s.ops) {
+    int from = -1, to = -1;
+    if (op.kind == OpKind::put) from = op.rank, to = op.dst.rank;
+    if (op.kind == OpKind::get) from = op.src.rank, to = op.rank;
+    if (op.kind == OpKind::reduce)
+      for (const Ref* r : {&op.src, &op.src2})
+        if (r->rank != op.rank) from = r->rank, to = op.rank;
+    if (from >= 0 && from != to) dirs.insert({from, to});
+  }
+  for (auto [a, b] : dirs)
+    if (dirs.count({b, a})) return true;
+  return false;
+}
+
+SimResult run_general(Simulator& sim, const Schedule& schedule, std::string* how) {
+  const model::ModelParams& P = sim.params();
+  const Schedule s = coalesce_like_executor(schedule);
+  const Rates rt = rates_of(sim);
+  const bool bidir = both_ways(s);
+  const bool kernels = s.lowering == Lowering::kernel;  // copies as kernels of SM loads / stores
+  PathProtos pr;
+  const std::string dir = bidir ? ".bidir" : ".uni";
+  const std::string copy_table = (kernels ? "p2p.sm_store" : "p2p.ce") + dir;
+  if (const auto* t = table(P, copy_table); t && rt.link > 0) pr.copy = link_proto(*t, rt.link, 1, copy_table);
+  if (const auto* t = table(P, "reduce.peer." + dtype_key(s.dtype)); t && rt.link > 0)
+    pr.peer_reduce = link_proto(*t, rt.link, 1, "reduce.peer." + dtype_key(s.dtype));
+  if (const auto* t = table(P, "copy.local"); t && rt.hbm > 0) pr.local_copy = mem_proto(*t, rt.hbm, 2, "copy.local");
+  if (const auto* t = table(P, "reduce.local." + dtype_key(s.dtype)); t && rt.hbm > 0)
+    pr.local_reduce = mem_proto(*t, rt.hbm, 3, "reduce.local." + dtype_key(s.dtype));
+  RunOptions ro;
+  ro.record_ops = false;
+  pr.apply(ro);
+  bool other_gpu = false;
+  for (const Op& op : s.ops) other_gpu = other_gpu || op.rank != 0;
+  // Every iteration forks from GPU0's origin stream to the plan's streams and joins back (exec/harness.cpp).
+  ro.start_latency = other_gpu ? P.exec.fork_peer.value : P.exec.fork_local.value;
+  ro.sync_latency = P.exec.event_peer.value;
+  ro.copy_latency = kernels ? P.exec.kernel_node.value : P.exec.copy_node.value;
+  ro.kernel_latency = P.exec.kernel_node.value;
+  if (how)
+    *how = "general lowering model: " + std::to_string(s.ops.size()) + " ops after coalescing, " +
+           (pr.copy ? copy_table : std::string("protocol")) + " rates, fork/join " + (other_gpu ? "peer" : "local");
+  return sim.run(s, ro);
+}
+
+// ---- schedules the executor makes itself (exec/bidir_schedules.cpp) ------------------------------------
+
+// Both GPUs copy their whole buffer into the other's at once (sol.bidir_copy: the link's ceiling).
+Schedule sol_bidir_copy(int nranks, int64_t count, DType dtype) {
+  Schedule s;
+  s.algo = "sol.bidir_copy";
+  s.collective = "sol";
+  s.nranks = nranks;
+  s.count = count;
+  s.dtype = dtype;
+  s.lowering = Lowering::copy_engine;
+  const int64_t bytes = count * dtype_size(dtype);
+  s.buffers.assign(size_t(nranks), BufferSizes{bytes, bytes, 0});
+  Transport t(s);
+  for (int q = 0; q < nranks; ++q)
+    if (bytes > 0) t.put(q, in(q, 0), out((q - 1 + nranks) % nranks, 0), bytes, {}, 0);
+  return s;
+}
+
+// The copy mode's reduce-scatter + all-gather on copy engines, pipelined by chunks through K scratch slots
+// per peer: the structure of exec/bidir_schedules.cpp's emit_copy_split, rebuilt here from the mode's
+// parameters in the record's note (the simulator does not link the executor).
+Schedule bidir_copy_split(int n, int64_t count, DType dtype, int64_t want_chunk, int slots) {
+  Schedule s;
+  s.algo = "allreduce.bidir.copy";
+  s.collective = "allreduce";
+  s.nranks = n;
+  s.count = count;
+  s.dtype = dtype;
+  s.lowering = Lowering::copy_engine;
+  const int64_t e = dtype_size(dtype);
+  const int K = std::max(1, slots);
+  auto part_begin = [&](int o) { return (int64_t(o) * (count / n) + std::min<int64_t>(o, count % n)) * e; };
+  auto part_bytes = [&](int o) { return (count / n + (o < count % n ? 1 : 0)) * e; };
+  const int64_t chunk = std::max<int64_t>(e, std::min<int64_t>(want_chunk, part_bytes(0)) / e * e);
+  s.buffers.assign(size_t(n), BufferSizes{count * e, count * e, int64_t(n - 1) * K * chunk});
+  Transport t(s);
+  std::vector<std::vector<OpId>> reduced(static_cast<size_t>(n));
+  int64_t max_chunks = 0;
+  for (int o = 0; o < n; ++o) max_chunks = std::max(max_chunks, (part_bytes(o) + chunk - 1) / chunk);
+  for (int o = 0; o < n; ++o) reduced[size_t(o)].assign(size_t(max_chunks), kNoOp);
+  for (int64_t k = 0; k < max_chunks; ++k)
+    for (int o = 0; o < n; ++o) {
+      const int64_t pb = part_bytes(o), off = part_begin(o) + k * chunk;
+      if (k * chunk >= pb) continue;
+      const int64_t len = std::min(chunk, pb - k * chunk);
+      std::vector<OpId> arrived;
+      for (int j = 1; j < n; ++j) {
+        const int q = (o + j) % n;
+        const OpId war = k >= K ? reduced[size_t(o)][size_t(k - K)] : kNoOp;
+        arrived.push_back(t.put(q, in(q, off), scratch(o, (int64_t(j - 1) * K + k % K) * chunk), len, {war}, 0));
+      }
+      Ref lhs = in(o, off);
+      OpId last = kNoOp;
+      for (int j = 1; j < n; ++j) {
+        last = t.reduce(o, lhs, scratch(o, (int64_t(j - 1) * K + k % K) * chunk), out(o, off), len,
+                        {arrived[size_t(j - 1)], last}, 1);
+        lhs = out(o, off);
+      }
+      reduced[size_t(o)][size_t(k)] = last;
+      for (int j = 1; j < n; ++j) t.put(o, out(o, off), out((o + j) % n, off), len, {last}, 2);
+    }
+  return s;
+}
+
+// ---- the bidir kernels (exec/bidir.cu), 2 GPUs -----------------------------------------------------------
+
+// A table's size part, or a fallback table's where the profile predates the first (an older calibration).
+Seconds size_part(const model::ModelParams& P, const std::string& name, const std::string& fallback, double bytes,
+                  std::string& used) {
+  const model::PathTable* t = table(P, name);
+  used = name;
+  if (!t) {
+    t = table(P, fallback);
+    used = fallback + " (no " + name + " in the profile)";
+  }
+  if (!t) throw_input("the profile has no '" + name + "' measurement (run cclab calibrate)");
+  return t->size_part(bytes);
+}
+
+Seconds bidir_kernel_time(const model::ModelParams& P, const ExecPath& path, int64_t bytes, DType dtype,
+                          std::string& how) {
+  const double S = double(bytes);
+  const Seconds launch = path.pdl ? P.exec.kernel_pdl.value : P.exec.kernel_node.value;
+  const Seconds flag = P.exec.flag_rtt.value;
+  std::string used, used2;
+  if (path.mode == "ll") {
+    // Each GPU stores its S bytes as LL words (4 data + 4 flag bytes: 2S on the wire) into the peer's
+    // buffer, both ways at once, and reduces what arrives in registers: one flag's one-way trip.
+    const Seconds t = launch + flag / 2 + size_part(P, "p2p.sm_store.bidir", "p2p.sm.bidir", 2 * S, used);
+    how = "ll: launch + flag/2 + " + used + "(2S)";
+    return t;
+  }
+  if (path.mode == "push") {
+    // One-shot push of the whole buffer into the peer's scratch (SM stores both ways), a flag per CTA,
+    // then a local reduction of S.
+    const Seconds t = launch + flag / 2 + size_part(P, "p2p.sm_store.bidir", "p2p.sm.bidir", S, used) +
+                      size_part(P, "reduce.local." + dtype_key(dtype), "reduce.local.float", S, used2);
+    how = "push: launch + flag/2 + " + used + "(S) + " + used2 + "(S)";
+    return t;
+  }
+  if (path.mode == "flash") {
+    // One-shot pull: each GPU loads the peer's S bytes (SM loads both ways) and reduces on the fly; a start
+    // handshake (the peer's input is ready) and a finish one (the peer is done reading mine).
+    const Seconds t = launch + flag + size_part(P, "p2p.sm.bidir", "p2p.sm.bidir", S, used);
+    how = "flash: launch + flag round trip + " + used + "(S)";
+    return t;
+  }
+  if (path.mode == "stream") {
+    // Persistent lanes pulling through a ring of slots: the flash transfer plus one flag round trip per
+    // round of slots the lanes go through.
+    const int64_t per_round =
+        std::max<int64_t>(1, int64_t(std::max(1, path.grid)) * std::max<int64_t>(path.slot_bytes, 1));
+    const double rounds = std::ceil(S / double(per_round));
+    const Seconds t = launch + flag / 2 + flag * rounds + size_part(P, "p2p.sm.bidir", "p2p.sm.bidir", S, used);
+    how = "stream: launch + flag/2 + rounds x flag + " + used + "(S)";
+    return t;
+  }
+  throw_input("no model for bidir mode '" + path.mode + "'");
+}
+
+// ---- the fused path (exec/fused*) ------------------------------------------------------------------------
+
+SimResult run_fused(Simulator& sim, const Schedule& s, const ExecPath& path, std::string* how) {
+  const model::ModelParams& P = sim.params();
+  const Rates rt = rates_of(sim);
+  int ngpus = 0;
+  for (const Op& op : s.ops) ngpus = std::max(ngpus, op.rank + 1);
+  ngpus = std::min(ngpus, s.nranks);
+  // CTAs per lane: the launch's CTAs shared by the lanes of one GPU.
+  const int lanes_per_gpu = std::max(1, (std::max(path.fused_lanes, 1) + std::max(ngpus, 1) - 1) / std::max(ngpus, 1));
+  const double ctas = std::max(1.0, double(std::max(path.fused_ctas, 1)) / lanes_per_gpu);
+  int puts = 0, gets = 0;
+  for (const Op& op : s.ops) {
+    puts += op.kind == OpKind::put;
+    gets += op.kind == OpKind::get;
+  }
+  // Copies are made by the CTA group of the op's lane: stores into the peer for puts, loads for gets.
+  const std::string copy_table = puts >= gets ? "p2p.sm_store.cta" : "p2p.sm.cta";
+  PathProtos pr;
+  if (const auto* t = table(P, copy_table); t && rt.link > 0) pr.copy = link_proto(*t, rt.link, ctas, copy_table);
+  if (const auto* t = table(P, "p2p.sm.cta"); t && rt.link > 0)
+    pr.peer_reduce = link_proto(*t, rt.link, ctas, "p2p.sm.cta");
+  if (const auto* t = table(P, "copy.local"); t && rt.hbm > 0) pr.local_copy = mem_proto(*t, rt.hbm, 2, "copy.local");
+  if (const auto* t = table(P, "reduce.local." + dtype_key(s.dtype)); t && rt.hbm > 0)
+    pr.local_reduce = mem_proto(*t, rt.hbm, 3, "reduce.local." + dtype_key(s.dtype));
+  RunOptions ro;
+  ro.record_ops = false;
+  pr.apply(ro);
+  const Seconds flag_one_way = P.exec.flag_rtt.value / 2;
+  const Seconds launch = path.pdl ? P.exec.kernel_pdl.value : P.exec.kernel_node.value;
+  // One launch per GPU; a lane's first touch of a peer waits for that GPU's start flag.
+  ro.start_latency = launch + (ngpus > 1 ? flag_one_way : Seconds(0));
+  ro.sync_latency = flag_one_way;       // a flag store into the waiting GPU's memory, seen by its poll
+  ro.local_dep_latency = flag_one_way;  // lanes of one GPU wait on the same kind of flag
+  ro.copy_latency = Seconds(0);         // no launch per op: the fixed part is in the flags and the launch
+  ro.kernel_latency = Seconds(0);
+  SimResult r = sim.run(s, ro);
+  // End waits: a GPU's launch completes once the peers' ops on its memory are done (one more flag).
+  if (ngpus > 1) r.time = r.time + flag_one_way;
+  if (how) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.1f", ctas);
+    *how = "fused model: one launch per GPU, " + std::string(buf) + " CTAs per lane at " +
+           (pr.copy ? copy_table : std::string("protocol")) + " rates, flags one-way per dependency";
+  }
+  return r;
+}
+
+// ---- records -----------------------------------------------------------------------------------------
+
+Prediction make_prediction(Simulator& sim, const std::string& name, const std::string& collective, const AlgoArgs& args,
+                           int64_t count, Seconds t, const std::string& how, bool rooted) {
+  Prediction p;
+  p.result.time = t;
+  Record& r = p.record;
+  r.algo = name;
+  r.collective = collective;
+  r.backend = "sim";
+  r.topology = sim.topology().name;
+  r.ranks = args.nranks;
+  r.count = count;
+  r.bytes = count * dtype_size(args.dtype);
+  r.dtype = std::string(dtype_name(args.dtype));
+  r.redop = std::string(redop_name(args.redop));
+  r.root = rooted ? args.root : -1;
+  r.in_place = args.in_place;
+  r.time_us = t.us();
+  r.wrong = -1;
+  fill_bandwidths(r);
+  r.note = how;
+  return p;
+}
+
+}  // namespace
+
+ExecPath parse_exec_note(std::string_view note, std::string_view algo) {
+  ExecPath p;
+  if (has(note, "NCCL")) {
+    p.kind = ExecPath::Kind::nccl;
+  } else if (has(note, "lowering=fused")) {
+    p.kind = ExecPath::Kind::fused;
+    p.fused_ctas = int(number_after(note, "up to ", 1));
+    p.fused_lanes = int(number_after(note, " ops in ", 1));
+    p.pdl = has(note, ", pdl");
+  } else if (has(note, "mode=")) {
+    p.kind = ExecPath::Kind::bidir;
+    p.mode = word_after(note, "mode=");
+    p.grid = int(number_after(note, "grid=", 0));
+    p.chunk = number_after(note, "chunk=", int64_t(32) << 20);
+    p.slots = int(number_after(note, "slots=", 3));
+    p.slot_bytes = number_after(note, "slot_bytes=", 256 << 10);
+    p.pdl = has(note, " pdl");
+  } else if (has(note, "general lowering")) {
+    p.kind = ExecPath::Kind::general;
+  }
+  if (p.kind == ExecPath::Kind::unknown && algo.starts_with("allreduce.bidir.")) {
+    p.kind = ExecPath::Kind::bidir;
+    p.mode = std::string(algo.substr(std::string_view("allreduce.bidir.").size()));
+    p.chunk = int64_t(32) << 20;
+    p.slots = 3;
+    p.slot_bytes = 256 << 10;
+  }
+  if (p.kind == ExecPath::Kind::unknown && algo == "sol.bidir_copy") p.kind = ExecPath::Kind::general;
+  return p;
+}
+
+bool is_executor_only_name(std::string_view algo) {
+  return algo == "sol.bidir_copy" || (algo.starts_with("allreduce.bidir.") && !has(algo.substr(16), "."));
+}
+
+Prediction predict_exec_path(Simulator& sim, const std::string& algo_name, AlgoArgs args, const ExecPath& path) {
+  const model::ModelParams& P = sim.params();
+  std::string how;
+  if (algo_name == "sol.bidir_copy") {
+    const Schedule s = sol_bidir_copy(args.nranks, args.count, args.dtype);
+    const SimResult r = run_general(sim, s, &how);
+    return make_prediction(sim, algo_name, "sol", args, args.count, r.time, how, false);
+  }
+  if (path.kind == ExecPath::Kind::bidir) {
+    if (args.nranks != 2) throw_input(algo_name + ": the bidir kernel models are for 2 GPUs");
+    if (path.mode == "copy") {
+      const Schedule s =
+          bidir_copy_split(args.nranks, args.count, args.dtype, std::max<int64_t>(path.chunk, 1), path.slots);
+      const SimResult r = run_general(sim, s, &how);
+      return make_prediction(sim, algo_name, "allreduce", args, args.count, r.time, "copy mode, " + how, false);
+    }
+    const Seconds t = bidir_kernel_time(P, path, args.count * dtype_size(args.dtype), args.dtype, how);
+    return make_prediction(sim, algo_name, "allreduce", args, args.count, t, how, false);
+  }
+  const Algorithm& algo = find_algorithm(algo_name);
+  if (path.kind == ExecPath::Kind::nccl || algo.library || path.kind == ExecPath::Kind::unknown)
+    return predict(sim, algo, args);
+  const Schedule s = build_schedule(algo, args);
+  const SimResult r = path.kind == ExecPath::Kind::fused ? run_fused(sim, s, path, &how) : run_general(sim, s, &how);
+  Prediction p = make_prediction(sim, algo.name, algo.collective, args, s.count, r.time, how, algo.rooted);
+  p.result = r;
+  return p;
+}
+
+}  // namespace cclab::sim
