@@ -11,8 +11,12 @@ namespace cclab::exec {
 
 namespace fused {
 
-constexpr int kMaxDevices = 32;  // FusedProgram publish masks are 32-bit
-constexpr int kThreads = 512;    // launch bound; FusedParams::threads may be lower
+// The lanes and the CTA -> lane map travel in the kernel's parameters (constant bank: no global load
+// before the first op), which bounds GPUs and CTAs per launch (4 KiB of parameters).
+constexpr int kMaxDevices = 8;
+constexpr int kMaxCtas = 144;  // >= the SMs of an H100/H200 (132)
+constexpr uint8_t kNoLane = 255;
+constexpr int kThreads = 512;  // launch bound; FusedParams::threads may be lower
 
 // Device-side tables (one blob per GPU, written once by the host).
 struct DevOp {
@@ -29,6 +33,7 @@ struct DevOp {
 struct DevLane {
   uint32_t op_begin, op_count;
   int32_t cta_begin, ctas;
+  uint32_t wait_begin, wait_count;  // the waits of the lane's ops: one contiguous range
 };
 // Per-GPU control memory: this header, then uint64 flags[nslots] (written by producers on any GPU,
 // polled locally), then uint32 arrivals[ops] (CTAs of a group count their finished shares of an op).
@@ -48,16 +53,18 @@ struct Err {
 struct Args {
   const DevOp* ops;
   const int32_t* waits;
-  const DevLane* lanes;
   const int32_t* finals;
-  int nlanes, nfinals, dev, ndev;
+  int nfinals, dev, ndev;
   Ctrl* ctrl;
   uint64_t* flags[kMaxDevices];  // every GPU's flag array (peer pointers)
   uint32_t* arrive;
   Err* err;
   uint64_t timeout_ns;
   float divisor;
+  uint8_t cta_lane[kMaxCtas];  // kNoLane: a CTA with no ops (it publishes the start flag)
+  DevLane lanes[kMaxCtas];
 };
+static_assert(sizeof(Args) <= 4096, "kernel parameters are limited to 4 KiB");
 
 __device__ __forceinline__ uint64_t ld_acquire(const uint64_t* p) {
   uint64_t v;
@@ -234,9 +241,9 @@ __device__ void scale_part(uint8_t* data, int64_t bytes, float divisor, int g, i
 constexpr int kSmemOps = 64, kSmemWaits = 256;
 
 template <typename T, RedOp Op>
-__global__ void __launch_bounds__(kThreads) fused_kernel(Args a) {
+__global__ void __launch_bounds__(kThreads) fused_kernel(const __grid_constant__ Args a) {
   __shared__ uint32_t e_s;
-  __shared__ int lane_s, abort_s;
+  __shared__ int abort_s;
   __shared__ DevOp s_ops[kSmemOps];
   __shared__ int32_t s_waits[kSmemWaits];
   // Programmatic dependent launch: the previous launch on this stream (the previous iteration) must
@@ -244,14 +251,20 @@ __global__ void __launch_bounds__(kThreads) fused_kernel(Args a) {
   asm volatile("griddepcontrol.wait;" ::: "memory");
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   const int t = threadIdx.x, b = blockIdx.x, nt = blockDim.x;
+  const int lane = a.cta_lane[b] == kNoLane ? -1 : a.cta_lane[b];
+  // The epoch and the lane's tables are loaded at once (one global-memory latency).
   if (t == 0) {
     e_s = *reinterpret_cast<volatile uint32_t*>(&a.ctrl->epoch) + 1;
     abort_s = 0;
-    lane_s = -1;
   }
-  __syncthreads();
-  for (int l = t; l < a.nlanes; l += nt)
-    if (b >= a.lanes[l].cta_begin && b < a.lanes[l].cta_begin + a.lanes[l].ctas) lane_s = l;
+  const DevLane ln = lane >= 0 ? a.lanes[lane] : DevLane{};
+  const int cached = min(int(ln.op_count), kSmemOps);
+  const uint32_t w0 = ln.wait_begin, nw = min(ln.wait_count, uint32_t(kSmemWaits));
+  constexpr int kWords = sizeof(DevOp) / 8;
+  static_assert(sizeof(DevOp) % 8 == 0);
+  const uint64_t* src = reinterpret_cast<const uint64_t*>(a.ops + ln.op_begin);
+  for (int i = t; i < cached * kWords; i += nt) reinterpret_cast<uint64_t*>(s_ops)[i] = src[i];
+  for (uint32_t i = t; i < nw; i += nt) s_waits[i] = a.waits[w0 + i];
   __syncthreads();
   const uint64_t e = e_s;
   if (b == 0 && t == 0) {
@@ -260,23 +273,8 @@ __global__ void __launch_bounds__(kThreads) fused_kernel(Args a) {
     for (int d = 0; d < a.ndev; ++d)
       if (d != a.dev) st_release(a.flags[d] + a.dev, e);
   }
-  const int lane = lane_s;
   if (lane >= 0) {
-    const DevLane ln = a.lanes[lane];
     const int g = b - ln.cta_begin, k = ln.ctas;
-    const int cached = min(int(ln.op_count), kSmemOps);
-    uint32_t w0 = 0, nw = 0;  // the cached ops' waits: one contiguous range (lane-major tables)
-    if (cached > 0) {
-      w0 = a.ops[ln.op_begin].wait_begin;
-      const DevOp& last = a.ops[ln.op_begin + cached - 1];
-      nw = min(last.wait_begin + last.wait_count - w0, uint32_t(kSmemWaits));
-    }
-    constexpr int kWords = sizeof(DevOp) / 8;
-    static_assert(sizeof(DevOp) % 8 == 0);
-    const uint64_t* src = reinterpret_cast<const uint64_t*>(a.ops + ln.op_begin);
-    for (int i = t; i < cached * kWords; i += nt) reinterpret_cast<uint64_t*>(s_ops)[i] = src[i];
-    for (uint32_t i = t; i < nw; i += nt) s_waits[i] = a.waits[w0 + i];
-    __syncthreads();
     for (uint32_t i = 0; i < ln.op_count; ++i) {
       const int idx = int(ln.op_begin + i);
       const DevOp op = int(i) < cached ? s_ops[i] : a.ops[idx];
@@ -435,7 +433,8 @@ FusedWorkload::FusedWorkload(const Communicator& comm, Schedule schedule, const 
                        std::to_string(comm.nranks()));
   FusedOptions fo;
   fo.rank_device = comm.rank_device();
-  fo.max_ctas = params_.max_ctas > 0 ? std::min(params_.max_ctas, comm.sm_count()) : comm.sm_count();
+  fo.max_ctas =
+      std::min(params_.max_ctas > 0 ? std::min(params_.max_ctas, comm.sm_count()) : comm.sm_count(), fused::kMaxCtas);
   fo.cta_bytes = params_.cta_bytes;
   program_ = encode_fused(schedule_, fo);
   if (program_.ndevices() > fused::kMaxDevices)
@@ -479,18 +478,12 @@ FusedWorkload::FusedWorkload(const Communicator& comm, Schedule schedule, const 
       o.kind = uint32_t(f.kind);
       ops.push_back(o);
     }
-    std::vector<fused::DevLane> lanes;
-    for (int32_t l : dv.lanes) {
-      const FusedLane& fl = program_.lanes[size_t(l)];
-      lanes.push_back({fl.op_begin, fl.op_count, fl.cta_begin, fl.ctas});
-    }
     const size_t o_ops = 0, o_waits = align16(ops.size() * sizeof(fused::DevOp)),
-                 o_lanes = o_waits + align16(dv.waits.size() * 4), o_finals = o_lanes + align16(lanes.size() * 16),
+                 o_finals = o_waits + align16(dv.waits.size() * 4),
                  total = std::max<size_t>(o_finals + dv.finals.size() * 4, 16);
     std::vector<uint8_t> blob(total, 0);
     if (!ops.empty()) std::memcpy(blob.data() + o_ops, ops.data(), ops.size() * sizeof(fused::DevOp));
     if (!dv.waits.empty()) std::memcpy(blob.data() + o_waits, dv.waits.data(), dv.waits.size() * 4);
-    if (!lanes.empty()) std::memcpy(blob.data() + o_lanes, lanes.data(), lanes.size() * 16);
     if (!dv.finals.empty()) std::memcpy(blob.data() + o_finals, dv.finals.data(), dv.finals.size() * 4);
     tables_.emplace_back(dv.gpu, total);
     CCLAB_CUDA(cudaMemcpy(tables_.back().get(), blob.data(), total, cudaMemcpyHostToDevice));
@@ -498,9 +491,19 @@ FusedWorkload::FusedWorkload(const Communicator& comm, Schedule schedule, const 
     fused::Args a{};
     a.ops = reinterpret_cast<const fused::DevOp*>(base + o_ops);
     a.waits = reinterpret_cast<const int32_t*>(base + o_waits);
-    a.lanes = reinterpret_cast<const fused::DevLane*>(base + o_lanes);
     a.finals = reinterpret_cast<const int32_t*>(base + o_finals);
-    a.nlanes = int(lanes.size());
+    // Lanes and the CTA -> lane map in the parameters (dv.ctas <= kMaxCtas: FusedOptions::max_ctas).
+    CCLAB_ASSERT(dv.ctas <= fused::kMaxCtas && dv.lanes.size() <= size_t(fused::kMaxCtas), "fused launch too wide");
+    std::memset(a.cta_lane, fused::kNoLane, sizeof a.cta_lane);
+    for (size_t i = 0; i < dv.lanes.size(); ++i) {
+      const FusedLane& fl = program_.lanes[size_t(dv.lanes[i])];
+      const uint32_t wb = fl.op_count ? dv.ops[fl.op_begin].wait_begin : 0;
+      const uint32_t we = fl.op_count ? dv.ops[fl.op_begin + fl.op_count - 1].wait_begin +
+                                            dv.ops[fl.op_begin + fl.op_count - 1].wait_count
+                                      : 0;
+      a.lanes[i] = {fl.op_begin, fl.op_count, fl.cta_begin, fl.ctas, wb, we - wb};
+      for (int c = 0; c < fl.ctas; ++c) a.cta_lane[fl.cta_begin + c] = uint8_t(i);
+    }
     a.nfinals = int(dv.finals.size());
     a.dev = d;
     a.ndev = ndev;
@@ -597,8 +600,8 @@ std::string FusedWorkload::note() const {
   }
   return "lowering=fused: " + std::to_string(ops) + " ops in " + std::to_string(program_.lanes.size()) +
          " lanes, one launch per GPU of up to " + std::to_string(max_ctas) + " CTAs x " +
-         std::to_string(params_.threads) + " threads, " + std::to_string(program_.waits) + " flag waits (" +
-         std::to_string(program_.start_waits) + " start), " + std::to_string(program_.publishes) + " flag stores" +
+         std::to_string(params_.threads) + " threads, " + std::to_string(program_.waits) + " flag waits + " +
+         std::to_string(program_.start_waits) + " start waits, " + std::to_string(program_.publishes) + " flag stores" +
          (params_.pdl ? ", pdl" : "");
 }
 
