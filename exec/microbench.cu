@@ -770,6 +770,50 @@ void Bench::bench_graph() {
          fork_join(g0, join0));
   series("graph.fork_peer", "per iteration: fork to a stream of GPU1, one 8-byte peer copy there, join back to GPU0",
          fork_join(g1, join1));
+  series("graph.copy_local", "per iteration one 8-byte device-to-device copy within GPU0 on the origin stream",
+         [&](cudaStream_t o) { copy8(o, g0.buf[1], g0.buf[0]); });
+  // Fork to k streams on each GPU at once, one 8-byte peer copy on each, join them all (the general
+  // lowering opens one stream per (rank, channel)): how the fork/join grows with the streams.
+  constexpr int kMaxForkStreams = 3;
+  std::vector<cudaStream_t> extra[2];
+  std::vector<cudaEvent_t> joins[2];
+  struct FreeStreams {
+    std::vector<cudaStream_t>* s;
+    ~FreeStreams() {
+      for (int g = 0; g < 2; ++g)
+        for (cudaStream_t x : s[g]) cudaStreamDestroy(x);
+    }
+  } free_streams{extra};
+  for (int g = 0; g < 2; ++g) {
+    CCLAB_CUDA(cudaSetDevice(gpus_[size_t(g)].dev));
+    for (int k = 0; k < kMaxForkStreams; ++k) {
+      cudaStream_t x = nullptr;
+      CCLAB_CUDA(cudaStreamCreateWithFlags(&x, cudaStreamNonBlocking));
+      extra[g].push_back(x);
+      joins[g].push_back(event(gpus_[size_t(g)].dev));
+    }
+  }
+  for (int k = 1; k <= kMaxForkStreams; ++k)
+    series("graph.fork_both." + std::to_string(k),
+           "per iteration: fork from GPU0's origin to " + std::to_string(k) +
+               " streams on each of the 2 GPUs, one 8-byte peer copy on each, join all back",
+           [&, k](cudaStream_t o) {
+             CCLAB_CUDA(cudaSetDevice(g0.dev));
+             CCLAB_CUDA(cudaEventRecord(fork0, o));
+             for (int g = 0; g < 2; ++g) {
+               Gpu& me = gpus_[size_t(g)];
+               Gpu& peer = gpus_[size_t(1 - g)];
+               CCLAB_CUDA(cudaSetDevice(me.dev));
+               for (int j = 0; j < k; ++j) {
+                 CCLAB_CUDA(cudaStreamWaitEvent(extra[g][size_t(j)], fork0, 0));
+                 copy8(extra[g][size_t(j)], peer.buf[1] + 64 * j, me.buf[0] + 64 * j);
+                 CCLAB_CUDA(cudaEventRecord(joins[g][size_t(j)], extra[g][size_t(j)]));
+               }
+             }
+             CCLAB_CUDA(cudaSetDevice(g0.dev));
+             for (int g = 0; g < 2; ++g)
+               for (int j = 0; j < k; ++j) CCLAB_CUDA(cudaStreamWaitEvent(o, joins[g][size_t(j)], 0));
+           });
   // A chain of copies alternating between a stream of GPU0 and one of GPU1, each waiting for the last.
   constexpr int kHops = 4;
   series("graph.hop_peer",

@@ -42,6 +42,12 @@ double ProtocolParams::efficiency_at(int64_t bytes) const {
   return efficiency.value * f;
 }
 
+Seconds ExecutorParams::fork_for_streams(int k) const {
+  if (k <= 1) return fork_streams[0].value;
+  if (k <= 3) return fork_streams[size_t(k - 1)].value;
+  return fork_streams[2].value + double(k - 3) * (fork_streams[2].value - fork_streams[1].value);
+}
+
 Seconds PathTable::time(double bytes) const {
   CCLAB_ASSERT(!points.empty(), "time() of an empty path table");
   if (bytes <= double(points.front().first)) return Seconds(points.front().second);
@@ -165,6 +171,10 @@ ModelParams defaults_for(const topo::Topology& t) {
   p.exec.fork_local = {microseconds(1.5), "event hop between two streams of one GPU (estimate until calibrated)"};
   p.exec.fork_peer = {microseconds(14.0), "two cross-GPU event edges of ~7 us (latency.event_peer, estimate)"};
   p.exec.event_peer = {microseconds(7.0), "event hop between streams of two GPUs (latency.event_peer, estimate)"};
+  p.exec.copy_local_node = {microseconds(1.7), "as a peer copy node (estimate until calibrated)"};
+  for (int k = 1; k <= 3; ++k)
+    p.exec.fork_streams[size_t(k - 1)] = {microseconds(14.0 * k),
+                                          "k x two cross-GPU event edges of ~7 us (latency.event_peer, estimate)"};
   p.exec.flag_rtt = {microseconds(1.5), "flag round trip over NVLink (latency.flag, estimate until calibrated)"};
   p.sync_latency = {microseconds(1.0),
                     "flag store over NVLink seen by a polling peer: ~1 µs, estimate until calibrated"};
@@ -264,6 +274,10 @@ const std::map<std::string, Accessor, std::less<>>& accessors() {
     t["exec.fork_local_us"] = seconds_us([](ModelParams & p) -> auto& { return p.exec.fork_local; });
     t["exec.fork_peer_us"] = seconds_us([](ModelParams & p) -> auto& { return p.exec.fork_peer; });
     t["exec.event_peer_us"] = seconds_us([](ModelParams & p) -> auto& { return p.exec.event_peer; });
+    t["exec.copy_local_node_us"] = seconds_us([](ModelParams & p) -> auto& { return p.exec.copy_local_node; });
+    for (int k = 1; k <= 3; ++k)
+      t["exec.fork_streams_" + std::to_string(k) + "_us"] =
+          seconds_us([k](ModelParams & p) -> auto& { return p.exec.fork_streams[size_t(k - 1)]; });
     t["exec.flag_rtt_us"] = seconds_us([](ModelParams & p) -> auto& { return p.exec.flag_rtt; });
     t["nccl.max_channels"] = plain([](ModelParams & p) -> auto& { return p.nccl.max_channels; });
     const char* pn[3] = {"ll", "ll128", "simple"};
@@ -313,6 +327,9 @@ std::string source_of(const ModelParams& p, const std::string& name) {
   if (name == "exec.fork_peer_us") return p.exec.fork_peer.source;
   if (name == "exec.event_peer_us") return p.exec.event_peer.source;
   if (name == "exec.flag_rtt_us") return p.exec.flag_rtt.source;
+  if (name == "exec.copy_local_node_us") return p.exec.copy_local_node.source;
+  for (int k = 1; k <= 3; ++k)
+    if (name == "exec.fork_streams_" + std::to_string(k) + "_us") return p.exec.fork_streams[size_t(k - 1)].source;
   if (name == "launch_latency_us") return p.launch_latency.source;
   if (name == "sync_latency_us") return p.sync_latency.source;
   if (name == "local_dep_latency_us") return p.local_dep_latency.source;

@@ -119,12 +119,17 @@ struct PathTable {
 // calibration from a microbenchmark (graph.*, latency.*); the defaults are estimates that say so.
 struct ExecutorParams {
   // General lowering: a CUDA graph of copy-engine copies and kernels on streams (exec/plan*.cpp), replayed.
-  Sourced<Seconds> copy_node;    // one copy-engine copy node in a replayed graph (fixed part)
-  Sourced<Seconds> kernel_node;  // one kernel node in a replayed graph (fixed part)
-  Sourced<Seconds> kernel_pdl;   // the same launched with programmatic dependent launch
-  Sourced<Seconds> fork_local;   // fork to a second stream of the origin GPU and join back (two edges)
-  Sourced<Seconds> fork_peer;    // fork to a stream of the other GPU and join back (two cross-GPU edges)
-  Sourced<Seconds> event_peer;   // one dependency between streams of two GPUs inside the graph
+  Sourced<Seconds> copy_node;        // one copy-engine copy node in a replayed graph (fixed part)
+  Sourced<Seconds> kernel_node;      // one kernel node in a replayed graph (fixed part)
+  Sourced<Seconds> kernel_pdl;       // the same launched with programmatic dependent launch
+  Sourced<Seconds> fork_local;       // fork to a second stream of the origin GPU and join back (two edges)
+  Sourced<Seconds> fork_peer;        // fork to a stream of the other GPU and join back (two cross-GPU edges)
+  Sourced<Seconds> event_peer;       // one dependency between streams of two GPUs inside the graph
+  Sourced<Seconds> copy_local_node;  // one device-to-device copy node within a GPU
+  // Fork from GPU0's origin to k streams on each of two GPUs and join back, k = 1, 2, 3 (more: the last
+  // step continues).
+  std::array<Sourced<Seconds>, 3> fork_streams;
+  Seconds fork_for_streams(int k) const;
   // Kernels that synchronise through flags in peer memory (bidir modes, fused path).
   Sourced<Seconds> flag_rtt;  // flag store into the peer + answer, round trip
 };

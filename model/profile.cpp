@@ -168,6 +168,18 @@ Derived derive_params(const Calibration& cal, const topo::Topology& topology) {
       add("exec.fork_peer_us", std::max(0.0, f->fit.value.us() - copy),
           "fork to a stream of GPU1 and join back, minus the copy node", "graph.fork_peer - graph.copy",
           f->fit.rms_rel_residual, f->fit.max_rel_residual);
+    if (const auto* c = lat_of("graph.copy_local"))
+      add("exec.copy_local_node_us", c->fit.value.us(), "8-byte copy node within GPU0, per iteration",
+          "graph.copy_local", c->fit.rms_rel_residual, c->fit.max_rel_residual);
+    for (int k = 1; k <= 3; ++k) {
+      const std::string series = "graph.fork_both." + std::to_string(k);
+      if (const auto* f = lat_of(series.c_str()))
+        add("exec.fork_streams_" + std::to_string(k) + "_us", std::max(0.0, f->fit.value.us() - copy),
+            "fork to " + std::to_string(k) +
+                " streams on each GPU and join back, minus one copy node (the copies "
+                "run side by side)",
+            series + " - graph.copy", f->fit.rms_rel_residual, f->fit.max_rel_residual);
+    }
     if (const auto* h = lat_of("graph.hop_peer"))
       add("exec.event_peer_us", std::max(0.0, (h->fit.value.us() - 4 * copy) / 4),
           "4 copies alternating GPU1 / GPU0 through events (the first edge is the fork): per edge, minus the copy "

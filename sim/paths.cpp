@@ -210,15 +210,24 @@ SimResult run_general(Simulator& sim, const Schedule& schedule, std::string* how
   ro.record_ops = false;
   pr.apply(ro);
   bool other_gpu = false;
-  for (const Op& op : s.ops) other_gpu = other_gpu || op.rank != 0;
-  // Every iteration forks from GPU0's origin stream to the plan's streams and joins back (exec/harness.cpp).
-  ro.start_latency = other_gpu ? P.exec.fork_peer.value : P.exec.fork_local.value;
+  std::map<int, std::set<int>> streams;  // rank -> its streams (channel % 16, as exec::lower maps them)
+  for (const Op& op : s.ops) {
+    other_gpu = other_gpu || op.rank != 0;
+    streams[op.rank].insert(op.channel % kMaxStreamsPerRank);
+  }
+  int per_rank = 1;
+  for (const auto& [r, set] : streams) per_rank = std::max(per_rank, int(set.size()));
+  // Every iteration forks from GPU0's origin stream to the plan's streams and joins back (exec/harness.cpp):
+  // graph.fork_both.<k> measured that for k streams per GPU.
+  ro.start_latency = other_gpu ? P.exec.fork_for_streams(per_rank) : P.exec.fork_local.value;
   ro.sync_latency = P.exec.event_peer.value;
   ro.copy_latency = kernels ? P.exec.kernel_node.value : P.exec.copy_node.value;
+  ro.local_copy_latency = kernels ? P.exec.kernel_node.value : P.exec.copy_local_node.value;
   ro.kernel_latency = P.exec.kernel_node.value;
   if (how)
     *how = "general lowering model: " + std::to_string(s.ops.size()) + " ops after coalescing, " +
-           (pr.copy ? copy_table : std::string("protocol")) + " rates, fork/join " + (other_gpu ? "peer" : "local");
+           (pr.copy ? copy_table : std::string("protocol")) + " rates, fork/join " +
+           (other_gpu ? std::to_string(per_rank) + " streams per GPU" : std::string("local"));
   return sim.run(s, ro);
 }
 

@@ -601,6 +601,10 @@ SimResult Simulator::run(const Schedule& s, const RunOptions& opt) {
     return P.of(pr);
   };
   // Per-op fixed costs of the executor's paths, where given.
+  auto local_copy_latency = [&](double fallback) {
+    return opt.local_copy_latency ? opt.local_copy_latency->value
+                                  : (opt.copy_latency ? opt.copy_latency->value : fallback);
+  };
   auto op_latency = [&](const Op& op, double fallback) {
     if (op.kind == OpKind::reduce || op.kind == OpKind::compute)
       return opt.kernel_latency ? opt.kernel_latency->value : fallback;
@@ -639,7 +643,7 @@ SimResult Simulator::run(const Schedule& s, const RunOptions& opt) {
         const int to = op.kind == OpKind::put ? op.dst.rank : op.rank;
         if (from == to) {  // a transfer to itself is a local copy
           Impl::add_use(f, I.hbm(op.rank), local_weight(opt.local_copy_proto, op.bytes, 2.0));
-          f.latency = op_latency(op, local_lat);
+          f.latency = local_copy_latency(local_lat);
         } else {
           add_route(from, to, transfer_proto(op, false), f.latency);
         }
@@ -650,7 +654,7 @@ SimResult Simulator::run(const Schedule& s, const RunOptions& opt) {
           add_route(op.src.rank, op.dst.rank, transfer_proto(op, false), f.latency);
         } else {
           Impl::add_use(f, I.hbm(op.rank), local_weight(opt.local_copy_proto, op.bytes, 2.0));
-          f.latency = op_latency(op, local_lat);
+          f.latency = local_copy_latency(local_lat);
         }
         break;
       }

@@ -44,6 +44,7 @@ struct RunOptions {
   bool step_covers_route = false;
   // The executor's paths (sim/paths.hpp) charge its own fixed costs and measured rates per op kind:
   std::optional<Seconds> copy_latency;                // per put / get / copy (a copy node, a fused copy step)
+  std::optional<Seconds> local_copy_latency;          // per copy within one rank (instead of copy_latency)
   std::optional<Seconds> kernel_latency;              // per reduce / compute (a kernel node, a fused reduce step)
   std::optional<Seconds> local_dep_latency;           // cross-channel dependency on one rank instead of the model's
   const model::ProtocolParams* copy_proto = nullptr;  // replaces the protocol of peer copies
