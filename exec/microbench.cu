@@ -668,7 +668,7 @@ double Bench::graph_time(const std::function<void(cudaStream_t)>& body) {
   std::vector<double> t;
   for (int trial = 0; trial < kTrials + 1; ++trial) {
     CCLAB_CUDA(cudaSetDevice(g0.dev));
-    k_spin<<<1, 1, 0, origin>>>(200000ULL);  // 200 us gate: the replay is queued before the clock starts
+    k_spin<<<1, 1, 0, origin>>>(1000000ULL);  // 1 ms gate: the whole replay is queued before the clock starts
     CCLAB_CUDA_LAUNCHED();
     CCLAB_CUDA(cudaEventRecord(ev_[0].start, origin));
     CCLAB_CUDA(cudaGraphLaunch(exec, origin));

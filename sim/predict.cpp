@@ -73,6 +73,12 @@ Prediction predict(Simulator& sim, const Algorithm& algo, AlgoArgs args, const P
   } else {
     s = build_schedule(*builder, args);
     if (builder != &algo) s.lowering = Lowering::library;
+    if (p.nccl && (algo.collective == "broadcast" || algo.collective == "reduce") && p.nccl->channels > 1) {
+      // NCCL splits the buffer over its channels, each a pipeline of its own (enqueue.cc); the chain
+      // builders emit one pipeline on channel 0, so the k-th op of each rank goes to channel k mod C.
+      std::vector<int> next(size_t(s.nranks), 0);
+      for (Op& op : s.ops) op.channel = uint8_t(next[size_t(op.rank)]++ % std::min(p.nccl->channels, 255));
+    }
     p.result = sim.run(s, ro);
   }
   if (builder != &algo) s.algo = algo.name;
