@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "algorithms/transport.hpp"
@@ -400,6 +401,34 @@ SimResult run_fused(Simulator& sim, const Schedule& s, const ExecPath& path, std
   return r;
 }
 
+// ---- NCCL on two GPUs through its measured transport ----------------------------------------------------
+
+// NCCL's collectives on 2 GPUs are its transport moving each direction's bytes once (a ring of 2: one step
+// per phase, reductions fused into the receive): the time of NCCL's own send/recv of those bytes, one way
+// (broadcast, reduce) or both ways at once (the rest), measured with NCCL's protocol choice (nccl.p2p.*).
+// Larger rank counts, or a profile without those series, use the tuning model (sim/predict.cpp).
+std::optional<Seconds> nccl_two_gpus(const model::ModelParams& P, std::string_view coll, int64_t bytes, int nranks,
+                                     std::string& how) {
+  if (nranks != 2) return std::nullopt;
+  const model::PathTable* uni = table(P, "nccl.p2p.uni");
+  const model::PathTable* bi = table(P, "nccl.p2p.bidir");
+  if (!uni || !bi) return std::nullopt;
+  const double S = double(bytes);
+  if (coll == "broadcast" || coll == "reduce") {
+    how = "nccl 2 GPUs: nccl.p2p.uni(S)";
+    return uni->time(S);
+  }
+  if (coll == "allgather" || coll == "reducescatter" || coll == "alltoall") {
+    how = "nccl 2 GPUs: nccl.p2p.bidir(S/2)";
+    return bi->time(S / 2);
+  }
+  if (coll == "allreduce") {
+    how = "nccl 2 GPUs: nccl.p2p.bidir(S) (reduce-scatter + all-gather, S/2 each way per phase)";
+    return bi->time(S);
+  }
+  return std::nullopt;
+}
+
 // ---- records -----------------------------------------------------------------------------------------
 
 Prediction make_prediction(Simulator& sim, const std::string& name, const std::string& collective, const AlgoArgs& args,
@@ -482,6 +511,10 @@ Prediction predict_exec_path(Simulator& sim, const std::string& algo_name, AlgoA
     return make_prediction(sim, algo_name, "allreduce", args, args.count, t, how, false);
   }
   const Algorithm& algo = find_algorithm(algo_name);
+  if (algo.library && !algo.needs_shape) {
+    if (auto t = nccl_two_gpus(P, algo.collective, args.count * dtype_size(args.dtype), args.nranks, how))
+      return make_prediction(sim, algo.name, algo.collective, args, args.count, *t, how, algo.rooted);
+  }
   if (path.kind == ExecPath::Kind::nccl || algo.library || path.kind == ExecPath::Kind::unknown)
     return predict(sim, algo, args);
   const Schedule s = build_schedule(algo, args);
