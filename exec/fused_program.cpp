@@ -310,6 +310,19 @@ FusedProgram encode_fused(const Schedule& s, const FusedOptions& options) {
     for (int32_t l : dv.lanes) ctas += p.lanes[size_t(l)].ctas;
     dv.ctas = std::max(1, ctas);
   }
+  // Critical path in cross-GPU hops: extended order is topological (waits point back, lanes in order).
+  std::vector<int32_t> hops(xs.size(), 0), lane_hops(L, 0);
+  for (size_t j = 0; j < xs.size(); ++j) {
+    const size_t l = size_t(xs[j].lane);
+    int32_t h = lane_hops[l];
+    if (!start_of[j].empty()) h = std::max(h, 1);
+    for (int32_t d : waits_of[j])
+      h = std::max(h, hops[size_t(d)] + (p.lanes[size_t(xs[size_t(d)].lane)].device != p.lanes[l].device ? 1 : 0));
+    hops[j] = lane_hops[l] = h;
+    p.critical_hops = std::max(p.critical_hops, h);
+  }
+  for (int d = 0; d < ndev; ++d)
+    for (int32_t i : finals[size_t(d)]) p.critical_hops = std::max(p.critical_hops, hops[size_t(i)] + 1);
   return p;
 }
 

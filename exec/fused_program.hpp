@@ -75,6 +75,9 @@ struct FusedProgram {
   };
   std::vector<SlotOwner> slot_owner;
   int64_t waits = 0, start_waits = 0, publishes = 0;  // totals, for notes and tests
+  // The longest chain of cross-GPU flag hops through the program (start waits, dependencies, end
+  // waits; same-GPU waits count 0): with the launch, what the time of a small message is made of.
+  int32_t critical_hops = 0;
 
   int ndevices() const { return int(devices.size()); }
 };

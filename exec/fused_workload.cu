@@ -601,7 +601,8 @@ std::string FusedWorkload::note() const {
   return "lowering=fused: " + std::to_string(ops) + " ops in " + std::to_string(program_.lanes.size()) +
          " lanes, one launch per GPU of up to " + std::to_string(max_ctas) + " CTAs x " +
          std::to_string(params_.threads) + " threads, " + std::to_string(program_.waits) + " flag waits + " +
-         std::to_string(program_.start_waits) + " start waits, " + std::to_string(program_.publishes) + " flag stores" +
+         std::to_string(program_.start_waits) + " start waits, " + std::to_string(program_.critical_hops) +
+         " cross-GPU hops on the critical path, " + std::to_string(program_.publishes) + " flag stores" +
          (params_.pdl ? ", pdl" : "");
 }
 

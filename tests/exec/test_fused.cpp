@@ -279,6 +279,8 @@ TEST(FusedEncoding, WaitsSlotsAndStartFlags) {
   ASSERT_EQ(d0.finals.size(), 1u);
   EXPECT_EQ(d0.finals[0], p.devices[1].ops[0].slot);
   EXPECT_EQ(p.nslots, 4);
+  // start flag (1 hop), the peer's put -> reduce (1 hop); the end wait on the put is not longer.
+  EXPECT_EQ(p.critical_hops, 2);
   EXPECT_EQ(p.slot_owner[size_t(d0.ops[0].slot)].device, 0);
   EXPECT_EQ(p.slot_owner[size_t(d0.ops[0].slot)].op, 0);
   EXPECT_EQ(simulate(s, p, 1), "");
@@ -301,6 +303,7 @@ TEST(FusedEncoding, ImpliedDependenciesCostNoWait) {
   EXPECT_EQ(d1.waits[d1.ops[1].wait_begin], p.devices[0].ops[1].slot);
   EXPECT_EQ(p.devices[0].ops[0].slot, -1);
   EXPECT_EQ(p.start_waits, 0);
+  EXPECT_EQ(p.critical_hops, 2);  // rank 1's get waits for rank 0's copy (1), GPU 0's end wait (2)
   EXPECT_EQ(simulate(s, p, 3), "");
 }
 
