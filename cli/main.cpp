@@ -1,8 +1,19 @@
 // cclab: one binary, subcommands (DESIGN.md "The command line").
+//
+// Exit codes (issue 9): 0 success; 1 user or input error; 2 environment (no GPU, missing library);
+// 3 a result check failed (#wrong > 0); 4 a cclab bug. A sweep (`cclab sim`, `cclab run`) stopped by
+// SIGINT or SIGTERM keeps the rows it finished, says where it stopped, and exits 128 + the signal
+// (130, 143), the code a shell gives a process the signal killed, so scripts tell "interrupted" from "bad input".
+//
+// Every error is exactly one line on stderr: control characters of the message (a newline inside a
+// flag's value, say) are written as visible escapes.
 #include <cstdio>
 #include <exception>
+#include <filesystem>
+#include <ios>
 #include <iostream>
 #include <string>
+#include <string_view>
 
 #include "cli/commands.hpp"
 #include "core/error.hpp"
@@ -18,14 +29,45 @@ const char* kUsage =
     "  run --algo A|all           execute on GPUs (CUDA/NCCL)\n"
     "  calibrate --out FILE       microbenchmarks on GPUs -> fitted profile\n"
     "  compare --measured F --topo T   prediction error against records\n"
-    "Run 'cclab <command> --help' for a command's flags.\n";
+    "Run 'cclab <command> --help' for a command's flags.\n"
+    "Exit codes: 0 ok, 1 bad input, 2 environment (no GPU, missing library), 3 a result check failed,\n"
+    "4 internal error, 128+signal (130, 143) a sweep stopped by SIGINT/SIGTERM (finished rows kept).\n";
+
+// `text` with every control character written visibly ("\n", "\r", "\t", "\x1b"), so that it fits on
+// one line and cannot move the terminal's cursor. Bytes >= 0x80 (UTF-8) pass unchanged.
+std::string one_line(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char ch : text) {
+    const auto u = static_cast<unsigned char>(ch);
+    if (u >= 0x20 && u != 0x7f) {
+      out += ch;
+    } else if (ch == '\n') {
+      out += "\\n";
+    } else if (ch == '\r') {
+      out += "\\r";
+    } else if (ch == '\t') {
+      out += "\\t";
+    } else {
+      static constexpr char kHex[] = "0123456789abcdef";
+      out += "\\x";
+      out += kHex[u >> 4];
+      out += kHex[u & 15];
+    }
+  }
+  return out;
+}
+
+void error_line(const std::string& cmd, std::string_view what, std::string_view message) {
+  std::cerr << "cclab " << one_line(cmd) << ": " << what << one_line(message) << "\n";
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace cclab::cli;
   if (argc < 2) {
-    std::fputs(kUsage, stderr);
+    std::cerr << "cclab: no command given (see cclab --help)\n";
     return 1;
   }
   const std::string cmd = argv[1];
@@ -42,16 +84,24 @@ int main(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       return 0;
     }
-    std::cerr << "cclab: unknown command '" << cmd << "'\n" << kUsage;
+    std::cerr << "cclab: unknown command '" << one_line(cmd) << "' (see cclab --help)\n";
     return 1;
   } catch (const cclab::Error& e) {
-    std::cerr << "cclab " << cmd << ": error: " << e.what() << "\n";
+    error_line(cmd, "error: ", e.what());
     return cclab::exit_code(e.kind());
+  } catch (const std::filesystem::filesystem_error& e) {
+    // A file or folder named on the command line that the OS refuses (permissions, a folder where a
+    // file belongs): the user's input, so exit 1, though the code that read it did not say so itself.
+    error_line(cmd, "error: ", e.what());
+    return 1;
+  } catch (const std::ios_base::failure& e) {
+    error_line(cmd, "error: reading a file: ", e.what());
+    return 1;
   } catch (const std::bad_alloc&) {
-    std::cerr << "cclab " << cmd << ": error: out of host memory\n";
+    error_line(cmd, "error: ", "out of host memory");
     return 2;
   } catch (const std::exception& e) {
-    std::cerr << "cclab " << cmd << ": internal error: " << e.what() << "\n";
+    error_line(cmd, "internal error: ", e.what());
     return 4;
   }
 }

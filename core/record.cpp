@@ -128,29 +128,84 @@ std::string csv_text(const std::vector<Record>& rows) {
   return os.str();
 }
 
+bool replaceable_file(const std::string& path) {
+  namespace fs = std::filesystem;
+  // /dev/stdout, /proc/self/fd/N: the process's own streams, even when they lead to a regular file.
+  if (path.starts_with("/dev/") || path.starts_with("/proc/")) return false;
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);  // follows symbolic links
+  return !fs::exists(st) || fs::is_regular_file(st);
+}
+
 void write_file_atomic(const std::string& path, const std::string& content) {
-  const std::string tmp = path + ".tmp";
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) throw_input("cannot write '" + path + "': it is a directory");
+  if (!replaceable_file(path)) {
+    // A device, FIFO or socket (a pipe, /dev/null): renaming over it would replace the special file
+    // itself (as root, even /dev/full), so write into it; "whole or nothing" means nothing for a stream.
+    // Append: through /dev/stdout redirected to a file, truncating would erase what was printed before.
+    std::ofstream f(path, std::ios::binary | std::ios::app);
+    if (!f || !(f << content) || !f.flush()) throw_input("cannot write '" + path + "'");
+    return;
+  }
+  // Through a symbolic link, replace the file it names and keep the link.
+  std::string target = path;
+  if (fs::is_symlink(fs::symlink_status(path, ec))) {
+    const fs::path resolved = fs::canonical(path, ec);
+    if (!ec) target = resolved.string();
+  }
+  const std::string tmp = target + ".tmp";
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
     if (!f) throw_input("cannot write '" + path + "'");
     f << content;
     f.flush();
-    if (!f) throw_input("cannot write '" + path + "' (disk full?)");
+    if (!f) {
+      f.close();
+      fs::remove(tmp, ec);
+      throw_input("cannot write '" + path + "' (disk full?)");
+    }
   }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) throw_input("cannot write '" + path + "': " + ec.message());
+  fs::rename(tmp, target, ec);
+  if (ec) {
+    const std::string why = ec.message();
+    fs::remove(tmp, ec);  // leave nothing behind
+    throw_input("cannot write '" + path + "': " + why);
+  }
 }
 
 void write_csv_atomic(const std::string& path, const std::vector<Record>& rows) {
   write_file_atomic(path, csv_text(rows));
 }
 
+namespace {
+
+// std::getline that refuses a line longer than kMaxRecordLine: /dev/zero or a binary file has no newline,
+// and reading it whole would take all memory rather than answer.
+constexpr size_t kMaxRecordLine = size_t(1) << 20;  // a record row is < 1 KiB; 1 MiB leaves room for notes
+
+bool get_record_line(std::istream& in, std::string& line, const std::string& path, int lineno) {
+  line.clear();
+  std::streambuf* buf = in.rdbuf();
+  for (;;) {
+    const int ch = buf->sbumpc();
+    if (ch == std::char_traits<char>::eof()) return !line.empty();
+    if (ch == '\n') return true;
+    if (line.size() >= kMaxRecordLine)
+      throw_input(path + ":" + std::to_string(lineno) + ": line longer than " + std::to_string(kMaxRecordLine) +
+                  " bytes (not a records CSV?)");
+    line.push_back(char(ch));
+  }
+}
+
+}  // namespace
+
 std::vector<Record> read_csv(const std::string& path) {
   std::ifstream f(path);
   if (!f) throw_input("cannot open records file '" + path + "'");
   std::string line;
-  if (!std::getline(f, line)) throw_input(path + ":1: empty records file");
+  if (!get_record_line(f, line, path, 1)) throw_input(path + ":1: empty records file");
   const auto header = split_csv_line(line);
   std::map<std::string, size_t> col;
   for (size_t i = 0; i < header.size(); ++i) col[header[i]] = i;
@@ -158,7 +213,7 @@ std::vector<Record> read_csv(const std::string& path) {
     if (!col.count(needed)) throw_input(path + ":1: missing column '" + needed + "'");
   std::vector<Record> rows;
   int lineno = 1;
-  while (std::getline(f, line)) {
+  while (get_record_line(f, line, path, lineno + 1)) {
     ++lineno;
     if (line.empty()) continue;
     const auto cells = split_csv_line(line);

@@ -54,7 +54,11 @@ std::vector<Record> read_records(const std::string& file_or_folder);
 void print_table_header(std::ostream& os, bool with_prediction);
 void print_table_row(std::ostream& os, const Record& r, bool with_prediction);
 
-// Writes the file atomically (temp then rename).
+// Writes the file atomically (path + ".tmp", then rename; through a symbolic link, the file it names).
+// A device, FIFO or socket (e.g. /dev/stdout) is written in place instead; a directory is an input error.
 void write_file_atomic(const std::string& path, const std::string& content);
+// True when write_file_atomic can replace `path` whole: nothing there yet, or a regular file. False for a
+// device, FIFO or socket, which a sweep should write once at the end rather than after every row.
+bool replaceable_file(const std::string& path);
 
 }  // namespace cclab
