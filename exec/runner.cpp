@@ -28,8 +28,9 @@ namespace cclab::exec {
 
 namespace {
 
-std::atomic<bool> g_interrupted{false};
-extern "C" void on_sigint(int) { g_interrupted = true; }
+// The signal that asked the sweep to stop (SIGINT: Ctrl-C, SIGTERM: a batch system), 0: none.
+std::atomic<int> g_interrupted{0};
+extern "C" void on_stop_signal(int sig) { g_interrupted = sig; }
 
 // Names the executor runs itself, without a schedule from the registry.
 
@@ -362,8 +363,9 @@ int run_sweep(const RunOptions& o, std::ostream& out) {
   if (with_nccl && ss.comm.shared())
     throw_input("NCCL baselines need one GPU per rank: drop --share-gpus or the .nccl algorithms");
 
-  auto prev = std::signal(SIGINT, on_sigint);
-  g_interrupted = false;
+  auto prev_int = std::signal(SIGINT, on_stop_signal);
+  auto prev_term = std::signal(SIGTERM, on_stop_signal);
+  g_interrupted = 0;
   const std::string date = iso_date(), sha = commit();
   out << "# cclab run: " << n << " ranks on " << ss.comm.device_label() << " (" << ss.comm.versions()
       << (ss.driver.empty() ? "" : " driver=" + ss.driver) << "), " << (o.graph ? "graph replay" : "op by op")
@@ -373,7 +375,10 @@ int run_sweep(const RunOptions& o, std::ostream& out) {
   int64_t total_wrong = 0, skipped = 0;
   std::string stopped;
   for (const auto& ap : plans) {
-    if (g_interrupted) break;
+    if (g_interrupted) {
+      stopped = ap.name;  // between two algorithms
+      break;
+    }
     out << "#\n# algo " << ap.name << (pred ? "  (prediction: " + o.predict + ", out-of-place rows)" : "") << "\n";
     print_run_header(out, pred);
     for (int64_t bytes : sizes) {
@@ -448,11 +453,13 @@ int run_sweep(const RunOptions& o, std::ostream& out) {
       if (!o.csv.empty()) write_csv_atomic(o.csv, rows);  // an interrupted sweep keeps finished rows
     }
   }
-  std::signal(SIGINT, prev);
-  if (g_interrupted) {
-    out << "# interrupted" << (stopped.empty() ? "" : " before " + stopped) << "; " << rows.size() << " rows kept"
+  std::signal(SIGINT, prev_int);
+  std::signal(SIGTERM, prev_term);
+  if (const int sig = g_interrupted) {
+    out << "# interrupted by " << (sig == SIGTERM ? "SIGTERM" : "SIGINT")
+        << (stopped.empty() ? "" : ": stopped before " + stopped) << "; " << rows.size() << " rows kept"
         << (o.csv.empty() ? "" : " in " + o.csv) << "\n";
-    return 130;
+    return 128 + sig;  // the shell's code for a process the signal stopped (130, 143): see cli/main.cpp
   }
   if (skipped) out << "# " << skipped << " runs skipped (see above)\n";
   out << "# out of bounds values : " << total_wrong << (total_wrong ? " FAILED" : " OK") << "\n";

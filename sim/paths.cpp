@@ -209,6 +209,8 @@ SimResult run_general(Simulator& sim, const Schedule& schedule, std::string* how
     pr.local_reduce = mem_proto(*t, rt.hbm, 3, "reduce.local." + dtype_key(s.dtype));
   RunOptions ro;
   ro.record_ops = false;
+  // The measured node costs include the wire: a transfer costs max(route, node) latency, not their sum.
+  ro.step_covers_route = true;
   pr.apply(ro);
   bool other_gpu = false;
   std::map<int, std::set<int>> streams;  // rank -> its streams (channel % 16, as exec::lower maps them)
@@ -380,6 +382,8 @@ SimResult run_fused(Simulator& sim, const Schedule& s, const ExecPath& path, std
     pr.local_reduce = mem_proto(*t, rt.hbm, 3, "reduce.local." + dtype_key(s.dtype));
   RunOptions ro;
   ro.record_ops = false;
+  // The measured node costs include the wire: a transfer costs max(route, node) latency, not their sum.
+  ro.step_covers_route = true;
   pr.apply(ro);
   const Seconds flag_one_way = P.exec.flag_rtt.value / 2;
   const Seconds launch = path.pdl ? P.exec.kernel_pdl.value : P.exec.kernel_node.value;

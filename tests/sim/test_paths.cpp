@@ -1,0 +1,202 @@
+// The executor's path models (sim/paths.hpp): notes parsed into paths, calibration tables interpolated,
+// and each path's time composed of the profile's measured pieces exactly as documented.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "algorithms/registry.hpp"
+#include "core/error.hpp"
+#include "model/params.hpp"
+#include "sim/paths.hpp"
+#include "sim/simulator.hpp"
+#include "topology/topology.hpp"
+
+namespace cclab::sim {
+namespace {
+
+constexpr int64_t kMiB = 1 << 20;
+
+// A table t(S) = a + S / r at powers of two from 8 B to 1 GiB.
+model::PathTable line_table(double a, double r) {
+  model::PathTable t;
+  for (int64_t b = 8; b <= (int64_t(1) << 30); b *= 2) t.points.push_back({b, a + double(b) / r});
+  t.source = "synthetic";
+  return t;
+}
+
+// h200x2 with round executor costs and synthetic tables (rates below the link's, so they bind).
+model::ModelParams test_params(const topo::Topology& t) {
+  model::ModelParams p = model::defaults_for(t);
+  p.exec.copy_node = {microseconds(4), "test"};
+  p.exec.copy_local_node = {microseconds(3), "test"};
+  p.exec.kernel_node = {microseconds(2), "test"};
+  p.exec.kernel_pdl = {microseconds(1), "test"};
+  p.exec.fork_local = {microseconds(2), "test"};
+  p.exec.fork_peer = {microseconds(9), "test"};
+  p.exec.fork_streams = {{{microseconds(10), "test"}, {microseconds(25), "test"}, {microseconds(45), "test"}}};
+  p.exec.event_peer = {microseconds(6), "test"};
+  p.exec.flag_rtt = {microseconds(1.6), "test"};
+  p.tables["p2p.ce.bidir"] = line_table(2e-6, 300e9);
+  p.tables["p2p.ce.uni"] = line_table(2e-6, 320e9);
+  p.tables["p2p.sm.bidir"] = line_table(3e-6, 280e9);
+  p.tables["p2p.sm_store.bidir"] = line_table(3e-6, 250e9);
+  p.tables["reduce.local.float"] = line_table(2e-6, 1000e9);
+  p.tables["nccl.p2p.uni"] = line_table(5e-6, 200e9);
+  p.tables["nccl.p2p.bidir"] = line_table(6e-6, 180e9);
+  return p;
+}
+
+AlgoArgs args2(int64_t bytes) {
+  AlgoArgs a;
+  a.nranks = 2;
+  a.count = bytes / 4;
+  a.dtype = DType::f32;
+  return a;
+}
+
+TEST(PathTable, InterpolatesLogLogAndContinuesTheLastRate) {
+  model::PathTable t;
+  t.points = {{1024, 2e-6}, {4096, 8e-6}, {16384, 10e-6}};
+  EXPECT_DOUBLE_EQ(t.time(1024).value, 2e-6);
+  EXPECT_DOUBLE_EQ(t.time(100).value, 2e-6);  // below the first point: the first time
+  // Halfway in log(bytes): the geometric mean of the neighbours.
+  EXPECT_NEAR(t.time(2048).value, std::sqrt(2e-6 * 8e-6), 1e-15);
+  // Past the last point the last interval's rate continues: 2 us per 12288 B.
+  EXPECT_NEAR(t.time(16384 + 12288).value, 12e-6, 1e-15);
+  EXPECT_NEAR(t.size_part(4096).value, 6e-6, 1e-15);
+}
+
+TEST(ExecNote, EveryPathIsRecognised) {
+  EXPECT_EQ(parse_exec_note("general lowering: 6 ops on 2 streams, 2 events", "allreduce.ring").kind,
+            ExecPath::Kind::general);
+  EXPECT_EQ(parse_exec_note("NCCL 2.28.3", "allreduce.nccl").kind, ExecPath::Kind::nccl);
+  const ExecPath ll = parse_exec_note("mode=ll threads=256 pdl grid=4", "allreduce.bidir");
+  EXPECT_EQ(ll.kind, ExecPath::Kind::bidir);
+  EXPECT_EQ(ll.mode, "ll");
+  EXPECT_EQ(ll.grid, 4);
+  EXPECT_TRUE(ll.pdl);
+  const ExecPath copy = parse_exec_note(
+      "mode=copy reduce-scatter+all-gather chunk=33554432 slots=3 pull; general lowering: 48 ops on 6 streams",
+      "allreduce.bidir.copy");
+  EXPECT_EQ(copy.mode, "copy");
+  EXPECT_EQ(copy.chunk, 33554432);
+  EXPECT_EQ(copy.slots, 3);
+  const ExecPath fused = parse_exec_note(
+      "lowering=fused: 6 ops in 4 lanes, one launch per GPU of up to 8 CTAs x 512 threads, 2 flag waits (2 start), "
+      "4 flag stores, pdl",
+      "allreduce.ring");
+  EXPECT_EQ(fused.kind, ExecPath::Kind::fused);
+  EXPECT_EQ(fused.fused_ctas, 8);
+  EXPECT_EQ(fused.fused_lanes, 4);
+  EXPECT_TRUE(fused.pdl);
+  EXPECT_EQ(parse_exec_note("", "allreduce.bidir.push").mode, "push");
+  EXPECT_EQ(parse_exec_note("something else", "allreduce.ring").kind, ExecPath::Kind::unknown);
+  EXPECT_TRUE(is_executor_only_name("sol.bidir_copy"));
+  EXPECT_TRUE(is_executor_only_name("allreduce.bidir.ll"));
+  EXPECT_FALSE(is_executor_only_name("allreduce.ring"));
+}
+
+TEST(ExecPaths, SolBidirCopyIsForkPlusCopyNodePlusMeasuredSizePart) {
+  const topo::Topology t = topo::load_topology("h200x2");
+  const model::ModelParams p = test_params(t);
+  Simulator sim(t, p);
+  for (int64_t bytes : {int64_t(8), int64_t(64) << 10, 16 * kMiB, 512 * kMiB}) {
+    const Prediction pr = predict_exec_path(sim, "sol.bidir_copy", args2(bytes), parse_exec_note("", "sol.bidir_copy"));
+    const double want = 10e-6 + 4e-6 + p.tables.at("p2p.ce.bidir").size_part(double(bytes)).value;
+    EXPECT_NEAR(pr.result.time.value, want, 0.01 * want) << bytes;
+  }
+}
+
+TEST(ExecPaths, GeneralPathCoalescesAChainBroadcastIntoOneCopy) {
+  const topo::Topology t = topo::load_topology("h200x2");
+  const model::ModelParams p = test_params(t);
+  Simulator sim(t, p);
+  AlgoArgs a = args2(64 * kMiB);
+  a.chunk_bytes = kMiB;  // 64 chunks: 64 copy nodes if they were not coalesced
+  const ExecPath general = parse_exec_note("general lowering: 2 ops on 1 streams, 0 events", "broadcast.pipeline");
+  const Prediction pr = predict_exec_path(sim, "broadcast.pipeline", a, general);
+  // Rank 0 only: local fork, then its copies in one stream; at most a local copy and one peer copy.
+  const double one_copy = 2e-6 + 4e-6 + p.tables.at("p2p.ce.uni").size_part(double(64 * kMiB)).value;
+  EXPECT_LT(pr.result.time.value, one_copy + 3e-6 + 64.0 * kMiB * 2 / 4.0e12 + 1e-6);
+  EXPECT_GT(pr.result.time.value, 0.99 * one_copy);
+}
+
+TEST(ExecPaths, GeneralPathChargesEventsBetweenGpus) {
+  const topo::Topology t = topo::load_topology("h200x2");
+  const model::ModelParams p = test_params(t);
+  Simulator sim(t, p);
+  const ExecPath general = parse_exec_note("general lowering: 6 ops on 2 streams, 2 events", "allreduce.ring");
+  const double ring = predict_exec_path(sim, "allreduce.ring", args2(8), general).result.time.value;
+  // fork (1 stream per GPU) + put + event + reduce kernel + put, all tiny.
+  EXPECT_NEAR(ring, 10e-6 + 4e-6 + 6e-6 + 2e-6 + 4e-6, 0.5e-6);
+}
+
+TEST(ExecPaths, BidirKernelsFromTheirTransfers) {
+  const topo::Topology t = topo::load_topology("h200x2");
+  const model::ModelParams p = test_params(t);
+  Simulator sim(t, p);
+  const int64_t S = 4 * kMiB;
+  const auto& store = p.tables.at("p2p.sm_store.bidir");
+  const double ll =
+      predict_exec_path(sim, "allreduce.bidir", args2(S), parse_exec_note("mode=ll pdl grid=4", "")).result.time.value;
+  EXPECT_NEAR(ll, 1e-6 + 0.8e-6 + store.size_part(2.0 * S).value, 1e-9);
+  const double push =
+      predict_exec_path(sim, "allreduce.bidir.push", args2(S), parse_exec_note("mode=push", "")).result.time.value;
+  EXPECT_NEAR(
+      push,
+      2e-6 + 0.8e-6 + store.size_part(double(S)).value + p.tables.at("reduce.local.float").size_part(double(S)).value,
+      1e-9);
+  const double flash =
+      predict_exec_path(sim, "allreduce.bidir.flash", args2(S), parse_exec_note("mode=flash", "")).result.time.value;
+  EXPECT_NEAR(flash, 2e-6 + 1.6e-6 + p.tables.at("p2p.sm.bidir").size_part(double(S)).value, 1e-9);
+  // The copy mode is a schedule: both halves cross the link once each way, so at large sizes it costs
+  // about the both-ways copy of S.
+  const int64_t L = 256 * kMiB;
+  const double copy =
+      predict_exec_path(sim, "allreduce.bidir.copy", args2(L),
+                        parse_exec_note("mode=copy reduce-scatter+all-gather chunk=33554432 slots=3", ""))
+          .result.time.value;
+  const double link = double(L) / 300e9;
+  EXPECT_GT(copy, link);
+  EXPECT_LT(copy, 1.2 * link);
+  EXPECT_THROW(predict_exec_path(sim, "allreduce.bidir.magic", args2(S), parse_exec_note("mode=magic", "")), Error);
+}
+
+TEST(ExecPaths, NcclOnTwoGpusIsItsMeasuredTransport) {
+  const topo::Topology t = topo::load_topology("h200x2");
+  const model::ModelParams p = test_params(t);
+  Simulator sim(t, p);
+  const ExecPath nccl = parse_exec_note("NCCL 2.28.3", "allgather.nccl");
+  const int64_t S = 8 * kMiB;
+  EXPECT_NEAR(predict_exec_path(sim, "allgather.nccl", args2(S), nccl).result.time.value,
+              p.tables.at("nccl.p2p.bidir").time(S / 2.0).value, 1e-12);
+  EXPECT_NEAR(predict_exec_path(sim, "broadcast.nccl", args2(S), nccl).result.time.value,
+              p.tables.at("nccl.p2p.uni").time(double(S)).value, 1e-12);
+  EXPECT_NEAR(predict_exec_path(sim, "allreduce.nccl", args2(S), nccl).result.time.value,
+              p.tables.at("nccl.p2p.bidir").time(double(S)).value, 1e-12);
+  // Without the measurement: the NCCL tuning model (a positive time, not the table).
+  model::ModelParams q = test_params(t);
+  q.tables.erase("nccl.p2p.bidir");
+  Simulator sim2(t, q);
+  EXPECT_GT(predict_exec_path(sim2, "allgather.nccl", args2(S), nccl).result.time.value, 0);
+}
+
+TEST(ExecPaths, ProfileTablesRoundTrip) {
+  const topo::Topology t = topo::load_topology("h200x2");
+  const model::ModelParams p = test_params(t);
+  const std::string path = ::testing::TempDir() + "cclab_paths_profile.json";
+  {
+    FILE* f = std::fopen(path.c_str(), "w");
+    const std::string j = model::profile_json(p);
+    std::fwrite(j.data(), 1, j.size(), f);
+    std::fclose(f);
+  }
+  const model::ModelParams back = model::load_profile(path, model::defaults_for(t));
+  ASSERT_NE(back.table("p2p.ce.bidir"), nullptr);
+  EXPECT_EQ(back.table("p2p.ce.bidir")->points, p.tables.at("p2p.ce.bidir").points);
+  EXPECT_DOUBLE_EQ(back.exec.fork_streams[1].value.value, 25e-6);
+  EXPECT_DOUBLE_EQ(back.exec.event_peer.value.value, 6e-6);
+}
+
+}  // namespace
+}  // namespace cclab::sim
