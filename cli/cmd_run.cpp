@@ -42,6 +42,7 @@ std::vector<FlagSpec> run_flags() {
       {{"--tune"}, true, "key=value,... launch parameters (see exec/bidir.hpp, e.g. mode=flash,lanes=64)"},
       {{"--topology"}, true, "topology column of the records (default local)"},
       {{"--timeout"}, true, "seconds any single wait may take before the run reports a hang (default 60)"},
+      {{"--mpi"}, false, "one process per GPU (implied under mpirun -np N with N > 1): mpirun -np N cclab run ..."},
       {{"-h", "--help"}, false, "this help"},
   };
 }
@@ -84,6 +85,7 @@ int cmd_run(const Argv& argv) {
   if (auto g = args.get("--graph")) o.graph = parse_int("--graph", *g, 0, 1) != 0;
   if (auto ip = args.get("--inplace")) o.inplace = int(parse_int("--inplace", *ip, 0, 2));
   o.share_gpus = args.has("--share-gpus");
+  o.mpi = args.has("--mpi");
   o.csv = args.get_or("--csv", "");
   o.predict = args.get_or("--predict", "");
   o.nccl_algo = args.get_or("--nccl-algo", "");

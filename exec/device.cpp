@@ -56,6 +56,18 @@ Event::~Event() {
   if (e_) cudaEventDestroy(e_);
 }
 
+std::string runtime_versions() {
+  int driver = 0, runtime = 0;
+  CCLAB_CUDA(cudaDriverGetVersion(&driver));
+  CCLAB_CUDA(cudaRuntimeGetVersion(&runtime));
+  int nccl = 0;
+  ncclGetVersion(&nccl);
+  auto ver = [](int v, int div) { return std::to_string(v / div) + "." + std::to_string(v % div / 10); };
+  return "cuda_driver=" + ver(driver, 1000) + " cuda_runtime=" + ver(runtime, 1000) +
+         " nccl=" + std::to_string(nccl / 10000) + "." + std::to_string(nccl / 100 % 100) + "." +
+         std::to_string(nccl % 100);
+}
+
 int visible_devices() {
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess) {
@@ -99,15 +111,7 @@ Communicator::Communicator(CommOptions options) {
   CCLAB_CUDA(cudaGetDeviceProperties(&prop, 0));
   sm_count_ = prop.multiProcessorCount;
   label_ = std::string(prop.name) + " x" + std::to_string(ngpus);
-  int driver = 0, runtime = 0;
-  CCLAB_CUDA(cudaDriverGetVersion(&driver));
-  CCLAB_CUDA(cudaRuntimeGetVersion(&runtime));
-  int nccl = 0;
-  ncclGetVersion(&nccl);
-  auto ver = [](int v, int div) { return std::to_string(v / div) + "." + std::to_string(v % div / 10); };
-  versions_ = "cuda_driver=" + ver(driver, 1000) + " cuda_runtime=" + ver(runtime, 1000) +
-              " nccl=" + std::to_string(nccl / 10000) + "." + std::to_string(nccl / 100 % 100) + "." +
-              std::to_string(nccl % 100);
+  versions_ = runtime_versions();
   origin_ = Stream(rank_device_[0]);
 }
 

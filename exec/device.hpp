@@ -158,4 +158,7 @@ class Communicator {
 // Number of visible CUDA devices (0 when the driver or devices are missing: never throws).
 int visible_devices();
 
+// "cuda_driver=13.0 cuda_runtime=13.0 nccl=2.28.3": the versions a record's extra columns carry.
+std::string runtime_versions();
+
 }  // namespace cclab::exec

@@ -17,6 +17,7 @@
 #include "exec/bidir.hpp"
 #include "exec/fused_workload.hpp"
 #include "exec/harness.hpp"
+#include "exec/mpi_env.hpp"
 #include "exec/nccl_workload.hpp"
 #include "exec/plan_workload.hpp"
 
@@ -32,7 +33,10 @@ namespace {
 std::atomic<int> g_interrupted{0};
 extern "C" void on_stop_signal(int sig) { g_interrupted = sig; }
 
-// Names the executor runs itself, without a schedule from the registry.
+}  // namespace
+
+// Helpers shared with the MPI sweep (mpi_runner.cpp), declared in runner.hpp.
+namespace detail {
 
 bool needs_split(Coll c) {
   return c == Coll::allgather || c == Coll::reducescatter || c == Coll::alltoall || c == Coll::gather ||
@@ -84,6 +88,12 @@ std::map<std::string, std::string> tune_map(const std::string& tune) {
   }
   return m;
 }
+
+}  // namespace detail
+
+using namespace detail;
+
+namespace {
 
 // Everything shared by the algorithms of one sweep (created lazily: NCCL init takes a second).
 struct Session {
@@ -338,6 +348,7 @@ int run_sweep(const RunOptions& o, std::ostream& out) {
   if (!o.predict.empty() && !o.predictor)
     throw_env("--predict " + o.predict + ": no simulator was linked into this executor");
   const bool pred = static_cast<bool>(o.predictor);
+  if (mpi_mode(o, mpi_launch_from_env())) return run_sweep_mpi(o, out);  // one process per GPU (mpirun)
   // Resolve and validate the algorithm names before touching the GPUs.
   std::vector<std::string> names;
   for (const auto& a : o.algos) {

@@ -5,11 +5,14 @@
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "algorithms/schedule.hpp"
 #include "core/dtype.hpp"
 #include "core/record.hpp"
+#include "exec/values.hpp"
 
 namespace cclab::exec {
 
@@ -37,6 +40,7 @@ struct RunOptions {
   std::string tune;  // key=value,... (bidir launch parameters, channels, chunk_bytes, ...)
   std::string topology = "local";
   double timeout_s = 60;
+  bool mpi = false;  // --mpi: one process per GPU even when no launcher variable says so (mpi_env.hpp)
 };
 
 // Sizes of a sweep: min, then *factor (or +step) up to max inclusive.
@@ -49,6 +53,17 @@ std::vector<std::string> gpu_algorithm_names();
 // o.csv is set. Returns the exit code: 0, or 3 when any result was wrong. Throws cclab::Error on
 // bad input (1) and environment problems (2).
 int run_sweep(const RunOptions& o, std::ostream& out);
+
+// Pieces of a sweep that run_sweep_mpi (mpi_env.hpp) shares.
+namespace detail {
+bool needs_split(Coll c);  // collectives whose count is rounded down to a multiple of the ranks
+std::string iso_date();
+std::string commit();          // CCLAB_COMMIT, else the commit the binary was built from
+std::string driver_version();  // from /proc/driver/nvidia/version, or ""
+// Schedule::resolve for a collective without building its ops.
+std::function<Ref(Ref)> resolver(const std::string& collective, int nranks, int64_t count, DType dtype, bool in_place);
+std::map<std::string, std::string> tune_map(const std::string& tune);
+}  // namespace detail
 
 // Two records (out-of-place, in-place) of one size as one nccl-tests line; either may be absent.
 void print_run_header(std::ostream& os, bool with_prediction);

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Installs what cclab needs on a fresh Debian/Ubuntu machine, skipping what is already there:
 # compilers and CMake, Boost (Boost.Graph headers), Eigen3, GoogleTest, Google Benchmark, ninja, clang
-# (fuzzing), and the pinned Python packages (matplotlib, Jupyter's nbclient for the notebooks).
+# (fuzzing), Open MPI (`cclab run` under mpirun), and the pinned Python packages (matplotlib,
+# Jupyter's nbclient for the notebooks).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need=()
-for pkg in cmake ninja-build g++ libboost-dev libeigen3-dev libgtest-dev libbenchmark-dev nlohmann-json3-dev clang python3-pip; do
+for pkg in cmake ninja-build g++ libboost-dev libeigen3-dev libgtest-dev libbenchmark-dev nlohmann-json3-dev clang python3-pip \
+  libopenmpi-dev openmpi-bin; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then
