@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -845,6 +846,10 @@ void Bench::bench_graph() {
 // so the NCCL model takes its per-channel bandwidth and latency from here rather than from a datasheet.
 void Bench::bench_nccl_p2p() {
   if (gpus_.size() < 2) return;
+  if (const char* skip = std::getenv("CCLAB_CALIBRATE_SKIP_NCCL"); skip && *skip && *skip != '0') {
+    res_.warnings.push_back("NCCL send/recv not measured (CCLAB_CALIBRATE_SKIP_NCCL set)");
+    return;
+  }
   Gpu& g0 = gpus_[0];
   Gpu& g1 = gpus_[1];
   ncclComm_t comms[2] = {nullptr, nullptr};
