@@ -26,6 +26,14 @@ struct Exported {
   int64_t bytes[MpiBuffers::kSlots];
 };
 
+// cudaMalloc may sub-allocate small buffers from one larger block, and CUDA IPC then shares (and
+// maps) the whole block; the CUDA C++ Programming Guide (Interprocess Communication) recommends
+// sharing only allocations of a 2 MiB-aligned size, which are never sub-allocated.
+constexpr size_t kIpcGranularity = size_t(2) << 20;
+size_t ipc_size(int64_t bytes) {
+  return bytes <= 0 ? 0 : (size_t(bytes) + kIpcGranularity - 1) / kIpcGranularity * kIpcGranularity;
+}
+
 void* open_handle(const cudaIpcMemHandle_t& h) {
   void* p = nullptr;
   CCLAB_CUDA(cudaIpcOpenMemHandle(&p, h, cudaIpcMemLazyEnablePeerAccess));
@@ -100,7 +108,7 @@ MpiWorld::MpiWorld() {
     throw_input(std::to_string(size_) + " processes on one node: the MPI mode's device barrier handles up to " +
                 std::to_string(kMpiMaxRanks));
 
-  ctrl_ = DeviceBuffer(device_, sizeof(MpiCtrl));
+  ctrl_ = DeviceBuffer(device_, ipc_size(sizeof(MpiCtrl)));
   CCLAB_CUDA(cudaMemset(ctrl_.get(), 0, sizeof(MpiCtrl)));
   CCLAB_CUDA(cudaDeviceSynchronize());
   cudaIpcMemHandle_t h{};
@@ -203,9 +211,8 @@ MpiBuffers::MpiBuffers(const MpiWorld& world, const std::vector<BufferSizes>& si
   const int64_t want[kSlots] = {s.input, s.output, s.scratch, flag_bytes};
   std::string failure;
   {
-    auto round = [](int64_t b) { return (size_t(std::max<int64_t>(b, 0)) + 255) & ~size_t(255); };
     size_t need = 0;
-    for (int64_t b : want) need += round(b);
+    for (int64_t b : want) need += ipc_size(b);
     size_t free = 0, total = 0;
     CCLAB_CUDA(cudaMemGetInfo(&free, &total));
     if (need + reserve_bytes > free)
@@ -215,7 +222,7 @@ MpiBuffers::MpiBuffers(const MpiWorld& world, const std::vector<BufferSizes>& si
   }
   if (const std::string any = world.first_failure(failure); !any.empty()) throw_input(any);
   for (int k = 0; k < kSlots; ++k)
-    mine_[size_t(k)] = DeviceBuffer(world.device(), size_t(std::max<int64_t>(want[k], 0)));
+    mine_[size_t(k)] = DeviceBuffer(world.device(), share ? ipc_size(want[k]) : size_t(std::max<int64_t>(want[k], 0)));
   if (flag_bytes > 0) CCLAB_CUDA(cudaMemset(mine_[kFlags].get(), 0, size_t(flag_bytes)));
   CCLAB_CUDA(cudaDeviceSynchronize());  // flags zeroed before any peer can signal into them
 
@@ -223,7 +230,7 @@ MpiBuffers::MpiBuffers(const MpiWorld& world, const std::vector<BufferSizes>& si
   bytes_.assign(size_t(world.size()), {});
   for (int k = 0; k < kSlots; ++k) {
     ptrs_[size_t(rank_)][size_t(k)] = mine_[size_t(k)].get();
-    bytes_[size_t(rank_)][size_t(k)] = int64_t(mine_[size_t(k)].bytes());
+    bytes_[size_t(rank_)][size_t(k)] = std::max<int64_t>(want[k], 0);
   }
   if (!share || world.size() == 1) return;
   if (!world.single_node())
@@ -232,7 +239,7 @@ MpiBuffers::MpiBuffers(const MpiWorld& world, const std::vector<BufferSizes>& si
         "baselines run across nodes)");
   Exported ex{};
   for (int k = 0; k < kSlots; ++k) {
-    ex.bytes[k] = int64_t(mine_[size_t(k)].bytes());
+    ex.bytes[k] = std::max<int64_t>(want[k], 0);
     if (ex.bytes[k] > 0) CCLAB_CUDA(cudaIpcGetMemHandle(&ex.handle[k], mine_[size_t(k)].get()));
   }
   const auto all = world.allgather(&ex, sizeof ex);
