@@ -224,6 +224,8 @@ SimResult run_general(Simulator& sim, const Schedule& schedule, std::string* how
   // graph.fork_both.<k> measured that for k streams per GPU.
   ro.start_latency = other_gpu ? P.exec.fork_for_streams(per_rank) : P.exec.fork_local.value;
   ro.sync_latency = P.exec.event_peer.value;
+  // Between two streams of one GPU: one edge of the measured local fork / join pair.
+  ro.local_dep_latency = P.exec.fork_local.value / 2;
   ro.copy_latency = kernels ? P.exec.kernel_node.value : P.exec.copy_node.value;
   ro.local_copy_latency = kernels ? P.exec.kernel_node.value : P.exec.copy_local_node.value;
   ro.kernel_latency = P.exec.kernel_node.value;
@@ -343,13 +345,16 @@ Seconds bidir_kernel_time(const model::ModelParams& P, const ExecPath& path, int
     return t;
   }
   if (path.mode == "stream") {
-    // Persistent lanes pulling through a ring of slots: the flash transfer plus one flag round trip per
-    // round of slots the lanes go through.
-    const int64_t per_round =
-        std::max<int64_t>(1, int64_t(std::max(1, path.grid)) * std::max<int64_t>(path.slot_bytes, 1));
-    const double rounds = std::ceil(S / double(per_round));
-    const Seconds t = launch + flag / 2 + flag * rounds + size_part(P, "p2p.sm.bidir", "p2p.sm.bidir", S, used);
-    how = "stream: launch + flag/2 + rounds x flag + " + used + "(S)";
+    // Persistent lanes, one CTA each (exec/bidir.cu: half its threads push into the peer's ring, half
+    // reduce what arrives): each lane moves S / grid bytes at the rate of half a CTA's stores, bounded by
+    // the both-ways store rate of the whole link; a handshake per slot hand-over (flag round trip) at
+    // start and end.
+    const int grid = path.grid > 0 ? path.grid : 1;
+    std::string used_cta;
+    const Seconds per_lane = 2.0 * size_part(P, "p2p.sm_store.cta", "p2p.sm.bidir", S / grid, used_cta);
+    const Seconds link = size_part(P, "p2p.sm_store.bidir", "p2p.sm.bidir", S, used);
+    const Seconds t = launch + 2.0 * flag + std::max(per_lane, link);
+    how = "stream: launch + 2 flag round trips + max(2 x " + used_cta + "(S/grid), " + used + "(S))";
     return t;
   }
   throw_input("no model for bidir mode '" + path.mode + "'");
