@@ -217,6 +217,12 @@ TEST_P(BadInput, OneLineRightExitNoCrashNoHang) {
   EXPECT_EQ(o.err.back(), '\n');
   EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << "stderr is not one line";
   EXPECT_TRUE(contains_any(o.err, c.expect)) << "stderr does not name the problem (want " << c.expect << ")";
+  // No raw control character (a value's newline, a terminal escape) reaches the terminal.
+  EXPECT_TRUE(std::none_of(o.err.begin(), o.err.end() - 1, [](char ch) { return std::iscntrl((unsigned char)ch); }))
+      << "stderr holds a control character";
+  // A refused write leaves no temporary file behind.
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    EXPECT_NE(e.path().extension(), ".tmp") << "left behind: " << e.path();
 }
 
 // The algorithm every sim case uses unless it is about the algorithm.
@@ -230,18 +236,18 @@ std::vector<std::string> sim(std::vector<std::string> more) {
 
 const std::vector<Case> kCases = {
     // The command line itself.
-    {"unknown_command",
-     {"frobnicate"},
+    {"unknown_command", {"frobnicate"}, 1, "unknown command 'frobnicate'"},
+    {"no_command", {}, 1, "no command"},
+    {"newline_in_command", {"fro\nb"}, 1, "fro\\nb"},
+    // Control characters inside a value are printed as visible escapes: the error stays one line.
+    {"newline_in_value", {"sim", "--topo", "dgx-h100", "--algo", "allreduce.x\nring"}, 1, "allreduce.x\\nring"},
+    {"escape_sequence_in_value",
+     {"sim", "--topo", "dgx-h100", "--algo", "allreduce.\x1b[31mring"},
      1,
-     "frobnicate",
-     "",
-     "cli/main.cpp prints the 10-line usage after the error line; reported to the lead"},
-    {"newline_in_value",
-     {"sim", "--topo", "dgx-h100", "--algo", "allreduce.x\nring"},
-     1,
-     "allreduce.x",
-     "",
-     "cli/main.cpp prints what() verbatim, so a value holding a newline splits the error line; reported to the lead"},
+     "allreduce.\\x1b[31mring"},
+    {"carriage_return_in_preset", {"topo", "dgx-h100\r"}, 1, "dgx-h100\\r"},
+    {"empty_algo", {"sim", "--topo", "dgx-h100", "--algo", ""}, 1, "unknown algorithm ''"},
+    {"algo_list_trailing_comma", {"sim", "--topo", "dgx-h100", "--algo", "allreduce.ring,"}, 1, "''"},
     {"unknown_flag", sim({"--frobnicate"}), 1, "--frobnicate"},
     {"unknown_flag_inline_value", sim({"--warp=9"}), 1, "--warp"},
     {"missing_value_at_end", sim({"-b"}), 1, "-b"},
@@ -311,6 +317,10 @@ const std::vector<Case> kCases = {
     {"cluster_of_zero", {"topo", "0xdgx-h100"}, 1, "0xdgx-h100"},
     {"cluster_absurdly_large", {"topo", "1000000xdgx-h100"}, 1, "1000000"},
     {"cluster_int_overflow", {"topo", "99999999999xdgx-h100"}, 1, "99999999999"},
+    {"cluster_beyond_int64", {"topo", "99999999999999999999999xdgx-h100"}, 1, "99999999999999999999999"},
+    // 100000 x 8 GPUs took minutes and gigabytes to build; above 65536 GPUs a cluster is refused at once.
+    {"cluster_of_100000_servers", {"sim", "--topo", "100000xdgx-h100", "--algo", "allreduce.ring"}, 1, "65536"},
+    {"cluster_one_above_limit", {"topo", "8193xdgx-h100"}, 1, "8193"},
     {"gpus_names_gpu_99", sim({"--gpus", "0,99"}), 1, "99"},
     {"gpus_duplicate", sim({"--gpus", "0,1,1"}), 1, "duplicate|0,1,1"},
     {"gpus_empty_entry", sim({"--gpus", "0,,1"}), 1, "0,,1"},
@@ -319,6 +329,8 @@ const std::vector<Case> kCases = {
     // Topology files.
     {"missing_topology_file", {"topo", "{T}/no_such_topo.json"}, 1, "no_such_topo.json"},
     {"topology_file_is_a_folder", {"topo", "{T}/records_empty/"}, 1, "records_empty"},
+    {"sim_topology_is_a_folder", {"sim", "--topo", "{T}/records_empty", "--algo", "allreduce.ring"}, 1, "directory"},
+    {"profile_is_a_folder", sim({"--profile", "{T}/records_empty"}), 1, "directory"},
     {"empty_topology_file", {"topo", "{T}/empty.json"}, 1, "empty.json"},
     {"malformed_json_topology", {"topo", "{T}/malformed.json"}, 1, "malformed.json"},
     {"json_not_a_topology", {"topo", "{T}/not_cclab.json"}, 1, "not_cclab.json"},
@@ -342,6 +354,8 @@ const std::vector<Case> kCases = {
     // Output files.
     {"csv_into_missing_folder", sim({"-b", "8", "-e", "8", "--csv", "{T}/no/such/dir/out.csv"}), 1, "out.csv"},
     {"trace_into_missing_folder", sim({"-b", "8", "-e", "8", "--trace", "{T}/no/such/dir/t.json"}), 1, "t.json"},
+    {"json_into_missing_folder", sim({"-b", "8", "-e", "8", "--json", "{T}/no/such/dir/r.json"}), 1, "r.json"},
+    {"csv_is_a_folder", sim({"-b", "8", "-e", "8", "--csv", "{T}/records_empty"}), 1, "records_empty"},
     // Executor and calibration without a GPU (CUDA_VISIBLE_DEVICES empty hides every GPU).
     {"run_without_gpu",
      {"run", "--algo", "allreduce.ring", "-g", "2", "-b", "8", "-e", "8"},
@@ -365,6 +379,8 @@ const std::vector<Case> kCases = {
      1,
      "records_empty|no records"},
     {"compare_without_measured", {"compare", "--topo", "h200x2"}, 1, "--measured"},
+    // No newline in an endless stream: refused after 1 MiB instead of reading until memory runs out.
+    {"compare_endless_device", {"compare", "--measured", "/dev/zero", "--topo", "h200x2"}, 1, "/dev/zero"},
     {"compare_malformed_profile",
      {"compare", "--measured", "{T}/records_bad", "--topo", "{T}/profile_malformed.json"},
      1,
