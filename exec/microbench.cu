@@ -141,11 +141,16 @@ __global__ void k_spin(unsigned long long ns) {
 }
 
 // Fills n bytes with small values of type T in [-1, 1) (matmul inputs: no NaNs, no denormal storms).
+// Values come from a 64-bit mix of the index and a seed (splitmix64's finaliser), so the two operands differ
+// and every bit toggles as in real data: tensor-core power, hence the sustained clock, depends on it.
 template <class T>
-__global__ void k_fill(T* p, int64_t n) {
+__global__ void k_fill(T* p, int64_t n, uint64_t seed) {
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    const uint32_t h = uint32_t(i) * 2654435761u;
-    p[i] = T(float(h >> 8) / float(1 << 24) * 2.0f - 1.0f);
+    uint64_t h = uint64_t(i) ^ seed;
+    h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    h = (h ^ (h >> 27)) * 0x94d049bb133111ebULL;
+    h ^= h >> 31;
+    p[i] = T(float(h >> 40) / float(1 << 24) * 2.0f - 1.0f);
   }
 }
 
@@ -243,7 +248,7 @@ class Bench {
   void release();
   double timed(int reps, const std::vector<Lane>& lanes, double gate_s = 0);
   double gated(int reps, const std::vector<Lane>& lanes);
-  BenchPoint point(int64_t bytes, const std::vector<Lane>& lanes);
+  BenchPoint point(int64_t bytes, const std::vector<Lane>& lanes, double batch_s = kBatchTarget_s);
   std::vector<int64_t> sizes() const;
   void sweep(const std::string& name, const std::string& method,
              const std::function<std::vector<Lane>(int64_t)>& lanes_for, int64_t min_bytes = 0,
@@ -387,10 +392,10 @@ double Bench::gated(int reps, const std::vector<Lane>& lanes) {
 }
 
 // Warm-up batches size the timed batches (about kBatchTarget_s each), then the median of kTrials.
-BenchPoint Bench::point(int64_t bytes, const std::vector<Lane>& lanes) {
+BenchPoint Bench::point(int64_t bytes, const std::vector<Lane>& lanes, double batch_s) {
   timed(2, lanes);  // first touch, lazy initialisation
   const double est = timed(2, lanes);
-  const int reps = int(std::clamp(kBatchTarget_s / std::max(est, 1e-7), 3.0, double(kMaxReps)));
+  const int reps = int(std::clamp(batch_s / std::max(est, 1e-7), 3.0, double(kMaxReps)));
   const double gate = std::min(kMaxGate_s, 2.0 * last_enqueue_s_ * reps + 50e-6);
   std::vector<double> t;
   for (int i = 0; i < kTrials; ++i) t.push_back(timed(reps, lanes, gate));
@@ -914,13 +919,15 @@ void Bench::bench_matmul() {
   for (const Type& ty : types) {
     // Inputs: small finite values (the tensor cores' power, hence speed, depends a little on the data).
     const int64_t elems = opt_.max_bytes / ty.bytes;
+    uint64_t seed = 0x9e3779b97f4a7c15ULL;
     for (char* b : {g0.buf[0], g0.buf[2]}) {
+      seed += 0x9e3779b97f4a7c15ULL;
       if (ty.dt == CUDA_R_16F)
-        k_fill<<<1024, 256, 0, g0.stream[0]>>>(reinterpret_cast<__half*>(b), elems);
+        k_fill<<<1024, 256, 0, g0.stream[0]>>>(reinterpret_cast<__half*>(b), elems, seed);
       else if (ty.dt == CUDA_R_16BF)
-        k_fill<<<1024, 256, 0, g0.stream[0]>>>(reinterpret_cast<__nv_bfloat16*>(b), elems);
+        k_fill<<<1024, 256, 0, g0.stream[0]>>>(reinterpret_cast<__nv_bfloat16*>(b), elems, seed);
       else
-        k_fill<<<1024, 256, 0, g0.stream[0]>>>(reinterpret_cast<float*>(b), elems);
+        k_fill<<<1024, 256, 0, g0.stream[0]>>>(reinterpret_cast<float*>(b), elems, seed);
     }
     CCLAB_CUDA_LAUNCHED();
     BenchSeries s{
@@ -936,13 +943,18 @@ void Bench::bench_matmul() {
         break;
       }
       const float one = 1.0f, zero = 0.0f;
+      // Batches of ~20 ms: the sustained rate (a 1 ms burst runs at boost clocks that a long matmul, or a
+      // collective matmul of many steps, does not keep).
       BenchPoint p =
-          point(0, {Lane{0, g0.stream[0], [&] {
-                           // Column-major C^T = B^T A^T: the row-major product the executor computes.
-                           CCLAB_CUBLAS(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, int(sh.n), int(sh.m), int(sh.k), &one,
-                                                     g0.buf[2], ty.dt, int(sh.n), g0.buf[0], ty.dt, int(sh.k), &zero,
-                                                     g0.buf[1], ty.dt, int(sh.n), ty.compute, CUBLAS_GEMM_DEFAULT));
-                         }}});
+          point(0,
+                {Lane{0, g0.stream[0],
+                      [&] {
+                        // Column-major C^T = B^T A^T: the row-major product the executor computes.
+                        CCLAB_CUBLAS(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, int(sh.n), int(sh.m), int(sh.k), &one,
+                                                  g0.buf[2], ty.dt, int(sh.n), g0.buf[0], ty.dt, int(sh.k), &zero,
+                                                  g0.buf[1], ty.dt, int(sh.n), ty.compute, CUBLAS_GEMM_DEFAULT));
+                      }}},
+                20e-3);
       p.m = sh.m;
       p.k = sh.k;
       p.n = sh.n;
