@@ -2,30 +2,12 @@
 // NCCL_TOPO_DUMP_FILE writes: nested <system>/<cpu>/<pci>/<gpu>/<nvlink>/<nic> elements with attributes.
 // An imported topology must print its matrix and survive the cclab format's round trip.
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 
-#include "fuzz/fuzz_common.hpp"
-#include "topology/topology.hpp"
+#include "fuzz/fuzz_topo.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  if (size > (64 << 10)) return -1;  // a dump of an 8-GPU node is about 10 KB
-  const std::string text(reinterpret_cast<const char*>(data), size);
-  cclab::topo::Topology t;
-  bool ok = false;
-  cclab::fuzz::expect_ok_or_input_error([&] {
-    t = cclab::topo::import_nccl_xml(text, "topo.xml");
-    ok = true;
-  });
-  if (!ok) return 0;
-  cclab::fuzz::expect_ok_or_input_error([&] { (void)cclab::topo::matrix_text(t); });
-  try {
-    const std::string json = cclab::topo::to_json_text(t);
-    if (cclab::topo::to_json_text(cclab::topo::from_json_text(json, "roundtrip.json")) != json) std::abort();
-  } catch (const cclab::Error& e) {
-    std::fprintf(stderr, "fuzz: imported topology fails to reload from its own text: %s\n", e.what());
-    std::abort();
-  }
-  return 0;
+  // A dump of an 8-GPU node is about 10 KB.
+  return cclab::fuzz::fuzz_importer(
+      data, size, 64 << 10, [](const std::string& text) { return cclab::topo::import_nccl_xml(text, "topo.xml"); });
 }

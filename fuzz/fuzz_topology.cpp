@@ -6,29 +6,15 @@
 // route between its GPUs, all without any error other than an input error.
 #include <algorithm>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 
-#include "fuzz/fuzz_common.hpp"
-#include "topology/topology.hpp"
+#include "fuzz/fuzz_topo.hpp"
 
 namespace {
 
 void exercise(const cclab::topo::Topology& t) {
   using cclab::fuzz::expect_ok_or_input_error;
-  // Exact round trip through the cclab format: any error here is a bug (the writer made the text).
-  try {
-    const std::string text = cclab::topo::to_json_text(t);
-    const auto back = cclab::topo::from_json_text(text, "roundtrip.json");
-    if (cclab::topo::to_json_text(back) != text) {
-      std::fprintf(stderr, "fuzz: topology does not round-trip exactly through the cclab format\n");
-      std::abort();
-    }
-  } catch (const cclab::Error& e) {
-    std::fprintf(stderr, "fuzz: a loaded topology fails to reload from its own text: %s\n", e.what());
-    std::abort();
-  }
+  cclab::fuzz::expect_exact_round_trip(t);
   expect_ok_or_input_error([&] { (void)cclab::topo::describe(t); });
   expect_ok_or_input_error([&] { (void)cclab::topo::matrix_text(t); });
   // Routes between the first few GPUs, with each routing switch (bounded: inputs are small graphs).
