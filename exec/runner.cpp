@@ -31,7 +31,7 @@ namespace {
 
 // The signal that asked the sweep to stop (SIGINT: Ctrl-C, SIGTERM: a batch system), 0: none.
 std::atomic<int> g_interrupted{0};
-extern "C" void on_stop_signal(int sig) { g_interrupted = sig; }
+extern "C" void on_run_stop_signal(int sig) { g_interrupted = sig; }  // C linkage: a name of its own
 
 }  // namespace
 
@@ -374,8 +374,8 @@ int run_sweep(const RunOptions& o, std::ostream& out) {
   if (with_nccl && ss.comm.shared())
     throw_input("NCCL baselines need one GPU per rank: drop --share-gpus or the .nccl algorithms");
 
-  auto prev_int = std::signal(SIGINT, on_stop_signal);
-  auto prev_term = std::signal(SIGTERM, on_stop_signal);
+  auto prev_int = std::signal(SIGINT, on_run_stop_signal);
+  auto prev_term = std::signal(SIGTERM, on_run_stop_signal);
   g_interrupted = 0;
   const std::string date = iso_date(), sha = commit();
   out << "# cclab run: " << n << " ranks on " << ss.comm.device_label() << " (" << ss.comm.versions()

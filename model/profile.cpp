@@ -268,12 +268,14 @@ std::string make_profile_json(const Calibration& cal, const topo::Topology& topo
   }
   j["curves"] = curves;
   // The measured points of every size sweep, as the simulator's path tables (model::PathTable): the
-  // median time at each size. Latency and matmul series are summarised by their fits instead.
+  // median time at each size (matmuls: at each FLOP count). Latency series are summarised by their fits.
   ojson tables = ojson::object();
   for (const auto& s : m.series) {
-    if (s.name.rfind("latency.", 0) == 0 || s.name.rfind("graph.", 0) == 0 || s.name.rfind("matmul.", 0) == 0) continue;
+    if (s.name.rfind("latency.", 0) == 0 || s.name.rfind("graph.", 0) == 0) continue;
+    // Matmul tables are keyed by FLOPs (2mkn), the others by bytes.
+    const bool mm = s.name.rfind("matmul.", 0) == 0;
     std::map<int64_t, std::vector<double>> by_size;
-    for (const auto& p : s.samples) by_size[p.bytes].push_back(p.time.value);
+    for (const auto& p : s.samples) by_size[mm ? int64_t(p.flops()) : p.bytes].push_back(p.time.value);
     if (by_size.size() < 2) continue;
     ojson pts = ojson::array();
     for (auto& [b, ts] : by_size) {

@@ -92,7 +92,9 @@ Record RowPredictor::predict(const Record& measured) {
   // beside the registry's (allreduce.bidir.<mode>, sol.bidir_copy) are predicted on their path.
   const ExecPath path = parse_exec_note(measured.note, measured.algo);
   const bool executor_only = is_executor_only_name(measured.algo);
-  const Algorithm& algo = find_algorithm(executor_only ? std::string("allreduce.bidir") : measured.algo);
+  // Executor-only names take their arguments as a registry algorithm of the same shape of input would.
+  const std::string stand_in = measured.algo.rfind("matmul.", 0) == 0 ? "allgather_matmul.ring" : "allreduce.bidir";
+  const Algorithm& algo = find_algorithm(executor_only ? stand_in : measured.algo);
   if (!(algo.backends & kSim)) throw_input("row " + describe(measured) + ": " + algo.name + " cannot be simulated");
   AlgoArgs args = args_for(measured, algo, target_.topology);
   Record r = path.kind == ExecPath::Kind::unknown && !executor_only

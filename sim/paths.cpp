@@ -497,7 +497,8 @@ ExecPath parse_exec_note(std::string_view note, std::string_view algo) {
 }
 
 bool is_executor_only_name(std::string_view algo) {
-  return algo == "sol.bidir_copy" || (algo.starts_with("allreduce.bidir.") && !has(algo.substr(16), "."));
+  return algo == "sol.bidir_copy" || algo == "matmul.cublas_full" || algo == "matmul.cublas_shard_x2" ||
+         (algo.starts_with("allreduce.bidir.") && !has(algo.substr(16), "."));
 }
 
 Prediction predict_exec_path(Simulator& sim, const std::string& algo_name, AlgoArgs args, const ExecPath& path) {
@@ -507,6 +508,25 @@ Prediction predict_exec_path(Simulator& sim, const std::string& algo_name, AlgoA
     const Schedule s = sol_bidir_copy(args.nranks, args.count, args.dtype);
     const SimResult r = run_general(sim, s, &how);
     return make_prediction(sim, algo_name, "sol", args, args.count, r.time, how, false);
+  }
+  if (algo_name == "matmul.cublas_full" || algo_name == "matmul.cublas_shard_x2") {
+    // The collective matmul's references: one cuBLAS product of the gathered shape (m D) x k x n, or the D
+    // shard products m x k x n one after the other, at the measured rate for their FLOPs.
+    const model::PathTable* mm = table(P, "matmul." + dtype_key(args.dtype));
+    if (!mm) throw_input(algo_name + ": the profile has no matmul." + dtype_key(args.dtype) + " measurement");
+    const double shard = 2.0 * double(args.shape.m) * double(args.shape.k) * double(args.shape.n);
+    const bool full = algo_name == "matmul.cublas_full";
+    // D from the record's size (the bytes of the gathered A, (m D) x k elements): these rows run on one GPU.
+    const int64_t mk = std::max<int64_t>(1, args.shape.m * args.shape.k);
+    const double d = std::max<double>(1.0, std::round(double(args.count) / double(mk)));
+    const Seconds t = full ? mm->time(shard * d) : d * mm->time(shard);
+    Prediction p = make_prediction(
+        sim, algo_name, "matmul", args, args.count, t,
+        full ? "matmul." + dtype_key(args.dtype) + "((m D) k n)" : "D x matmul." + dtype_key(args.dtype) + "(m k n)",
+        false);
+    p.record.shape =
+        std::to_string(args.shape.m) + "," + std::to_string(args.shape.k) + "," + std::to_string(args.shape.n);
+    return p;
   }
   if (path.kind == ExecPath::Kind::bidir) {
     if (args.nranks != 2) throw_input(algo_name + ": the bidir kernel models are for 2 GPUs");

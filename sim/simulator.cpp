@@ -594,6 +594,7 @@ SimResult Simulator::run(const Schedule& s, const RunOptions& opt) {
     }
   };
 
+  const model::PathTable* matmul_table = P.table("matmul." + std::string(dtype_name(s.dtype)));
   auto transfer_proto = [&](const Op& op, bool remote_reduce) -> const model::ProtocolParams& {
     if (remote_reduce && opt.peer_reduce_proto) return *opt.peer_reduce_proto;
     if (!remote_reduce && opt.copy_proto) return *opt.copy_proto;
@@ -683,7 +684,14 @@ SimResult Simulator::run(const Schedule& s, const RunOptions& opt) {
         f.latency = op_latency(op, local_lat);
         if (c.kind == ComputeKind::matmul) {
           amount = 2.0 * double(c.m) * double(c.k) * double(c.n);
-          const double slow = s.dtype == DType::f32 ? 1.0 / std::max(P.fp32_matmul_ratio.value, 1e-9) : 1.0;
+          double slow = s.dtype == DType::f32 ? 1.0 / std::max(P.fp32_matmul_ratio.value, 1e-9) : 1.0;
+          // A calibrated profile's measured matmul times (matmul.<dtype>, by FLOPs): the rate at this size,
+          // as the tensor cores' share (small products run far below the peak).
+          if (matmul_table && !P.free_local_work) {
+            const double part = matmul_table->size_part(amount).value;
+            const double cap = I.res[size_t(I.tensor(op.rank))].capacity;
+            if (part > 0 && cap > 0) slow = cap * part / amount;
+          }
           Impl::add_use(f, I.tensor(op.rank), slow);
         } else {
           amount = compute_traffic_bytes(c, elem);
