@@ -40,29 +40,13 @@ MpiPlanWorkload::MpiPlanWorkload(const MpiWorld& world, Schedule schedule, PlanO
   spec_.in_place = schedule_.in_place;
   spec_.resolve = [s = &schedule_](Ref r) { return s->resolve(r); };
 
-  // Who records and who waits on each event of the plan.
-  const int me = world.rank(), nev = plan_.num_events();
-  auto stream_rank = [&](int32_t stream) { return plan_.streams[size_t(stream)].rank; };
-  event_rank_.assign(size_t(nev), -1);
-  event_op_.assign(size_t(nev), -1);
-  remote_consumers_.assign(size_t(nev), {});
-  std::vector<char> local_wait(size_t(nev), 0);
-  for (int e = 0; e < nev; ++e) event_rank_[size_t(e)] = stream_rank(plan_.event_stream[size_t(e)]);
-  for (const auto& st : plan_.steps) {
-    if (st.record >= 0) event_op_[size_t(st.record)] = int(st.op);
-    const int consumer = stream_rank(st.stream);
-    for (int32_t e : plan_.waits(st)) {
-      auto& rc = remote_consumers_[size_t(e)];
-      if (consumer == event_rank_[size_t(e)])
-        local_wait[size_t(e)] = 1;
-      else if (std::find(rc.begin(), rc.end(), consumer) == rc.end())
-        rc.push_back(consumer);
-      if (consumer == me && consumer != event_rank_[size_t(e)]) ++cross_process_waits_;
-    }
-  }
-  events_.resize(size_t(nev));
-  for (int e = 0; e < nev; ++e)
-    if (event_rank_[size_t(e)] == me && local_wait[size_t(e)]) events_[size_t(e)] = Event(world.device(), false);
+  // Who records and who waits on each event of the plan (mpi_plan.hpp).
+  const int me = world.rank();
+  roles_ = mpi_event_roles(plan_);
+  cross_process_waits_ = roles_.flag_waits[size_t(me)];
+  events_.resize(size_t(plan_.num_events()));
+  for (size_t e = 0; e < events_.size(); ++e)
+    if (roles_.producer_rank[e] == me && roles_.local_wait[e]) events_[e] = Event(world.device(), false);
 
   local_stream_.assign(plan_.streams.size(), -1);
   for (size_t i = 0; i < plan_.streams.size(); ++i)
@@ -76,7 +60,7 @@ MpiPlanWorkload::MpiPlanWorkload(const MpiWorld& world, Schedule schedule, PlanO
   for (const auto& st : plan_.steps) local_steps_ += local_stream_[size_t(st.stream)] >= 0;
   fork_ = Event(world.device(), false);
   // One flag per plan event in every rank's memory: the producer stores into the consumers' copies.
-  buffers_ = std::make_unique<MpiBuffers>(world, schedule_.buffers, int64_t(nev) * 8, true);
+  buffers_ = std::make_unique<MpiBuffers>(world, schedule_.buffers, int64_t(plan_.num_events()) * 8, true);
 }
 
 void MpiPlanWorkload::issue_step(const PlanStep& st) {
@@ -86,10 +70,10 @@ void MpiPlanWorkload::issue_step(const PlanStep& st) {
   auto& b = *buffers_;
   std::vector<MpiFlagWait> remote;
   for (int32_t e : plan_.waits(st)) {
-    if (event_rank_[size_t(e)] == me)
+    if (roles_.producer_rank[size_t(e)] == me)
       CCLAB_CUDA(cudaStreamWaitEvent(s, events_[size_t(e)].get(), 0));
     else
-      remote.push_back({b.flags(me) + e, event_rank_[size_t(e)], event_op_[size_t(e)]});
+      remote.push_back({b.flags(me) + e, roles_.producer_rank[size_t(e)], roles_.producer_op[size_t(e)]});
   }
   if (!remote.empty())
     launch_mpi_wait(s, epoch, remote.data(), int(remote.size()), me, int(st.op), world_.err_device(), timeout_ns_);
@@ -111,9 +95,9 @@ void MpiPlanWorkload::issue_step(const PlanStep& st) {
   if (st.record < 0) return;
   const auto e = size_t(st.record);
   if (events_[e].get()) CCLAB_CUDA(cudaEventRecord(events_[e].get(), s));
-  if (!remote_consumers_[e].empty()) {
+  if (!roles_.remote_consumers[e].empty()) {
     std::vector<unsigned long long*> flags;
-    for (int c : remote_consumers_[e]) flags.push_back(b.flags(c) + e);
+    for (int c : roles_.remote_consumers[e]) flags.push_back(b.flags(c) + e);
     launch_mpi_signal(s, epoch, flags.data(), int(flags.size()));
   }
 }

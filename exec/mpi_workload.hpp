@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "exec/harness.hpp"
+#include "exec/mpi_plan.hpp"
 #include "exec/mpi_world.hpp"
 #include "exec/nccl_workload.hpp"
 #include "exec/plan_workload.hpp"
@@ -58,9 +59,8 @@ class MpiPlanWorkload : public MpiWorkload {
   std::vector<int> local_stream_;  // plan stream -> index into streams_, or -1 (another rank's)
   std::vector<Stream> streams_;
   std::vector<cudaStream_t> raw_streams_;
-  std::vector<Event> events_;                       // per plan event: recorded here when a local stream waits on it
-  std::vector<std::vector<int>> remote_consumers_;  // per plan event: the other ranks that wait on it
-  std::vector<int> event_rank_, event_op_;          // per plan event: the rank and op that record it
+  MpiEventRoles roles_;
+  std::vector<Event> events_;  // per plan event: created where the recording rank also waits on it
   Event fork_;
   std::vector<Event> joins_;
   std::vector<cudaEvent_t> raw_joins_;
