@@ -258,7 +258,7 @@ Schedule sol_bidir_copy(int nranks, int64_t count, DType dtype) {
 // The copy mode's reduce-scatter + all-gather on copy engines, pipelined by chunks through K scratch slots
 // per peer: the structure of exec/bidir_schedules.cpp's emit_copy_split, rebuilt here from the mode's
 // parameters in the record's note (the simulator does not link the executor).
-Schedule bidir_copy_split(int n, int64_t count, DType dtype, int64_t want_chunk, int slots) {
+Schedule bidir_copy_split(int n, int64_t count, DType dtype, int64_t want_chunk, int pieces, int slots) {
   Schedule s;
   s.algo = "allreduce.bidir.copy";
   s.collective = "allreduce";
@@ -270,6 +270,8 @@ Schedule bidir_copy_split(int n, int64_t count, DType dtype, int64_t want_chunk,
   const int K = std::max(1, slots);
   auto part_begin = [&](int o) { return (int64_t(o) * (count / n) + std::min<int64_t>(o, count % n)) * e; };
   auto part_bytes = [&](int o) { return (count / n + (o < count % n ? 1 : 0)) * e; };
+  // The executor's chunk: fixed, or the part in `pieces` clamped to [4 MiB, 64 MiB] (BidirParams::ce_pieces).
+  if (pieces > 0) want_chunk = std::clamp<int64_t>(part_bytes(0) / pieces, int64_t(4) << 20, int64_t(64) << 20);
   const int64_t chunk = std::max<int64_t>(e, std::min<int64_t>(want_chunk, part_bytes(0)) / e * e);
   s.buffers.assign(size_t(n), BufferSizes{count * e, count * e, int64_t(n - 1) * K * chunk});
   Transport t(s);
@@ -479,6 +481,7 @@ ExecPath parse_exec_note(std::string_view note, std::string_view algo) {
     p.mode = word_after(note, "mode=");
     p.grid = int(number_after(note, "grid=", 0));
     p.chunk = number_after(note, "chunk=", int64_t(32) << 20);
+    p.pieces = int(number_after(note, "chunk=part/", 0));
     p.slots = int(number_after(note, "slots=", 3));
     p.slot_bytes = number_after(note, "slot_bytes=", 256 << 10);
     p.pdl = has(note, " pdl");
@@ -531,8 +534,8 @@ Prediction predict_exec_path(Simulator& sim, const std::string& algo_name, AlgoA
   if (path.kind == ExecPath::Kind::bidir) {
     if (args.nranks != 2) throw_input(algo_name + ": the bidir kernel models are for 2 GPUs");
     if (path.mode == "copy") {
-      const Schedule s =
-          bidir_copy_split(args.nranks, args.count, args.dtype, std::max<int64_t>(path.chunk, 1), path.slots);
+      const Schedule s = bidir_copy_split(args.nranks, args.count, args.dtype, std::max<int64_t>(path.chunk, 1),
+                                          path.pieces, path.slots);
       const SimResult r = run_general(sim, s, &how);
       return make_prediction(sim, algo_name, "allreduce", args, args.count, r.time, "copy mode, " + how, false);
     }

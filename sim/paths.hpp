@@ -27,6 +27,7 @@ struct ExecPath {
   std::string mode;        // bidir: ll, flash, stream, push, copy
   int grid = 0;            // bidir kernels: CTAs per GPU
   int64_t chunk = 0;       // bidir copy: copy-engine chunk in bytes
+  int pieces = 0;          // bidir copy: "chunk=part/N in [4M,64M]": the part in N pieces (0: `chunk`)
   int slots = 0;           // bidir copy: scratch slots per peer
   int64_t slot_bytes = 0;  // bidir stream: ring-buffer slot
   bool pdl = false;        // kernels launched with programmatic dependent launch
