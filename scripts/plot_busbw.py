@@ -10,64 +10,39 @@ are plotted when both in-place and out-of-place rows exist (nccl-tests prints bo
 failed (wrong > 0) are drawn with a red cross so that a fast but wrong result cannot pass unnoticed.
 """
 import argparse
-import csv
-import math
-import os
-import sys
 from collections import defaultdict
 
-import matplotlib
+import plotlib
+from plotlib import plt
 
-matplotlib.use("Agg")  # no display on CI or the GPU machines
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator  # noqa: E402
-
+PROG = "plot_busbw"
 REQUIRED = ("algo", "collective", "backend", "ranks", "bytes", "busbw_gbps")
 
 
 def die(msg):
-    print(f"plot_busbw: error: {msg}", file=sys.stderr)
-    sys.exit(1)
-
-
-def size_label(b):
-    """Bytes as nccl-tests users write them: 8B, 512B, 1K, 64M, 1G (powers of 1024)."""
-    for unit, scale in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
-        if b >= scale:
-            v = b / scale
-            return f"{v:.0f}{unit}" if abs(v - round(v)) < 1e-9 else f"{v:.3g}{unit}"
-    return f"{b:.0f}B"
+    plotlib.die(PROG, msg)
 
 
 def read_rows(path):
-    if not os.path.isfile(path):
-        die(f"no such records file '{path}'")
-    with open(path, newline="") as f:
-        reader = csv.DictReader(f)
-        if reader.fieldnames is None:
-            die(f"{path}: empty file (no header)")
-        missing = [c for c in REQUIRED if c not in reader.fieldnames]
-        if missing:
-            die(f"{path}: missing column(s) {', '.join(missing)} (is this a cclab records CSV?)")
-        rows = []
-        for line, r in enumerate(reader, start=2):
-            try:
-                rows.append(
-                    {
-                        "algo": r["algo"],
-                        "collective": r["collective"],
-                        "backend": r["backend"],
-                        "ranks": int(r["ranks"]),
-                        "bytes": int(r["bytes"]),
-                        "busbw": float(r["busbw_gbps"]),
-                        "inplace": r.get("inplace", "0") in ("1", "true"),
-                        "wrong": int(r.get("wrong") or 0),
-                        "topology": r.get("topology", ""),
-                        "note": r.get("note", ""),
-                    }
-                )
-            except (ValueError, TypeError) as e:
-                die(f"{path}:{line}: malformed row ({e})")
+    rows = []
+    for line, r in plotlib.read_records(PROG, path, REQUIRED, "is this a cclab records CSV?"):
+        try:
+            rows.append(
+                {
+                    "algo": r["algo"],
+                    "collective": r["collective"],
+                    "backend": r["backend"],
+                    "ranks": int(r["ranks"]),
+                    "bytes": int(r["bytes"]),
+                    "busbw": float(r["busbw_gbps"]),
+                    "inplace": r.get("inplace", "0") in ("1", "true"),
+                    "wrong": int(r.get("wrong") or 0),
+                    "topology": r.get("topology", ""),
+                    "note": r.get("note", ""),
+                }
+            )
+        except (ValueError, TypeError) as e:
+            die(f"{path}:{line}: malformed row ({e})")
     return rows
 
 
@@ -101,12 +76,7 @@ def main():
     collectives = sorted({k[0] for k in series})
     per_collective = a.panels == "collective" or (a.panels == "auto" and len(collectives) > 1 and len(series) > 8)
     panels = collectives if per_collective else ["all"]
-    ncols = min(3, len(panels))
-    nrows = math.ceil(len(panels) / ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(6.4 * ncols, 4.6 * nrows), squeeze=False)
-    flat = [ax for row in axes for ax in row]
-    for ax in flat[len(panels):]:
-        ax.set_visible(False)
+    fig, flat = plotlib.panel_grid(len(panels), 6.4, 4.6)
 
     styles = {"sim": "-", "gpu": "--", "ref": ":"}
     all_sizes = sorted({r["bytes"] for r in rows if r["bytes"] > 0})
@@ -131,17 +101,9 @@ def main():
             if bad:
                 ax.plot(*zip(*bad), "x", color="red", markersize=9, markeredgewidth=2,
                         label=f"{algo}: wrong results")
-        ax.set_xscale("log", base=2)
+        plotlib.size_axis(ax, all_sizes)
         if a.logy:
             ax.set_yscale("log")
-        # Ticks every power of 4 (or 2 for short sweeps), labelled as sizes.
-        sizes = [s for s in all_sizes]
-        if sizes:
-            lo, hi = int(math.floor(math.log2(sizes[0]))), int(math.ceil(math.log2(sizes[-1])))
-            step = 2 if hi - lo > 12 else 1
-            ax.xaxis.set_major_locator(FixedLocator([2.0**e for e in range(lo, hi + 1, step)]))
-            ax.xaxis.set_minor_locator(NullLocator())
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: size_label(x)))
         ax.tick_params(axis="x", labelrotation=45, labelsize=8)
         ax.set_xlabel("size (bytes)")
         ax.set_ylabel("busbw (GB/s)")
@@ -152,10 +114,7 @@ def main():
 
     topo = sorted({r["topology"] for r in rows if r["topology"]})
     title = a.title or f"busbw against size ({', '.join(topo) or 'records'}, {', '.join(backends)})"
-    fig.suptitle(title, fontsize=12)
-    fig.tight_layout(rect=(0, 0, 1, 1 - 0.45 / fig.get_figheight()))  # room for the suptitle
-    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-    fig.savefig(out, dpi=120)
+    plotlib.save(fig, out, title, dpi=120, title_size=12)
     print(f"plot_busbw: wrote {out} ({len(series)} series, {len(rows)} rows)")
 
 

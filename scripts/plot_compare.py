@@ -9,68 +9,44 @@ write it. Each panel: measured busbw (solid) and predicted busbw (dashed) agains
 and the error (predicted - measured) / measured time on a right-hand axis, with the 20% bound shaded.
 """
 import argparse
-import csv
 import math
-import os
 import statistics
-import sys
 from collections import defaultdict
 
-import matplotlib
+import plotlib
 
-matplotlib.use("Agg")  # no display on CI or the GPU machines
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator  # noqa: E402
-
+PROG = "plot_compare"
 REQUIRED = ("algo", "ranks", "bytes", "busbw_gbps", "pred_busbw_gbps", "time_us", "pred_time_us")
 
 
 def die(msg):
-    print(f"plot_compare: error: {msg}", file=sys.stderr)
-    sys.exit(1)
-
-
-def size_label(b):
-    for unit, scale in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
-        if b >= scale:
-            v = b / scale
-            return f"{v:.0f}{unit}" if abs(v - round(v)) < 1e-9 else f"{v:.3g}{unit}"
-    return f"{b:.0f}B"
+    plotlib.die(PROG, msg)
 
 
 def read_rows(path):
-    if not os.path.isfile(path):
-        die(f"no such file '{path}'")
     rows = []
-    with open(path, newline="") as f:
-        reader = csv.DictReader(f)
-        if reader.fieldnames is None:
-            die(f"{path}: empty file (no header)")
-        missing = [c for c in REQUIRED if c not in reader.fieldnames]
-        if missing:
-            die(f"{path}: missing column(s) {', '.join(missing)} (write it with cclab compare --csv)")
-        for line, r in enumerate(reader, start=2):
-            if not r["pred_time_us"]:
-                continue  # a row without a prediction
-            try:
-                meas, pred = float(r["time_us"]), float(r["pred_time_us"])
-                parts = [r["dtype"]] if r.get("dtype", "float") != "float" else []
-                parts += [f"{k} {r[k]}" for k in ("dist", "mode") if r.get(k)]
-                variant = ", ".join(parts)
-                rows.append(
-                    {
-                        "variant": variant,
-                        "density": float(r["density"]) if r.get("density") else None,
-                        "algo": r["algo"],
-                        "ranks": int(r["ranks"]),
-                        "bytes": int(r["bytes"]),
-                        "meas": float(r["busbw_gbps"]),
-                        "pred": float(r["pred_busbw_gbps"]),
-                        "error": (pred - meas) / meas,
-                    }
-                )
-            except (ValueError, ZeroDivisionError) as e:
-                die(f"{path}:{line}: malformed row ({e})")
+    for line, r in plotlib.read_records(PROG, path, REQUIRED, "write it with cclab compare --csv"):
+        if not r["pred_time_us"]:
+            continue  # a row without a prediction
+        try:
+            meas, pred = float(r["time_us"]), float(r["pred_time_us"])
+            parts = [r["dtype"]] if r.get("dtype", "float") != "float" else []
+            parts += [f"{k} {r[k]}" for k in ("dist", "mode") if r.get(k)]
+            variant = ", ".join(parts)
+            rows.append(
+                {
+                    "variant": variant,
+                    "density": float(r["density"]) if r.get("density") else None,
+                    "algo": r["algo"],
+                    "ranks": int(r["ranks"]),
+                    "bytes": int(r["bytes"]),
+                    "meas": float(r["busbw_gbps"]),
+                    "pred": float(r["pred_busbw_gbps"]),
+                    "error": (pred - meas) / meas,
+                }
+            )
+        except (ValueError, ZeroDivisionError) as e:
+            die(f"{path}:{line}: malformed row ({e})")
     return rows
 
 
@@ -90,12 +66,7 @@ def main():
     for r in rows:
         groups[(r["algo"], r["ranks"], r["variant"])].append(r)
     keys = sorted(groups)
-    ncols = min(3, len(keys))
-    nrows = math.ceil(len(keys) / ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(5.6 * ncols, 4.1 * nrows), squeeze=False)
-    flat = [ax for row in axes for ax in row]
-    for ax in flat[len(keys):]:
-        ax.set_visible(False)
+    fig, flat = plotlib.panel_grid(len(keys), 5.6, 4.1)
 
     for (algo, ranks, variant), ax in zip(keys, flat):
         pts = groups[(algo, ranks, variant)]
@@ -107,14 +78,9 @@ def main():
         ax.plot(xs, [p["pred"] for p in pts], "--s", color="tab:orange", markersize=3, label="predicted")
         if by_density:
             ax.set_xscale("log")
-            ax.set_xlabel(f"density (table of {size_label(pts[0]['bytes'])})", fontsize=8)
+            ax.set_xlabel(f"density (table of {plotlib.size_label(pts[0]['bytes'])})", fontsize=8)
         else:
-            ax.set_xscale("log", base=2)
-            lo, hi = int(math.floor(math.log2(xs[0]))), int(math.ceil(math.log2(xs[-1])))
-            step = 2 if hi - lo > 12 else 1
-            ax.xaxis.set_major_locator(FixedLocator([2.0**e for e in range(lo, hi + 1, step)]))
-            ax.xaxis.set_minor_locator(NullLocator())
-            ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: size_label(x)))
+            plotlib.size_axis(ax, xs)
             ax.set_xlabel("size (bytes)", fontsize=8)
         ax.tick_params(axis="x", labelrotation=45, labelsize=7)
         ax.set_ylabel("busbw (GB/s)", fontsize=8)
@@ -135,10 +101,7 @@ def main():
                      f"max {100 * max(abs_err):.1f}%", fontsize=8)
         ax.legend(fontsize=7, loc="upper left")
 
-    fig.suptitle(a.title, fontsize=11)
-    fig.tight_layout(rect=(0, 0, 1, 1 - 0.45 / fig.get_figheight()))  # room for the suptitle
-    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
-    fig.savefig(a.out, dpi=110)
+    plotlib.save(fig, a.out, a.title, dpi=110, title_size=11)
     print(f"plot_compare: wrote {a.out} ({len(keys)} panels, {len(rows)} rows)")
 
 
