@@ -33,13 +33,17 @@ left() { echo $((85 - ($(date +%s) - T0))); }
   ldd "$BIN/cclab" | grep -E "libmpi|not found" || echo "(cclab does not link libmpi: built without MPI)"
   mpirun --version 2>&1 | head -1
   stamp "MPI: mpirun -np 2, 8 B .. 256 MiB x16, checked"
-  timeout 40 $MPIRUN "$BIN/cclab" run --algo $ALGOS -b 8 -e 256M -f 16 -c 1 --csv "$CSV"
+  # --timeout 10: a hang reports the waiting rank and op within seconds instead of the 60 s default.
+  timeout 40 $MPIRUN "$BIN/cclab" run --algo $ALGOS -b 8 -e 256M -f 16 -c 1 --timeout 10 --csv "$CSV"
   echo "rc=$?"
   stamp "single process, same sweep"
   timeout 25 "$BIN/cclab" run --algo $ALGOS -b 8 -e 256M -f 16 -c 1 --csv "$SP_CSV"
   echo "rc=$?"
   stamp "MPI: uneven size, half, op by op"
-  timeout 15 $MPIRUN "$BIN/cclab" run --algo $ALGOS -b 1000 -e 1000 -d half --graph 0 -w 1 -n 2
+  timeout 15 $MPIRUN "$BIN/cclab" run --algo $ALGOS -b 1000 -e 1000 -d half --graph 0 -w 1 -n 2 --timeout 10
+  echo "rc=$?"
+  stamp "MPI: 3 processes on 2 GPUs must be refused (one line per rank, exit 1)"
+  timeout 10 mpirun $ROOT -np 3 --oversubscribe --bind-to none "$BIN/cclab" run --algo allreduce.ring -b 1K -e 1K
   echo "rc=$?"
   if [ -x "$BIN/test_exec_mpi_gpu" ] && [ "$(left)" -gt 30 ]; then
     stamp "test_exec_mpi_gpu"
