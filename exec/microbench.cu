@@ -820,6 +820,43 @@ void Bench::bench_graph() {
              for (int g = 0; g < 2; ++g)
                for (int j = 0; j < k; ++j) CCLAB_CUDA(cudaStreamWaitEvent(o, joins[g][size_t(j)], 0));
            });
+  // The same with empty kernels instead of copies on the forked streams, and mixed: one stream of copies
+  // and one of kernels on each GPU (the general lowering puts reduce kernels and copies on streams of
+  // their channels).
+  auto fork_kinds = [&](int copies, int kernels) {
+    return [&, copies, kernels](cudaStream_t o) {
+      CCLAB_CUDA(cudaSetDevice(g0.dev));
+      CCLAB_CUDA(cudaEventRecord(fork0, o));
+      for (int g = 0; g < 2; ++g) {
+        Gpu& me = gpus_[size_t(g)];
+        Gpu& peer = gpus_[size_t(1 - g)];
+        CCLAB_CUDA(cudaSetDevice(me.dev));
+        for (int j = 0; j < copies + kernels; ++j) {
+          cudaStream_t x = extra[g][size_t(j)];
+          CCLAB_CUDA(cudaStreamWaitEvent(x, fork0, 0));
+          if (j < copies) {
+            copy8(x, peer.buf[1] + 64 * j, me.buf[0] + 64 * j);
+          } else {
+            k_empty<<<1, 32, 0, x>>>();
+            CCLAB_CUDA_LAUNCHED();
+          }
+          CCLAB_CUDA(cudaEventRecord(joins[g][size_t(j)], x));
+        }
+      }
+      CCLAB_CUDA(cudaSetDevice(g0.dev));
+      for (int g = 0; g < 2; ++g)
+        for (int j = 0; j < copies + kernels; ++j) CCLAB_CUDA(cudaStreamWaitEvent(o, joins[g][size_t(j)], 0));
+    };
+  };
+  for (int k = 1; k <= kMaxForkStreams; ++k)
+    series("graph.fork_kernels." + std::to_string(k),
+           "per iteration: fork from GPU0's origin to " + std::to_string(k) +
+               " streams on each of the 2 GPUs, one empty kernel on each, join all back",
+           fork_kinds(0, k));
+  series("graph.fork_mix.1",
+         "per iteration: fork to 2 streams on each GPU, an 8-byte peer copy on one and an empty kernel on the other, "
+         "join all back",
+         fork_kinds(1, 1));
   // A chain of copies alternating between a stream of GPU0 and one of GPU1, each waiting for the last.
   constexpr int kHops = 4;
   series("graph.hop_peer",

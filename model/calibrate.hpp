@@ -67,6 +67,8 @@ struct MicroMeasurements {
 //   graph.copy_local            one 8-byte copy within GPU0 per iteration (local copy node)
 //   graph.fork_local / _peer    fork to a stream of GPU0 / GPU1, one 8-byte copy there, join back
 //   graph.fork_both.<k>         fork to k streams on each of 2 GPUs, an 8-byte peer copy on each, join all
+//   graph.fork_kernels.<k>      the same with an empty kernel on each stream
+//   graph.fork_mix.1            2 streams on each GPU: a copy on one, an empty kernel on the other
 //   graph.hop_peer              fork to GPU1, 4 copies alternating GPU1 / GPU0 streams through events, join
 //   nccl.p2p.uni / .bidir       ncclSend/ncclRecv GPU0 -> GPU1 (or both ways at once), NCCL's protocol choice
 //   matmul.<dtype>              cuBLAS GEMM, by shape (m, k, n set)
