@@ -42,6 +42,11 @@ std::vector<FlagSpec> run_flags() {
       {{"--tune"}, true, "key=value,... launch parameters (see exec/bidir.hpp, e.g. mode=flash,lanes=64)"},
       {{"--topology"}, true, "topology column of the records (default local)"},
       {{"--timeout"}, true, "seconds any single wait may take before the run reports a hang (default 60)"},
+      {{"--shape"}, true, "collective matmul per-rank shard M,K,N (A_d is MxK, B_d is KxN); no sizes then"},
+      {{"--rows"}, true, "sparse all-reduce: table rows (no sizes then; see exec/run_mmsp.hpp)"},
+      {{"--dim"}, true, "sparse all-reduce: elements (float) per row"},
+      {{"--density"}, true, "sparse all-reduce: fraction of rows each rank holds, or a list (default 0.01)"},
+      {{"--dist"}, true, "sparse all-reduce: uniform|zipf, or both comma separated (default uniform)"},
       {{"--mpi"}, false, "one process per GPU (implied under mpirun -np N with N > 1): mpirun -np N cclab run ..."},
       {{"-h", "--help"}, false, "this help"},
   };
@@ -54,6 +59,8 @@ int cmd_run(const Argv& argv) {
   if (args.has("--help")) {
     std::cout << "usage: cclab run --algo <name|all> [-g N] [-b SIZE] [-e SIZE] [-f F] [-w W] [-n N] [-c 0|1]\n"
                  "                 [-d dtype] [-o redop] [-r root] [--graph 0|1] [--share-gpus] [--csv FILE]\n"
+                 "       cclab run --algo allgather_matmul.ring [-g N] --shape M,K,N [-d half]\n"
+                 "       cclab run --algo allreduce.sparse --rows R --dim D [--density p] [--dist uniform|zipf]\n"
               << args.usage();
     return 0;
   }
@@ -93,6 +100,14 @@ int cmd_run(const Argv& argv) {
   o.tune = args.get_or("--tune", "");
   o.topology = args.get_or("--topology", "local");
   if (auto t = args.get("--timeout")) o.timeout_s = parse_double("--timeout", *t, 0.1, 86400);
+  o.shape = args.get_or("--shape", "");
+  o.rows = args.get_or("--rows", "");
+  o.dim = args.get_or("--dim", "");
+  o.density = args.get_or("--density", "");
+  o.dist = args.get_or("--dist", "");
+  if (args.has("--shape") || args.has("--rows") || args.has("--dim") || args.has("--density") || args.has("--dist"))
+    for (const char* f : {"-b", "-e", "-f", "-i", "--inplace", "-r", "--graph", "--nccl-algo", "--nccl-proto"})
+      if (args.has(f)) throw_input(std::string("cclab run: ") + f + " does not apply to --shape / --rows runs");
   if (!o.predict.empty()) {
     // Resolved before any GPU work, so a bad preset or profile is an input error (exit 1).
     auto predictor = std::make_shared<sim::RowPredictor>(model::resolve_target(o.predict));

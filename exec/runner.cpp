@@ -20,6 +20,7 @@
 #include "exec/mpi_env.hpp"
 #include "exec/nccl_workload.hpp"
 #include "exec/plan_workload.hpp"
+#include "exec/run_mmsp.hpp"
 
 #ifndef CCLAB_GIT_COMMIT
 #define CCLAB_GIT_COMMIT "unknown"
@@ -348,6 +349,8 @@ int run_sweep(const RunOptions& o, std::ostream& out) {
   if (!o.predict.empty() && !o.predictor)
     throw_env("--predict " + o.predict + ": no simulator was linked into this executor");
   const bool pred = static_cast<bool>(o.predictor);
+  // Collective matmul and sparse all-reduce: --shape / --rows inputs, not sizes (exec/run_mmsp.hpp).
+  if (mmsp_family(o) != MmspFamily::none) return run_mmsp(o, out);
   if (mpi_mode(o, mpi_launch_from_env())) return run_sweep_mpi(o, out);  // one process per GPU (mpirun)
   // Resolve and validate the algorithm names before touching the GPUs.
   std::vector<std::string> names;

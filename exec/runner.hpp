@@ -41,6 +41,9 @@ struct RunOptions {
   std::string topology = "local";
   double timeout_s = 60;
   bool mpi = false;  // --mpi: one process per GPU even when no launcher variable says so (mpi_env.hpp)
+  // Collective matmul (--shape M,K,N) and sparse all-reduce (--rows, --dim, --density and --dist, the
+  // last two comma-separated lists) inputs, as given; exec/run_mmsp.hpp parses and checks them.
+  std::string shape, rows, dim, density, dist;
 };
 
 // Sizes of a sweep: min, then *factor (or +step) up to max inclusive.
@@ -52,6 +55,7 @@ std::vector<std::string> gpu_algorithm_names();
 // Runs the sweep; prints the table to `out`; writes the CSV (atomically, after every size) when
 // o.csv is set. Returns the exit code: 0, or 3 when any result was wrong. Throws cclab::Error on
 // bad input (1) and environment problems (2).
+// Collective matmul and sparse all-reduce runs (names or flags of exec/run_mmsp.hpp) go to run_mmsp.
 int run_sweep(const RunOptions& o, std::ostream& out);
 
 // Pieces of a sweep that run_sweep_mpi (mpi_env.hpp) shares.
