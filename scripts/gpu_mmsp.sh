@@ -11,6 +11,8 @@ set -u
 : "${BIN:?set BIN to the folder of the prebuilt binaries}"
 : "${OUT:?set OUT to the output folder}"
 export NCCL_NVLS_ENABLE=0
+BIN=$(cd "$BIN" && pwd) || exit 2
+mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd) || exit 2
 cd "$(dirname "$0")/.."
 DIR="$OUT/mmsp"
 mkdir -p "$DIR"
