@@ -340,8 +340,10 @@ __global__ void __launch_bounds__(512) flash_ldg_kernel(BidirArgs a, bool in_pla
 // Receive buffers are double-buffered by epoch parity: a peer's launch e+2 starts after its launch
 // e+1 received our tiles of e+1, which we stored after our launch e (the one reading parity e&1)
 // had finished, so no release handshake is needed.
+// Two 512-thread CTAs per SM (<= 64 registers): a CTA waits for the same CTA of every peer, so the
+// whole grid must be resident at once, and one wave of 2 per SM beats two waves of 1.
 template <typename T, RedOp Op, int U>
-__global__ void __launch_bounds__(512) push_kernel(BidirArgs a) {
+__global__ void __launch_bounds__(512, 2) push_kernel(BidirArgs a) {
   __shared__ uint32_t e_s;
   __shared__ int abort_s;
   __shared__ volatile int64_t pushed_s;  // tiles the producers of this CTA have stored (in place: see below)
@@ -641,6 +643,15 @@ struct LaunchStream {
   }
 };
 
+// CTAs of `kernel` (at `threads` per CTA) that fit on the GPU at once.
+int resident_ctas(const void* kernel, int threads, int device) {
+  DeviceGuard g(device);
+  int per_sm = 0, sms = 0;
+  CCLAB_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0));
+  CCLAB_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  return std::max(1, per_sm) * sms;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -711,6 +722,8 @@ void BidirParams::apply(const std::string& tune) {
       ce_slots = i(1, 64);
     else if (k == "ce_push")
       ce_push = i(0, 1) != 0;
+    else if (k == "ce_reduce_blocks")
+      ce_reduce_blocks = i(1, 4096);
     else if (k == "ce_split")
       ce_split = i(0, 1) != 0;
     else if (k == "flash_engine") {
@@ -892,7 +905,10 @@ BidirWorkload::BidirWorkload(BidirContext& ctx, BidirMode mode, CollSpec spec)
     // A CTA waits for the same CTA of every peer: all CTAs stay resident (2 per SM, fewer when
     // ranks share a GPU).
     int blocks = p.push_blocks > 0 ? p.push_blocks : 2 * sms;
-    blocks = std::max(1, std::min(blocks, 2 * sms / share));
+    blocks =
+        std::max(1, std::min(blocks, resident_ctas(reinterpret_cast<const void*>(push_kernel<float, RedOp::sum, 4>),
+                                                   threads_, comm.device_of(0)) /
+                                         share));
     grid_ = int(std::min<int64_t>(blocks, tiles));
     ctx.ensure_push(std::max<int64_t>(256, (bytes + 255) / 256 * 256));
   } else if (mode_ == BidirMode::flash) {
@@ -922,6 +938,12 @@ BidirWorkload::BidirWorkload(BidirContext& ctx, BidirMode mode, CollSpec spec)
     int blocks = p.flash_blocks > 0 ? p.flash_blocks : 2 * sms;
     // Sharing ranks wait on each other's CTAs: keep every CTA of every rank resident (one per SM).
     if (share > 1) blocks = std::max(1, std::min(blocks, sms / share));
+    // The register engine's CTAs wait for their peer CTA: keep the grid to one resident wave.
+    if (ldg_ && p.flash_blocks == 0)
+      blocks = std::max(
+          1, std::min(blocks, resident_ctas(reinterpret_cast<const void*>(flash_ldg_kernel<float, RedOp::sum, 4>),
+                                            threads_, comm.device_of(0)) /
+                                  share));
     grid_ = int(std::min<int64_t>(blocks, tiles));
   } else {
     const int64_t pairs = ((bytes + 3) / 4 + 1) / 2;

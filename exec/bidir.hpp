@@ -76,6 +76,10 @@ struct BidirParams {
   // large messages get large copies while the pipeline still has ce_pieces stages to overlap.
   int ce_pieces = 0;  // 0: fixed ce_chunk
   int ce_slots = 3;
+  // CTAs of the copy pipeline's reduce kernels: few, so the copy engines keep their share of HBM
+  // (2 x H200, session 2 call 1: 256 MiB went from 0.87 to 0.92 x sol.bidir_copy with 32 instead of
+  // 2 per SM). `--tune reduce_blocks=` overrides it.
+  int ce_reduce_blocks = 32;
   bool ce_push = false;  // one-shot: copy engines push (put) instead of pull (get)
   // Reduce-scatter + all-gather on copy engines (each rank reduces 1/n of the data, then pushes it
   // to every peer), rather than the one-shot pull where every rank reduces everything.

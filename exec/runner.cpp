@@ -215,6 +215,7 @@ std::unique_ptr<Workload> make_workload(Session& ss, const AlgoPlan& ap, int64_t
       return std::make_unique<NcclWorkload>(ss.comm, ss.get_nccl(), spec);
     }
     case AlgoPlan::bidir_copy:
+      po.reduce_blocks = ss.tune_int("reduce_blocks", ss.params.ce_reduce_blocks);
       mode_note = ss.params.describe(BidirMode::copy);
       return std::make_unique<PlanWorkload>(ss.comm, bidir_copy_schedule(n, count, o.dtype, o.op, in_place, ss.params),
                                             po);
@@ -226,6 +227,7 @@ std::unique_ptr<Workload> make_workload(Session& ss, const AlgoPlan& ap, int64_t
         m = it != ss.tune.end() ? parse_bidir_mode(it->second) : choose_bidir_mode(bytes, o.dtype, n, ss.params);
       }
       if (m == BidirMode::copy) {
+        po.reduce_blocks = ss.tune_int("reduce_blocks", ss.params.ce_reduce_blocks);
         mode_note = ss.params.describe(m);
         return std::make_unique<PlanWorkload>(ss.comm,
                                               bidir_copy_schedule(n, count, o.dtype, o.op, in_place, ss.params), po);
