@@ -42,10 +42,24 @@ double ProtocolParams::efficiency_at(int64_t bytes) const {
   return efficiency.value * f;
 }
 
-Seconds ExecutorParams::fork_for_streams(int k) const {
-  if (k <= 1) return fork_streams[0].value;
-  if (k <= 3) return fork_streams[size_t(k - 1)].value;
-  return fork_streams[2].value + double(k - 3) * (fork_streams[2].value - fork_streams[1].value);
+namespace {
+// f(k) for k = 1, 2, 3 from three measured points; beyond 3 the last step continues; f(0) = 0.
+Seconds extend(const std::array<Sourced<Seconds>, 3>& f, int k) {
+  if (k <= 0) return Seconds(0);
+  if (k <= 3) return f[size_t(k - 1)].value;
+  return f[2].value + double(k - 3) * (f[2].value - f[1].value);
+}
+}  // namespace
+
+Seconds ExecutorParams::fork_for_streams(int k) const { return extend(fork_streams, std::max(k, 1)); }
+
+Seconds ExecutorParams::fork_for(int copy_streams, int kernel_streams) const {
+  if (copy_streams <= 0) return extend(fork_kernel_streams, std::max(kernel_streams, 1));
+  if (kernel_streams <= 0) return extend(fork_streams, copy_streams);
+  if (copy_streams == 1 && kernel_streams == 1) return fork_mix.value;
+  const Seconds more =
+      extend(fork_kernel_streams, copy_streams + kernel_streams) - extend(fork_kernel_streams, copy_streams);
+  return extend(fork_streams, copy_streams) + Seconds(std::max(0.0, more.value));
 }
 
 Seconds PathTable::time(double bytes) const {
@@ -172,9 +186,12 @@ ModelParams defaults_for(const topo::Topology& t) {
   p.exec.fork_peer = {microseconds(14.0), "two cross-GPU event edges of ~7 us (latency.event_peer, estimate)"};
   p.exec.event_peer = {microseconds(7.0), "event hop between streams of two GPUs (latency.event_peer, estimate)"};
   p.exec.copy_local_node = {microseconds(1.7), "as a peer copy node (estimate until calibrated)"};
-  for (int k = 1; k <= 3; ++k)
+  for (int k = 1; k <= 3; ++k) {
     p.exec.fork_streams[size_t(k - 1)] = {microseconds(14.0 * k),
                                           "k x two cross-GPU event edges of ~7 us (latency.event_peer, estimate)"};
+    p.exec.fork_kernel_streams[size_t(k - 1)] = p.exec.fork_streams[size_t(k - 1)];
+  }
+  p.exec.fork_mix = {microseconds(28.0), "two streams per GPU, as the copy streams (estimate until calibrated)"};
   p.exec.flag_rtt = {microseconds(1.5), "flag round trip over NVLink (latency.flag, estimate until calibrated)"};
   p.sync_latency = {microseconds(1.0),
                     "flag store over NVLink seen by a polling peer: ~1 µs, estimate until calibrated"};
@@ -275,9 +292,13 @@ const std::map<std::string, Accessor, std::less<>>& accessors() {
     t["exec.fork_peer_us"] = seconds_us([](ModelParams & p) -> auto& { return p.exec.fork_peer; });
     t["exec.event_peer_us"] = seconds_us([](ModelParams & p) -> auto& { return p.exec.event_peer; });
     t["exec.copy_local_node_us"] = seconds_us([](ModelParams & p) -> auto& { return p.exec.copy_local_node; });
-    for (int k = 1; k <= 3; ++k)
+    for (int k = 1; k <= 3; ++k) {
       t["exec.fork_streams_" + std::to_string(k) + "_us"] =
           seconds_us([k](ModelParams & p) -> auto& { return p.exec.fork_streams[size_t(k - 1)]; });
+      t["exec.fork_kernel_streams_" + std::to_string(k) + "_us"] =
+          seconds_us([k](ModelParams & p) -> auto& { return p.exec.fork_kernel_streams[size_t(k - 1)]; });
+    }
+    t["exec.fork_mix_us"] = seconds_us([](ModelParams & p) -> auto& { return p.exec.fork_mix; });
     t["exec.flag_rtt_us"] = seconds_us([](ModelParams & p) -> auto& { return p.exec.flag_rtt; });
     t["nccl.max_channels"] = plain([](ModelParams & p) -> auto& { return p.nccl.max_channels; });
     const char* pn[3] = {"ll", "ll128", "simple"};
@@ -328,8 +349,12 @@ std::string source_of(const ModelParams& p, const std::string& name) {
   if (name == "exec.event_peer_us") return p.exec.event_peer.source;
   if (name == "exec.flag_rtt_us") return p.exec.flag_rtt.source;
   if (name == "exec.copy_local_node_us") return p.exec.copy_local_node.source;
-  for (int k = 1; k <= 3; ++k)
+  for (int k = 1; k <= 3; ++k) {
     if (name == "exec.fork_streams_" + std::to_string(k) + "_us") return p.exec.fork_streams[size_t(k - 1)].source;
+    if (name == "exec.fork_kernel_streams_" + std::to_string(k) + "_us")
+      return p.exec.fork_kernel_streams[size_t(k - 1)].source;
+  }
+  if (name == "exec.fork_mix_us") return p.exec.fork_mix.source;
   if (name == "launch_latency_us") return p.launch_latency.source;
   if (name == "sync_latency_us") return p.sync_latency.source;
   if (name == "local_dep_latency_us") return p.local_dep_latency.source;

@@ -129,7 +129,13 @@ struct ExecutorParams {
   // Fork from GPU0's origin to k streams on each of two GPUs and join back, k = 1, 2, 3 (more: the last
   // step continues).
   std::array<Sourced<Seconds>, 3> fork_streams;
+  // The same with an empty kernel on each stream instead of a copy, and with one stream of each kind.
+  std::array<Sourced<Seconds>, 3> fork_kernel_streams;
+  Sourced<Seconds> fork_mix;
   Seconds fork_for_streams(int k) const;
+  // Fork / join of `copy_streams` streams that issue copies and `kernel_streams` that issue only kernels, per
+  // GPU: the measured curves where they apply, else the copy curve plus what the kernel streams add.
+  Seconds fork_for(int copy_streams, int kernel_streams) const;
   // Kernels that synchronise through flags in peer memory (bidir modes, fused path).
   Sourced<Seconds> flag_rtt;  // flag store into the peer + answer, round trip
 };

@@ -180,11 +180,25 @@ Derived derive_params(const Calibration& cal, const topo::Topology& topology) {
                 "run side by side)",
             series + " - graph.copy", f->fit.rms_rel_residual, f->fit.max_rel_residual);
     }
+    if (const auto* m = lat_of("graph.fork_mix.1"))
+      add("exec.fork_mix_us", std::max(0.0, m->fit.value.us() - copy),
+          "fork to a copy stream and a kernel stream on each GPU and join back, minus the copy node",
+          "graph.fork_mix.1 - graph.copy", m->fit.rms_rel_residual, m->fit.max_rel_residual);
     if (const auto* h = lat_of("graph.hop_peer"))
       add("exec.event_peer_us", std::max(0.0, (h->fit.value.us() - 4 * copy) / 4),
           "4 copies alternating GPU1 / GPU0 through events (the first edge is the fork): per edge, minus the copy "
           "nodes",
           "(graph.hop_peer - 4 graph.copy) / 4", h->fit.rms_rel_residual, h->fit.max_rel_residual);
+  }
+  if (const auto* kn = lat_of("graph.kernel")) {
+    for (int k = 1; k <= 3; ++k) {
+      const std::string series = "graph.fork_kernels." + std::to_string(k);
+      if (const auto* f = lat_of(series.c_str()))
+        add("exec.fork_kernel_streams_" + std::to_string(k) + "_us",
+            std::max(0.0, f->fit.value.us() - kn->fit.value.us()),
+            "fork to " + std::to_string(k) + " kernel streams on each GPU and join back, minus one kernel node",
+            series + " - graph.kernel", f->fit.rms_rel_residual, f->fit.max_rel_residual);
+    }
   }
   if (const auto* k = lat_of("graph.kernel"))
     add("exec.kernel_node_us", k->fit.value.us(), "empty kernel node, per iteration of a replayed graph",

@@ -70,6 +70,8 @@ AlgoArgs args_for(const Record& r, const Algorithm& algo, const topo::Topology& 
     // The path the measurement forced (the sparse/dense crossover runs force each one).
     if (const std::string* m = extra(r, "mode"))
       a.sparse.mode = *m == "sparse" ? SparseMode::sparse : *m == "dense" ? SparseMode::dense : SparseMode::automatic;
+    // The executor's dense path leaves the reduced table as the result (no gather of the union rows).
+    a.sparse.table_result = true;
   }
   return a;
 }

@@ -213,26 +213,43 @@ SimResult run_general(Simulator& sim, const Schedule& schedule, std::string* how
   ro.step_covers_route = true;
   pr.apply(ro);
   bool other_gpu = false;
-  std::map<int, std::set<int>> streams;  // rank -> its streams (channel % 16, as exec::lower maps them)
+  // rank -> its streams (channel % 16, as exec::lower maps them), and whether each issues copies.
+  std::map<int, std::map<int, bool>> streams;
   for (const Op& op : s.ops) {
     other_gpu = other_gpu || op.rank != 0;
-    streams[op.rank].insert(op.channel % kMaxStreamsPerRank);
+    bool& copies = streams[op.rank][op.channel % kMaxStreamsPerRank];
+    copies = copies || is_copy_kind(op.kind);
   }
-  int per_rank = 1;
-  for (const auto& [r, set] : streams) per_rank = std::max(per_rank, int(set.size()));
+  int copy_streams = 0, kernel_streams = 0;
+  for (const auto& [r, set] : streams) {
+    int c = 0, k = 0;
+    for (const auto& [ch, copies] : set) (copies ? c : k) += 1;
+    copy_streams = std::max(copy_streams, c);
+    kernel_streams = std::max(kernel_streams, k);
+  }
   // Every iteration forks from GPU0's origin stream to the plan's streams and joins back (exec/harness.cpp):
-  // graph.fork_both.<k> measured that for k streams per GPU.
-  ro.start_latency = other_gpu ? P.exec.fork_for_streams(per_rank) : P.exec.fork_local.value;
+  // graph.fork_both.<k> / fork_kernels.<k> / fork_mix.1 measured that by streams per GPU and what they run.
+  ro.start_latency = other_gpu ? P.exec.fork_for(copy_streams, kernel_streams) : P.exec.fork_local.value;
   ro.sync_latency = P.exec.event_peer.value;
   // Between two streams of one GPU: one edge of the measured local fork / join pair.
   ro.local_dep_latency = P.exec.fork_local.value / 2;
   ro.copy_latency = kernels ? P.exec.kernel_node.value : P.exec.copy_node.value;
   ro.local_copy_latency = kernels ? P.exec.kernel_node.value : P.exec.copy_local_node.value;
-  ro.kernel_latency = P.exec.kernel_node.value;
+  // A kernel node costs its node plus what the kernel itself takes on a tiny input: the measured kernel's
+  // smallest time beyond a bare back-to-back launch (a reduce reading a peer waits for NVLink round trips).
+  auto kernel_cost = [&](const std::string& series) {
+    const model::PathTable* t = table(P, series);
+    const double body = t ? std::max(0.0, t->points.front().second - P.launch_latency.value.value) : 0.0;
+    return P.exec.kernel_node.value + Seconds(body);
+  };
+  ro.kernel_latency = kernel_cost("reduce.local." + dtype_key(s.dtype));
+  ro.peer_kernel_latency = kernel_cost("reduce.peer." + dtype_key(s.dtype));
   if (how)
     *how = "general lowering model: " + std::to_string(s.ops.size()) + " ops after coalescing, " +
            (pr.copy ? copy_table : std::string("protocol")) + " rates, fork/join " +
-           (other_gpu ? std::to_string(per_rank) + " streams per GPU" : std::string("local"));
+           (other_gpu
+                ? std::to_string(copy_streams) + " copy + " + std::to_string(kernel_streams) + " kernel streams per GPU"
+                : std::string("local"));
   return sim.run(s, ro);
 }
 
@@ -321,42 +338,53 @@ Seconds size_part(const model::ModelParams& P, const std::string& name, const st
 Seconds bidir_kernel_time(const model::ModelParams& P, const ExecPath& path, int64_t bytes, DType dtype,
                           std::string& how) {
   const double S = double(bytes);
-  const Seconds launch = path.pdl ? P.exec.kernel_pdl.value : P.exec.kernel_node.value;
+  // The kernel's node in the replayed graph (with PDL where the note says so) ...
+  const Seconds node = path.pdl ? P.exec.kernel_pdl.value : P.exec.kernel_node.value;
   const Seconds flag = P.exec.flag_rtt.value;
+  // ... and its body: a microbenchmark kernel making the same transfer, timed back to back, less the bare
+  // back-to-back launch that timing includes (latency.launch).
+  const Seconds bare = P.launch_latency.value;
+  auto body = [&](const std::string& name, const std::string& fallback, double x, std::string& used) {
+    const Seconds small = size_part(P, name, fallback, 0, used);  // 0: the table's first point
+    (void)small;
+    const model::PathTable* t = table(P, name) ? table(P, name) : table(P, fallback);
+    return Seconds(std::max(0.0, t->time(x).value - bare.value));
+  };
   std::string used, used2;
   if (path.mode == "ll") {
     // Each GPU stores its S bytes as LL words (4 data + 4 flag bytes: 2S on the wire) into the peer's
     // buffer, both ways at once, and reduces what arrives in registers: one flag's one-way trip.
-    const Seconds t = launch + flag / 2 + size_part(P, "p2p.sm_store.bidir", "p2p.sm.bidir", 2 * S, used);
-    how = "ll: launch + flag/2 + " + used + "(2S)";
+    const Seconds t = node + body("p2p.sm_store.bidir", "p2p.sm.bidir", 2 * S, used) + flag / 2;
+    how = "ll: node + " + used + "(2S) body + flag/2";
     return t;
   }
   if (path.mode == "push") {
     // One-shot push of the whole buffer into the peer's scratch (SM stores both ways), a flag per CTA,
-    // then a local reduction of S.
-    const Seconds t = launch + flag / 2 + size_part(P, "p2p.sm_store.bidir", "p2p.sm.bidir", S, used) +
+    // then a local reduction of S in the same kernel.
+    const Seconds t = node + body("p2p.sm_store.bidir", "p2p.sm.bidir", S, used) + flag / 2 +
                       size_part(P, "reduce.local." + dtype_key(dtype), "reduce.local.float", S, used2);
-    how = "push: launch + flag/2 + " + used + "(S) + " + used2 + "(S)";
+    how = "push: node + " + used + "(S) body + flag/2 + " + used2 + "(S) size part";
     return t;
   }
   if (path.mode == "flash") {
-    // One-shot pull: each GPU loads the peer's S bytes (SM loads both ways) and reduces on the fly; a start
-    // handshake (the peer's input is ready) and a finish one (the peer is done reading mine).
-    const Seconds t = launch + flag + size_part(P, "p2p.sm.bidir", "p2p.sm.bidir", S, used);
-    how = "flash: launch + flag round trip + " + used + "(S)";
+    // One-shot pull: each GPU loads the peer's S bytes (SM loads both ways) and reduces on the fly, between
+    // a start barrier (the peer's input is ready) and a finish barrier (the peer is done reading mine):
+    // each a flag round trip.
+    const Seconds t = node + body("p2p.sm.bidir", "p2p.sm.bidir", S, used) + 2.0 * flag;
+    how = "flash: node + " + used + "(S) body + 2 flag round trips";
     return t;
   }
   if (path.mode == "stream") {
     // Persistent lanes, one CTA each (exec/bidir.cu: half its threads push into the peer's ring, half
     // reduce what arrives): each lane moves S / grid bytes at the rate of half a CTA's stores, bounded by
-    // the both-ways store rate of the whole link; a handshake per slot hand-over (flag round trip) at
-    // start and end.
+    // the both-ways store rate of the whole link; barriers at start and end as flash.
     const int grid = path.grid > 0 ? path.grid : 1;
     std::string used_cta;
     const Seconds per_lane = 2.0 * size_part(P, "p2p.sm_store.cta", "p2p.sm.bidir", S / grid, used_cta);
     const Seconds link = size_part(P, "p2p.sm_store.bidir", "p2p.sm.bidir", S, used);
-    const Seconds t = launch + 2.0 * flag + std::max(per_lane, link);
-    how = "stream: launch + 2 flag round trips + max(2 x " + used_cta + "(S/grid), " + used + "(S))";
+    const Seconds t =
+        node + body("p2p.sm_store.bidir", "p2p.sm.bidir", 8, used2) + 2.0 * flag + std::max(per_lane, link);
+    how = "stream: node + tiny store body + 2 flag round trips + max(2 x " + used_cta + "(S/grid), " + used + "(S))";
     return t;
   }
   throw_input("no model for bidir mode '" + path.mode + "'");

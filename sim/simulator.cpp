@@ -632,7 +632,8 @@ SimResult Simulator::run(const Schedule& s, const RunOptions& opt) {
       for (uint32_t k = 0; k < r.count; ++k) Impl::add_use(f, I.folded(I.route_pool[r.begin + k]), w);
       double step = opt.step_latency ? opt.step_latency->value : pp.latency.value.value;
       if (r.network && opt.net_step_latency) step = opt.net_step_latency->value;
-      step = op_latency(op, step);
+      step = (op.kind == OpKind::reduce && opt.peer_kernel_latency) ? opt.peer_kernel_latency->value
+                                                                    : op_latency(op, step);
       lat = std::max(lat, opt.step_covers_route ? std::max(r.latency, step) : r.latency + step);
       const double cap = opt.per_flow_cap ? opt.per_flow_cap->value : pp.max_rate.value.value;
       if (cap > 0) f.cap = f.cap > 0 ? std::min(f.cap, cap) : cap;

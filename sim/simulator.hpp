@@ -46,6 +46,7 @@ struct RunOptions {
   std::optional<Seconds> copy_latency;                // per put / get / copy (a copy node, a fused copy step)
   std::optional<Seconds> local_copy_latency;          // per copy within one rank (instead of copy_latency)
   std::optional<Seconds> kernel_latency;              // per reduce / compute (a kernel node, a fused reduce step)
+  std::optional<Seconds> peer_kernel_latency;         // per reduce reading a peer (instead of kernel_latency)
   std::optional<Seconds> local_dep_latency;           // cross-channel dependency on one rank instead of the model's
   const model::ProtocolParams* copy_proto = nullptr;  // replaces the protocol of peer copies
   const model::ProtocolParams* peer_reduce_proto = nullptr;  // replaces the protocol of remote reduce sources
