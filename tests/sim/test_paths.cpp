@@ -36,6 +36,7 @@ model::ModelParams test_params(const topo::Topology& t) {
   p.exec.fork_streams = {{{microseconds(10), "test"}, {microseconds(25), "test"}, {microseconds(45), "test"}}};
   p.exec.event_peer = {microseconds(6), "test"};
   p.exec.flag_rtt = {microseconds(1.6), "test"};
+  p.launch_latency = {microseconds(1.5), "test"};
   p.tables["p2p.ce.bidir"] = line_table(2e-6, 300e9);
   p.tables["p2p.ce.uni"] = line_table(2e-6, 320e9);
   p.tables["p2p.sm.bidir"] = line_table(3e-6, 280e9);
@@ -127,8 +128,16 @@ TEST(ExecPaths, GeneralPathChargesEventsBetweenGpus) {
   Simulator sim(t, p);
   const ExecPath general = parse_exec_note("general lowering: 6 ops on 2 streams, 2 events", "allreduce.ring");
   const double ring = predict_exec_path(sim, "allreduce.ring", args2(8), general).result.time.value;
-  // fork (1 stream per GPU) + put + event + reduce kernel + put, all tiny.
-  EXPECT_NEAR(ring, 10e-6 + 4e-6 + 6e-6 + 2e-6 + 4e-6, 0.5e-6);
+  // fork (1 stream per GPU) + put + event + reduce kernel (node + body: 2 us table - 1.5 us launch) + put.
+  EXPECT_NEAR(ring, 10e-6 + 4e-6 + 6e-6 + (2e-6 + 0.5e-6) + 4e-6, 0.1e-6);
+  // A copy stream and a kernel stream per GPU: the mixed fork (reducescatter.hier on 2 GPUs).
+  model::ModelParams q = test_params(t);
+  q.exec.fork_mix = {microseconds(30), "test"};
+  Simulator sim2(t, q);
+  const double hier = predict_exec_path(sim2, "reducescatter.hier", args2(8),
+                                        parse_exec_note("general lowering: 4 ops on 4 streams", "reducescatter.hier"))
+                          .result.time.value;
+  EXPECT_NEAR(hier, 30e-6 + 4e-6 + 6e-6 + 2.5e-6, 0.1e-6);
 }
 
 TEST(ExecPaths, BidirKernelsFromTheirTransfers) {
@@ -137,18 +146,19 @@ TEST(ExecPaths, BidirKernelsFromTheirTransfers) {
   Simulator sim(t, p);
   const int64_t S = 4 * kMiB;
   const auto& store = p.tables.at("p2p.sm_store.bidir");
+  // node + (the microbenchmark kernel's time - a bare launch) + flags.
   const double ll =
       predict_exec_path(sim, "allreduce.bidir", args2(S), parse_exec_note("mode=ll pdl grid=4", "")).result.time.value;
-  EXPECT_NEAR(ll, 1e-6 + 0.8e-6 + store.size_part(2.0 * S).value, 1e-9);
+  EXPECT_NEAR(ll, 1e-6 + (store.time(2.0 * S).value - 1.5e-6) + 0.8e-6, 1e-12);
   const double push =
       predict_exec_path(sim, "allreduce.bidir.push", args2(S), parse_exec_note("mode=push", "")).result.time.value;
-  EXPECT_NEAR(
-      push,
-      2e-6 + 0.8e-6 + store.size_part(double(S)).value + p.tables.at("reduce.local.float").size_part(double(S)).value,
-      1e-9);
+  EXPECT_NEAR(push,
+              2e-6 + (store.time(double(S)).value - 1.5e-6) + 0.8e-6 +
+                  p.tables.at("reduce.local.float").size_part(double(S)).value,
+              1e-12);
   const double flash =
       predict_exec_path(sim, "allreduce.bidir.flash", args2(S), parse_exec_note("mode=flash", "")).result.time.value;
-  EXPECT_NEAR(flash, 2e-6 + 1.6e-6 + p.tables.at("p2p.sm.bidir").size_part(double(S)).value, 1e-9);
+  EXPECT_NEAR(flash, 2e-6 + (p.tables.at("p2p.sm.bidir").time(double(S)).value - 1.5e-6) + 3.2e-6, 1e-12);
   // The copy mode is a schedule: both halves cross the link once each way, so at large sizes it costs
   // about the both-ways copy of S.
   const int64_t L = 256 * kMiB;
