@@ -2,7 +2,8 @@
 // SIGTERM (a batch system) ends it after the row in progress; the rows it finished are in the --csv and
 // --json files (whole files, no temporary left), the table of the interrupted algorithm is printed, one
 // stderr line names the signal, the first row not simulated and the files, and the exit code is 128 +
-// the signal. A second signal stops the process at once, and the files still hold whole rows.
+// the signal. A second signal stops the process at once, and the files still hold whole rows. A sweep of
+// every algorithm stopped midway replaces a previous file with the rows of the algorithms it finished.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
@@ -10,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -220,6 +222,65 @@ TEST_P(SimInterrupt, SecondSignalStopsAtOnce) {
   ASSERT_TRUE(WIFSIGNALED(status));
   EXPECT_EQ(WTERMSIG(status), sig);
   EXPECT_GE(cclab::read_csv(csv.string()).size(), 1u);
+}
+
+// `--algo all` on 64 GPUs, interrupted while its third algorithm runs, over a previous run's complete CSV
+// at the same path: the file is then the finished rows of the algorithms that started (never the old
+// file, never half a row), and the stop line names one of them or the next.
+TEST_P(SimInterrupt, EveryAlgorithmSweepKeepsTheAlgorithmsItFinished) {
+  const int sig = GetParam();
+  const fs::path csv = dir_ / "sweep.csv", out = dir_ / "stdout.txt";
+  cclab::Record old;
+  old.algo = "allreduce.previous";
+  old.collective = "allreduce";
+  old.backend = "sim";
+  old.topology = "8xdgx-h100";
+  old.ranks = 64;
+  old.bytes = 1024;
+  old.time_us = 10;
+  cclab::write_csv_atomic(csv.string(), {old});
+
+  Child c({"sim", "--topo", "8xdgx-h100", "--algo", "all", "-b", "8", "-e", "1G", "-f", "4", "--csv", csv.string()},
+          out);
+  if (!c.until([&] { return c.err().find("[3/") != std::string::npos; })) {
+    c.wait();
+    GTEST_SKIP() << "the sweep ended before its third algorithm:\n" << c.err();
+  }
+  c.signal(sig);
+  const int status = c.wait();
+  SCOPED_TRACE("stderr:\n" + c.err());
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 128 + sig);
+
+  // The algorithms in the order the progress lines "[k/N] name" announced them.
+  std::vector<std::string> started;
+  const std::regex progress(R"(\[[0-9]+/[0-9]+\] ([a-z_.]+) )");
+  for (auto it = std::sregex_iterator(c.err().begin(), c.err().end(), progress); it != std::sregex_iterator(); ++it)
+    started.push_back((*it)[1]);
+  ASSERT_GE(started.size(), 3u);
+
+  std::smatch m;
+  const std::regex stop_line("cclab sim: interrupted by " + signame(sig) +
+                             ": stopped before ([a-z_.]+) at [0-9]+ B; ([0-9]+) finished rows kept in " + csv.string());
+  const std::string& err = c.err();
+  const std::string last = err.substr(err.rfind('\n', err.size() - 2) + 1);
+  ASSERT_TRUE(std::regex_search(last, m, stop_line)) << "last line: " << last;
+  const std::vector<cclab::Record> rows = cclab::read_csv(csv.string());
+  EXPECT_EQ(rows.size(), std::stoul(m[2]));
+  ASSERT_FALSE(rows.empty());
+  // Rows come algorithm by algorithm, in the announced order, and none is the previous file's.
+  size_t next = 0;
+  for (const auto& r : rows) {
+    while (next < started.size() && started[next] != r.algo) ++next;
+    ASSERT_LT(next, started.size()) << r.algo << " was not announced before the signal, or out of order";
+    EXPECT_EQ(r.backend, "sim");
+    EXPECT_GT(r.time_us, 0);
+  }
+  // Where it stopped: the last announced algorithm, or the one after it (signal between two algorithms).
+  EXPECT_TRUE(m[1] == started.back() || std::find(started.begin(), started.end(), m[1]) == started.end())
+      << "stopped before " << m[1] << ", announced last: " << started.back();
+  for (const auto& e : fs::directory_iterator(dir_))
+    EXPECT_TRUE(e.path() == csv || e.path() == out) << "left behind: " << e.path();
 }
 
 INSTANTIATE_TEST_SUITE_P(Signals, SimInterrupt, ::testing::Values(SIGINT, SIGTERM),
