@@ -184,11 +184,18 @@ Derived derive_params(const Calibration& cal, const topo::Topology& topology) {
       add("exec.fork_mix_us", std::max(0.0, m->fit.value.us() - copy),
           "fork to a copy stream and a kernel stream on each GPU and join back, minus the copy node",
           "graph.fork_mix.1 - graph.copy", m->fit.rms_rel_residual, m->fit.max_rel_residual);
+    // A dependency between streams of the two GPUs while both GPUs run streams of the graph (every general
+    // schedule of 2 ranks): what a stream on GPU0 beside one on GPU1 adds to a fork / join of the GPU1
+    // stream alone, per cross-GPU edge (its fork and its join). A chain that alternates between the GPUs,
+    // one idle while the other works (graph.hop_peer), pays much less per edge; it is reported.
+    const auto *both = lat_of("graph.fork_both.1"), *peer = lat_of("graph.fork_peer");
+    if (both && peer)
+      add("exec.event_peer_us", std::max(0.0, (both->fit.value.us() - peer->fit.value.us()) / 2),
+          "cross-GPU edge with both GPUs busy: (fork to a stream on each GPU - fork to GPU1 only) / 2 edges",
+          "(graph.fork_both.1 - graph.fork_peer) / 2", both->fit.rms_rel_residual, both->fit.max_rel_residual);
     if (const auto* h = lat_of("graph.hop_peer"))
-      add("exec.event_peer_us", std::max(0.0, (h->fit.value.us() - 4 * copy) / 4),
-          "4 copies alternating GPU1 / GPU0 through events (the first edge is the fork): per edge, minus the copy "
-          "nodes",
-          "(graph.hop_peer - 4 graph.copy) / 4", h->fit.rms_rel_residual, h->fit.max_rel_residual);
+      out.notes.push_back("graph.hop_peer: " + fmt((h->fit.value.us() - 4 * copy) / 4) +
+                          " us per cross-GPU edge in a chain alternating between the GPUs (one idle at a time)");
   }
   if (const auto* kn = lat_of("graph.kernel")) {
     for (int k = 1; k <= 3; ++k) {
