@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # MPI mode on the 2 x H200 machine (device tool; session-2 bundle): `mpirun -np 2 cclab run` (one
-# process per GPU, CUDA IPC for peer buffers, epoch flags between processes, ncclCommInitRank) beside
-# the same algorithms in one process, then the MPI GPU tests. Takes prebuilt binaries from $BIN
-# (cclab, test_exec_mpi_gpu); writes $OUT/mpi/mpi.log and $OUT/mpi/mpi.csv (the MPI sweep's
-# records); prints a table last: per algorithm and size, MPI vs single-process time and #wrong.
+# process per GPU, CUDA IPC for peer buffers, epoch flags between processes, ncclCommInitRank).
+#   1. the issue-5 floor algorithms and their NCCL baselines at 64 MiB .. 1 GiB under MPI;
+#   2. small sizes (8 B .. 32 KiB) under MPI and in one process (graph replay);
+#   3. every GPU algorithm (--algo all) under MPI at uneven sizes in half, checked;
+#   4. the MPI GPU tests (test_exec_mpi_gpu), when carried.
+# Takes prebuilt binaries from $BIN (cclab; optional test_exec_mpi_gpu); writes $OUT/mpi/mpi.log and
+# $OUT/mpi/mpi.csv (every MPI record); prints last a table: busbw vs the MPI NCCL baseline and vs the
+# single-process records in results/h200x2/, small-size times MPI vs one process, #wrong.
 set -uo pipefail
 : "${BIN:?set BIN to the folder of prebuilt binaries (cclab, test_exec_mpi_gpu)}"
 OUT=${OUT:-/tmp/cclab_out}
@@ -11,8 +15,8 @@ D="$OUT/mpi"
 mkdir -p "$D"
 LOG="$D/mpi.log"
 CSV="$D/mpi.csv"
-SP_CSV=/tmp/cclab_mpi_single.csv
-rm -f "$CSV" "$SP_CSV"
+TMP=/tmp/cclab_mpi
+rm -rf "$TMP" "$CSV" && mkdir -p "$TMP"
 export NCCL_NVLS_ENABLE=0
 export CCLAB_COMMIT=${CCLAB_COMMIT:-unknown}
 export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}:/usr/local/cuda/lib64
@@ -23,58 +27,86 @@ export OMPI_MCA_btl=self,vader  # one node: shared memory only, no TCP interface
 ROOT=""
 [ "$(id -u)" = 0 ] && ROOT="--allow-run-as-root"
 MPIRUN="mpirun $ROOT -np 2 --bind-to none"
-ALGOS=allreduce.ring,allgather.ring,reducescatter.ring,broadcast.pipeline,alltoall.direct,allreduce.nccl
+FLOOR=allreduce.ring,allgather.ring,reducescatter.ring,broadcast.pipeline,alltoall.direct
+NCCL=allreduce.nccl,allgather.nccl,reducescatter.nccl,broadcast.nccl,alltoall.nccl
 T0=$(date +%s)
 stamp() { echo "## [$(($(date +%s) - T0)) s] $*"; }
 left() { echo $((85 - ($(date +%s) - T0))); }
+# --timeout 10: a hang reports the waiting rank and op within seconds instead of the 60 s default.
+mrun() { local t=$1; shift; timeout "$t" $MPIRUN "$BIN/cclab" run --timeout 10 "$@"; echo "rc=$?"; }
 
 {
   stamp "binaries"
   ldd "$BIN/cclab" | grep -E "libmpi|not found" || echo "(cclab does not link libmpi: built without MPI)"
   mpirun --version 2>&1 | head -1
-  stamp "MPI: mpirun -np 2, 8 B .. 256 MiB x16, checked"
-  # --timeout 10: a hang reports the waiting rank and op within seconds instead of the 60 s default.
-  timeout 40 $MPIRUN "$BIN/cclab" run --algo $ALGOS -b 8 -e 256M -f 16 -c 1 --timeout 10 --csv "$CSV"
+  stamp "1. MPI: floor algorithms and NCCL baselines, 64 MiB .. 1 GiB x4, checked"
+  mrun 40 --algo $FLOOR,$NCCL -b 64M -e 1G -f 4 -w 3 -n 10 --csv "$TMP/large.csv"
+  stamp "2a. MPI: small sizes, graph replay"
+  mrun 12 --algo $FLOOR,allreduce.nccl -b 8 -e 32K -f 8 --csv "$TMP/small.csv"
+  stamp "2b. one process: the same"
+  timeout 10 "$BIN/cclab" run --algo $FLOOR,allreduce.nccl -b 8 -e 32K -f 8 --timeout 10 --csv "$TMP/small_one.csv"
   echo "rc=$?"
-  stamp "single process, same sweep"
-  timeout 25 "$BIN/cclab" run --algo $ALGOS -b 8 -e 256M -f 16 -c 1 --csv "$SP_CSV"
-  echo "rc=$?"
-  stamp "MPI: uneven size, half, op by op"
-  timeout 15 $MPIRUN "$BIN/cclab" run --algo $ALGOS -b 1000 -e 1000 -d half --graph 0 -w 1 -n 2 --timeout 10
-  echo "rc=$?"
-  stamp "MPI: 3 processes on 2 GPUs must be refused (one line per rank, exit 1)"
-  timeout 10 mpirun $ROOT -np 3 --oversubscribe --bind-to none "$BIN/cclab" run --algo allreduce.ring -b 1K -e 1K
-  echo "rc=$?"
-  if [ -x "$BIN/test_exec_mpi_gpu" ] && [ "$(left)" -gt 30 ]; then
-    stamp "test_exec_mpi_gpu"
+  stamp "3. MPI: every GPU algorithm, uneven sizes, half, checked"
+  mrun 20 --algo all -b 1000 -e 64000 -f 64 -d half -w 1 -n 2 --csv "$TMP/all.csv"
+  if [ -x "$BIN/test_exec_mpi_gpu" ] && [ "$(left)" -gt 25 ]; then
+    stamp "4. test_exec_mpi_gpu"
     CCLAB="$BIN/cclab" timeout $(($(left) - 3)) "$BIN/test_exec_mpi_gpu" --gtest_brief=1
     echo "rc=$?"
   else
-    stamp "test_exec_mpi_gpu skipped (missing from \$BIN, or $(left) s left)"
+    stamp "4. test_exec_mpi_gpu skipped (missing from \$BIN, or $(left) s left)"
   fi
   stamp "done"
 } >"$LOG" 2>&1
 
-grep -E "^## |rc=|error|FAILED|out of bounds|PASSED|SKIPPED" "$LOG" | head -40
-python3 - "$CSV" "$SP_CSV" <<'PY'
-import csv, sys
-def load(path):
+grep -E "^## |rc=|error|FAILED|out of bounds|skipped:|PASSED|SKIPPED" "$LOG" | head -60
+python3 - "$TMP" "$CSV" <<'PY'
+import csv, glob, os, sys
+tmp, out = sys.argv[1], sys.argv[2]
+def rows(path):
     try:
         with open(path) as f:
-            return {(r["algo"], int(r["bytes"]), r["inplace"]): r for r in csv.DictReader(f)}
-    except (OSError, KeyError, ValueError):
-        return {}
-mpi, sp = load(sys.argv[1]), load(sys.argv[2])
-print("# MPI (2 processes) vs one process, out-of-place; time in us, busbw in GB/s")
-print(f"{'algo':22} {'bytes':>10} {'mpi_us':>9} {'one_us':>9} {'ratio':>6} {'mpi_bus':>8} {'one_bus':>8} {'wrong':>5}")
-for (algo, size, ip), r in sorted(mpi.items()):
-    if ip != "0":
+            return list(csv.DictReader(f))
+    except OSError:
+        return []
+mpi = {n: rows(os.path.join(tmp, n + ".csv")) for n in ("large", "small", "all")}
+# Every MPI record in one CSV (union of the columns).
+allrows = mpi["large"] + mpi["small"] + mpi["all"]
+if allrows:
+    fields = []
+    for r in allrows:
+        fields += [k for k in r if k not in fields]
+    with open(out, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields)
+        w.writeheader()
+        w.writerows(allrows)
+key = lambda r: (r["algo"], int(r["bytes"]), r["inplace"], r["dtype"])
+ratio = lambda a, b: a / b if b > 0 else float("nan")
+single = {}
+for p in glob.glob("results/h200x2/exec_*_float.csv"):
+    for r in rows(p):
+        single[key(r)] = r
+print("# 1. MPI (2 processes), out-of-place, float: busbw GB/s vs MPI NCCL and the single-process records")
+print(f"{'algo':20} {'bytes':>11} {'mpi_bus':>8} {'nccl_bus':>8} {'x_nccl':>6} {'one_bus':>8} {'x_one':>6} {'wrong':>5}")
+large = {key(r): r for r in mpi["large"]}
+for k, r in sorted(large.items()):
+    if r["inplace"] != "0" or r["algo"].endswith(".nccl"):
         continue
-    s = sp.get((algo, size, ip))
-    t, bus = float(r["time_us"]), float(r["busbw_gbps"])
-    st = float(s["time_us"]) if s else float("nan")
+    n = large.get((r["collective"] + ".nccl",) + k[1:])
+    s = single.get(k)
+    b = float(r["busbw_gbps"])
+    nb = float(n["busbw_gbps"]) if n else float("nan")
     sb = float(s["busbw_gbps"]) if s else float("nan")
-    print(f"{algo:22} {size:>10} {t:9.2f} {st:9.2f} {t / st if s else float('nan'):6.2f} {bus:8.1f} {sb:8.1f} {r['wrong']:>5}")
-if not mpi:
-    print("# no MPI records (see", sys.argv[1].replace("mpi.csv", "mpi.log"), ")")
+    print(f"{r['algo']:20} {k[1]:>11} {b:8.1f} {nb:8.1f} {ratio(b, nb):6.2f} {sb:8.1f} {ratio(b, sb):6.2f} {r['wrong']:>5}")
+print("# 2. small sizes, graph replay, out-of-place: time us, MPI vs one process")
+one = {key(r): r for r in rows(os.path.join(tmp, "small_one.csv"))}
+for k, r in sorted({key(r): r for r in mpi["small"]}.items()):
+    if r["inplace"] != "0":
+        continue
+    o = one.get(k)
+    t, ot = float(r["time_us"]), float(o["time_us"]) if o else float("nan")
+    print(f"{r['algo']:20} {k[1]:>11} mpi {t:7.2f} one {ot:7.2f} ratio {ratio(t, ot):5.2f} wrong {r['wrong']}")
+wrong = sum(int(r["wrong"]) for r in allrows if int(r["wrong"]) > 0)
+algos = sorted({r["algo"] for r in mpi["all"]})
+print(f"# 3. --algo all under MPI: {len(algos)} algorithms, {len(mpi['all'])} records")
+print(f"# MPI records: {len(allrows)} in {out}, wrong elements in total: {wrong}")
 PY
