@@ -183,6 +183,43 @@ __global__ void k_pong(volatile unsigned* local_flag, volatile unsigned* remote_
   }
 }
 
+// One launch of a flag chain between two GPUs, as the fused path's kernels synchronise (exec/fused*): a
+// device-side epoch (no host work between graph replays), hops alternating GPU0 -> GPU1 -> GPU0 ...: the
+// producer's CTA does __syncthreads, fence.sc.sys and st.release.sys of the value into the consumer GPU's
+// memory; the consumer's thread 0 polls its local copy with ld.acquire.sys. `role` 0 sends even hops.
+// state[0]: this GPU's epoch, state[1]: the flag polled here; a wait past 2 s records the hop in *err.
+__global__ void k_flag_chain(unsigned long long* state, unsigned long long* peer_flag, int role, int hops, int* err) {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  __shared__ unsigned long long e_s;
+  if (threadIdx.x == 0) e_s = *reinterpret_cast<volatile unsigned long long*>(state) + 1;
+  __syncthreads();
+  const unsigned long long e = e_s;
+  for (int h = 0; h < hops; ++h) {
+    const unsigned long long want = e * 64 + unsigned(h) + 1;
+    if (h % 2 == role) {
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        asm volatile("fence.sc.sys;" ::: "memory");
+        asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(peer_flag), "l"(want) : "memory");
+      }
+    } else if (threadIdx.x == 0) {
+      const unsigned long long t0 = global_ns();
+      for (;;) {
+        unsigned long long v;
+        asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(state + 1) : "memory");
+        if (v >= want) break;
+        if (global_ns() - t0 > kFlagTimeout_ns || *reinterpret_cast<volatile int*>(err) != 0) {
+          atomicCAS(err, 0, h + 1);
+          break;
+        }
+      }
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) *reinterpret_cast<volatile unsigned long long*>(state) = e;
+}
+
 // --- host side -----------------------------------------------------------------------------------------
 
 struct Gpu {
@@ -260,6 +297,7 @@ class Bench {
   void bench_local();
   void bench_latency();
   void bench_graph();
+  void bench_flag_chain();
   void bench_nccl_p2p();
   void bench_matmul();
   double graph_time(const std::function<void(cudaStream_t)>& body);
@@ -883,6 +921,108 @@ void Bench::bench_graph() {
          });
 }
 
+// The fused path's synchronisation in its own setting: one graph per GPU (20 launches of k_flag_chain with
+// programmatic dependent launch, 512 threads), the two replayed side by side with nothing but the flags
+// between them (as exec/harness.cpp's per-device replay). graph.flag_chain.<h>: per iteration, GPU0's time
+// with h hops per launch; the hop is the slope in h, the rest the launch.
+void Bench::bench_flag_chain() {
+  if (gpus_.size() < 2) return;
+  if (const char* skip = std::getenv("CCLAB_CALIBRATE_SKIP_FLAGS"); skip && *skip && *skip != '0') {
+    res_.warnings.push_back("flag chain not measured (CCLAB_CALIBRATE_SKIP_FLAGS set)");
+    return;
+  }
+  constexpr int kIters = 20;
+  Gpu& g0 = gpus_[0];
+  Gpu& g1 = gpus_[1];
+  unsigned long long* state[2] = {nullptr, nullptr};
+  for (int g = 0; g < 2; ++g) {
+    CCLAB_CUDA(cudaSetDevice(gpus_[size_t(g)].dev));
+    CCLAB_CUDA(cudaMalloc(&state[g], 2 * sizeof(unsigned long long)));
+  }
+  struct FreeState {
+    unsigned long long** s;
+    ~FreeState() {
+      for (int g = 0; g < 2; ++g) cudaFree(s[g]);
+    }
+  } free_state{state};
+  log("flag chains between per-GPU graphs (the fused path's synchronisation)");
+  for (int hops : {2, 6}) {
+    BenchSeries series{"graph.flag_chain." + std::to_string(hops),
+                       "per-GPU graphs of 20 PDL launches of one 512-thread kernel each, replayed side by side; per "
+                       "launch " +
+                           std::to_string(hops) +
+                           " flag hops alternating GPU0 -> GPU1 -> ... (fence.sc.sys + st.release.sys into the peer, "
+                           "ld.acquire.sys poll of local memory); GPU0's time per launch",
+                       {}};
+    for (int g = 0; g < 2; ++g) {
+      CCLAB_CUDA(cudaSetDevice(gpus_[size_t(g)].dev));
+      CCLAB_CUDA(cudaMemset(state[g], 0, 2 * sizeof(unsigned long long)));
+      CCLAB_CUDA(cudaMemset(gpus_[size_t(g)].err, 0, sizeof(int)));
+      CCLAB_CUDA(cudaDeviceSynchronize());
+    }
+    cudaGraphExec_t exec[2] = {nullptr, nullptr};
+    cudaGraph_t graph[2] = {nullptr, nullptr};
+    struct FreeGraphs {
+      cudaGraphExec_t* e;
+      cudaGraph_t* g;
+      ~FreeGraphs() {
+        for (int i = 0; i < 2; ++i) {
+          if (e[i]) cudaGraphExecDestroy(e[i]);
+          if (g[i]) cudaGraphDestroy(g[i]);
+        }
+      }
+    } free_graphs{exec, graph};
+    for (int g = 0; g < 2; ++g) {
+      Gpu& me = gpus_[size_t(g)];
+      CCLAB_CUDA(cudaSetDevice(me.dev));
+      CCLAB_CUDA(cudaStreamBeginCapture(me.stream[1], cudaStreamCaptureModeThreadLocal));
+      for (int i = 0; i < kIters; ++i) {
+        cudaLaunchConfig_t cfg = {};
+        cfg.gridDim = dim3(1);
+        cfg.blockDim = dim3(kThreads);
+        cfg.stream = me.stream[1];
+        cudaLaunchAttribute attr[1];
+        attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[0].val.programmaticStreamSerializationAllowed = 1;
+        cfg.attrs = attr;
+        cfg.numAttrs = 1;
+        CCLAB_CUDA(cudaLaunchKernelEx(&cfg, k_flag_chain, state[g], state[1 - g] + 1, g, hops, me.err));
+      }
+      CCLAB_CUDA(cudaStreamEndCapture(me.stream[1], &graph[g]));
+      CCLAB_CUDA(cudaGraphInstantiate(&exec[g], graph[g], 0));
+    }
+    std::vector<double> t;
+    for (int trial = 0; trial < 6; ++trial) {
+      // GPU1's replay first (it waits for GPU0's first flag), then GPU0's between the timing events.
+      CCLAB_CUDA(cudaSetDevice(g1.dev));
+      CCLAB_CUDA(cudaGraphLaunch(exec[1], g1.stream[1]));
+      CCLAB_CUDA(cudaSetDevice(g0.dev));
+      CCLAB_CUDA(cudaEventRecord(ev_[0].start, g0.stream[1]));
+      CCLAB_CUDA(cudaGraphLaunch(exec[0], g0.stream[1]));
+      CCLAB_CUDA(cudaEventRecord(ev_[0].stop, g0.stream[1]));
+      CCLAB_CUDA(cudaEventSynchronize(ev_[0].stop));
+      CCLAB_CUDA(cudaSetDevice(g1.dev));
+      CCLAB_CUDA(cudaStreamSynchronize(g1.stream[1]));
+      int e0 = 0, e1 = 0;
+      CCLAB_CUDA(cudaMemcpy(&e1, g1.err, sizeof(int), cudaMemcpyDeviceToHost));
+      CCLAB_CUDA(cudaSetDevice(g0.dev));
+      CCLAB_CUDA(cudaMemcpy(&e0, g0.err, sizeof(int), cudaMemcpyDeviceToHost));
+      if (e0 || e1) throw_env("flag chain GPU0 <-> GPU1 timed out at hop " + std::to_string(e0 ? e0 : e1));
+      float ms = 0;
+      CCLAB_CUDA(cudaEventElapsedTime(&ms, ev_[0].start, ev_[0].stop));
+      if (trial > 0) series.points.push_back({8, double(ms) * 1e-3 / kIters, kIters});  // trial 0 uploads
+    }
+    std::vector<double> v;
+    for (const auto& p : series.points) v.push_back(p.seconds);
+    std::sort(v.begin(), v.end());
+    std::ostringstream os;
+    os.precision(3);
+    os << "  " << series.name << ": " << v[v.size() / 2] * 1e6 << " us per launch (median of " << v.size() << ")";
+    log(os.str());
+    res_.series.push_back(std::move(series));
+  }
+}
+
 // NCCL point-to-point (ncclSend on GPU0, ncclRecv on GPU1, and both ways at once) against size, with
 // NCCL's own protocol choice. Not a collective: it measures the transport NCCL's rings are built on,
 // so the NCCL model takes its per-channel bandwidth and latency from here rather than from a datasheet.
@@ -1039,6 +1179,7 @@ MicrobenchResult Bench::run() {
   };
   group("latencies", &Bench::bench_latency);
   group("graph nodes", &Bench::bench_graph);
+  group("flag chain", &Bench::bench_flag_chain);
   group("peer bandwidth", &Bench::bench_p2p);
   group("NCCL send/recv", &Bench::bench_nccl_p2p);
   group("local bandwidth", &Bench::bench_local);

@@ -192,6 +192,8 @@ ModelParams defaults_for(const topo::Topology& t) {
     p.exec.fork_kernel_streams[size_t(k - 1)] = p.exec.fork_streams[size_t(k - 1)];
   }
   p.exec.fork_mix = {microseconds(28.0), "two streams per GPU, as the copy streams (estimate until calibrated)"};
+  p.exec.flag_hop = {microseconds(0.75), "half the flag round trip (latency.flag, estimate until calibrated)"};
+  p.exec.flag_launch = {microseconds(1.3), "empty kernel back to back (latency.launch, estimate until calibrated)"};
   p.exec.flag_rtt = {microseconds(1.5), "flag round trip over NVLink (latency.flag, estimate until calibrated)"};
   p.sync_latency = {microseconds(1.0),
                     "flag store over NVLink seen by a polling peer: ~1 µs, estimate until calibrated"};
@@ -299,6 +301,8 @@ const std::map<std::string, Accessor, std::less<>>& accessors() {
           seconds_us([k](ModelParams & p) -> auto& { return p.exec.fork_kernel_streams[size_t(k - 1)]; });
     }
     t["exec.fork_mix_us"] = seconds_us([](ModelParams & p) -> auto& { return p.exec.fork_mix; });
+    t["exec.flag_hop_us"] = seconds_us([](ModelParams & p) -> auto& { return p.exec.flag_hop; });
+    t["exec.flag_launch_us"] = seconds_us([](ModelParams & p) -> auto& { return p.exec.flag_launch; });
     t["exec.flag_rtt_us"] = seconds_us([](ModelParams & p) -> auto& { return p.exec.flag_rtt; });
     t["nccl.max_channels"] = plain([](ModelParams & p) -> auto& { return p.nccl.max_channels; });
     const char* pn[3] = {"ll", "ll128", "simple"};
@@ -348,6 +352,8 @@ std::string source_of(const ModelParams& p, const std::string& name) {
   if (name == "exec.fork_peer_us") return p.exec.fork_peer.source;
   if (name == "exec.event_peer_us") return p.exec.event_peer.source;
   if (name == "exec.flag_rtt_us") return p.exec.flag_rtt.source;
+  if (name == "exec.flag_hop_us") return p.exec.flag_hop.source;
+  if (name == "exec.flag_launch_us") return p.exec.flag_launch.source;
   if (name == "exec.copy_local_node_us") return p.exec.copy_local_node.source;
   for (int k = 1; k <= 3; ++k) {
     if (name == "exec.fork_streams_" + std::to_string(k) + "_us") return p.exec.fork_streams[size_t(k - 1)].source;

@@ -138,6 +138,9 @@ struct ExecutorParams {
   Seconds fork_for(int copy_streams, int kernel_streams) const;
   // Kernels that synchronise through flags in peer memory (bidir modes, fused path).
   Sourced<Seconds> flag_rtt;  // flag store into the peer + answer, round trip
+  // The fused path's synchronisation (per-GPU graphs, PDL launches, fence.sc.sys + release / acquire flags).
+  Sourced<Seconds> flag_hop;     // one flag hop between the GPUs' kernels
+  Sourced<Seconds> flag_launch;  // one launch of such a kernel, its flags aside
 };
 
 struct ModelParams {

@@ -214,6 +214,14 @@ Derived derive_params(const Calibration& cal, const topo::Topology& topology) {
     add("exec.kernel_pdl_us", k->fit.value.us(),
         "empty kernel node with programmatic dependent launch, per iteration of a replayed graph", "graph.kernel_pdl",
         k->fit.rms_rel_residual, k->fit.max_rel_residual);
+  if (const auto* c2 = lat_of("graph.flag_chain.2"), *c6 = lat_of("graph.flag_chain.6"); c2 && c6) {
+    const double hop = std::max(0.0, (c6->fit.value.us() - c2->fit.value.us()) / 4);
+    add("exec.flag_hop_us", hop, "flag hop between per-GPU graphs' kernels: slope of the chain in hops (6 - 2)",
+        "(graph.flag_chain.6 - graph.flag_chain.2) / 4", c6->fit.rms_rel_residual, c6->fit.max_rel_residual);
+    add("exec.flag_launch_us", std::max(0.0, c2->fit.value.us() - 2 * hop),
+        "one PDL launch of a flag-synchronised kernel: the 2-hop chain less its hops", "graph.flag_chain.2 - 2 hops",
+        c2->fit.rms_rel_residual, c2->fit.max_rel_residual);
+  }
   if (const auto* l = lat_of("latency.flag"))
     add("exec.flag_rtt_us", l->fit.value.us(), "median flag round trip GPU0 -> GPU1 -> GPU0 inside running kernels",
         "latency.flag", l->fit.rms_rel_residual, l->fit.max_rel_residual);

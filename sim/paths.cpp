@@ -420,8 +420,10 @@ SimResult run_fused(Simulator& sim, const Schedule& s, const ExecPath& path, std
   // The measured node costs include the wire: a transfer costs max(route, node) latency, not their sum.
   ro.step_covers_route = true;
   pr.apply(ro);
-  const Seconds flag_one_way = P.exec.flag_rtt.value / 2;
-  const Seconds launch = path.pdl ? P.exec.kernel_pdl.value : P.exec.kernel_node.value;
+  // The fused kernels' own synchronisation, measured as such (graph.flag_chain.*): a hop per dependency and
+  // per start / end wait, one launch per GPU.
+  const Seconds flag_one_way = P.exec.flag_hop.value;
+  const Seconds launch = P.exec.flag_launch.value;
   // One launch per GPU; a lane's first touch of a peer waits for that GPU's start flag.
   ro.start_latency = launch + (ngpus > 1 ? flag_one_way : Seconds(0));
   ro.sync_latency = flag_one_way;       // a flag store into the waiting GPU's memory, seen by its poll
