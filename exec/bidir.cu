@@ -391,7 +391,9 @@ __global__ void __launch_bounds__(512, 2) push_kernel(BidirArgs a) {
         if (b == 0 && j == 0 && t < tail_n)
           reinterpret_cast<T*>(send(jj))[tail0 + t] = reinterpret_cast<const T*>(a.in[r])[tail0 + t];
       }
-      __threadfence_system();  // this thread's stores reach the peers before the flag below
+      // The producers' stores are ordered before thread 0's system-scope release by the barrier
+      // (release is cumulative over what the barrier made visible to it): one release per tile, not a
+      // fence per thread, so producers keep streaming while the flag goes out.
       named_barrier(1, H);
       if (t == 0) {
         for (int jj = 1; jj < n; ++jj) st_release(&a.ctrl[(r + jj) % n]->push_prog[b][r], E | uint64_t(j + 1));

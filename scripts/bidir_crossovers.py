@@ -5,7 +5,7 @@
 usage: bidir_crossovers.py CALIBRATION.csv
 Prints one --tune string for the sweep. Every calibration run is a variant (its --tune string).
 Rules, on out-of-place rows with no wrong element:
-  - small: the ll variant with the lowest mean time; ll is used up to the largest size below which
+  - small: the ll variant with the lowest mean time up to 256 KiB; ll is used up to the largest size below which
     it is fastest at every size;
   - large: among copy, stream, flash and push variants, the one with the highest mean busbw over
     the sizes >= 64 MiB;
@@ -42,7 +42,7 @@ def main():
     lls = [v for v in t if mode[v] == "ll"]
     flashes = [v for v in t if mode[v] in ("flash", "push")]
     larges = [v for v in t if mode[v] in ("copy", "stream", "flash", "push") and mean_busbw(v) > 0]
-    ll = min(lls, key=mean_time) if lls else None
+    ll = min(lls, key=lambda v: mean_time(v, 0, 256 << 10)) if lls else None  # sizes every ll variant ran
     flash = min(flashes, key=lambda v: mean_time(v, 1 << 20, 16 << 20)) if flashes else None
     large = max(larges, key=mean_busbw) if larges else None
 
