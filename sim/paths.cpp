@@ -395,9 +395,16 @@ Seconds bidir_kernel_time(const model::ModelParams& P, const ExecPath& path, int
 SimResult run_fused(Simulator& sim, const Schedule& s, const ExecPath& path, std::string* how) {
   const model::ModelParams& P = sim.params();
   const Rates rt = rates_of(sim);
-  int ngpus = 0;
-  for (const Op& op : s.ops) ngpus = std::max(ngpus, op.rank + 1);
-  ngpus = std::min(ngpus, s.nranks);
+  // GPUs whose memory the ops touch (ranks on distinct GPUs): every one of them launches the kernel, and a
+  // lane's first touch of another GPU waits for that GPU's start flag.
+  std::set<int> touched;
+  for (const Op& op : s.ops) {
+    touched.insert(op.rank);
+    if (op.kind != OpKind::compute)
+      for (const Ref* r : {&op.dst, &op.src, &op.src2})
+        if (op.kind == OpKind::reduce || r != &op.src2) touched.insert(r->rank);
+  }
+  const int ngpus = std::min(int(touched.size()), s.nranks);
   // CTAs per lane: the launch's CTAs shared by the lanes of one GPU.
   const int lanes_per_gpu = std::max(1, (std::max(path.fused_lanes, 1) + std::max(ngpus, 1) - 1) / std::max(ngpus, 1));
   const double ctas = std::max(1.0, double(std::max(path.fused_ctas, 1)) / lanes_per_gpu);

@@ -181,3 +181,63 @@ TEST(CalibrateProfile, BadProfilesAreInputErrorsNamingTheFile) {
 
 }  // namespace
 }  // namespace cclab::model
+
+namespace cclab::model {
+namespace {
+
+MicroSeries latency_series(const std::string& name, double us) {
+  return {name, "synthetic", {{8, microseconds(us), 20}, {8, microseconds(us), 20}, {8, microseconds(us), 20}}};
+}
+
+// The executor's graph costs are differences of the graph.* series, and every size sweep becomes a table.
+TEST(CalibrateProfile, ExecutorCostsAndTablesComeFromTheirMicrobenchmarks) {
+  MicroMeasurements m = synthetic_machine();
+  for (auto [name, us] : std::initializer_list<std::pair<const char*, double>>{{"graph.copy", 2.5},
+                                                                               {"graph.copy_local", 1.2},
+                                                                               {"graph.kernel", 0.9},
+                                                                               {"graph.kernel_pdl", 0.8},
+                                                                               {"graph.fork_local", 3.0},
+                                                                               {"graph.fork_peer", 3.5},
+                                                                               {"graph.fork_both.1", 17.5},
+                                                                               {"graph.fork_both.2", 55.5},
+                                                                               {"graph.fork_both.3", 175.5},
+                                                                               {"graph.fork_kernels.1", 11.9},
+                                                                               {"graph.fork_kernels.2", 22.9},
+                                                                               {"graph.fork_kernels.3", 63.9},
+                                                                               {"graph.fork_mix.1", 30.5},
+                                                                               {"graph.flag_chain.2", 6.0},
+                                                                               {"graph.flag_chain.6", 14.0}})
+    m.series.push_back(latency_series(name, us));
+  const Calibration cal = calibrate(m);
+  const topo::Topology t = topo::load_topology("h200x2");
+  const std::string path = ::testing::TempDir() + "cclab_exec_profile.json";
+  {
+    std::ofstream f(path);
+    f << make_profile_json(cal, t, "h200x2", "synthetic");
+  }
+  const Profile p = load_profile_file(path);
+  const ExecutorParams& e = p.params.exec;
+  EXPECT_NEAR(e.copy_node.value.us(), 2.5, 1e-9);
+  EXPECT_NEAR(e.copy_local_node.value.us(), 1.2, 1e-9);
+  EXPECT_NEAR(e.kernel_pdl.value.us(), 0.8, 1e-9);
+  EXPECT_NEAR(e.fork_local.value.us(), 0.5, 1e-9);
+  EXPECT_NEAR(e.fork_streams[1].value.us(), 53.0, 1e-9);         // fork_both.2 - copy
+  EXPECT_NEAR(e.fork_kernel_streams[2].value.us(), 63.0, 1e-9);  // fork_kernels.3 - kernel
+  EXPECT_NEAR(e.fork_mix.value.us(), 28.0, 1e-9);
+  EXPECT_NEAR(e.event_peer.value.us(), 7.0, 1e-9);   // (fork_both.1 - fork_peer) / 2
+  EXPECT_NEAR(e.flag_hop.value.us(), 2.0, 1e-9);     // (14 - 6) / 4
+  EXPECT_NEAR(e.flag_launch.value.us(), 2.0, 1e-9);  // 6 - 2 hops
+  // Mixed forks: the measured one for 1 + 1, the copy curve plus what kernel streams add otherwise.
+  EXPECT_NEAR(e.fork_for(1, 1).us(), 28.0, 1e-9);
+  EXPECT_NEAR(e.fork_for(2, 1).us(), 53.0 + (63.0 - 22.0), 1e-9);
+  EXPECT_NEAR(e.fork_for(4, 0).us(), 173.0 + (173.0 - 53.0), 1e-9);
+  // Size sweeps are tables of the measured points; matmuls keyed by FLOPs.
+  ASSERT_NE(p.params.table("p2p.ce.bidir"), nullptr);
+  EXPECT_EQ(p.params.table("p2p.ce.bidir")->points.size(), m.series[1].samples.size());
+  ASSERT_NE(p.params.table("matmul.half"), nullptr);
+  EXPECT_EQ(p.params.table("matmul.half")->points.front().first, int64_t(2.0 * 1024 * 1024 * 1024));
+  EXPECT_EQ(p.params.table("latency.launch"), nullptr);
+}
+
+}  // namespace
+}  // namespace cclab::model

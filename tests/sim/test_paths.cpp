@@ -172,6 +172,27 @@ TEST(ExecPaths, BidirKernelsFromTheirTransfers) {
   EXPECT_THROW(predict_exec_path(sim, "allreduce.bidir.magic", args2(S), parse_exec_note("mode=magic", "")), Error);
 }
 
+TEST(ExecPaths, FusedPathIsOneLaunchAndAFlagHopPerCrossGpuWait) {
+  const topo::Topology t = topo::load_topology("h200x2");
+  model::ModelParams p = test_params(t);
+  p.exec.flag_launch = {microseconds(2.5), "test"};
+  p.exec.flag_hop = {microseconds(2.0), "test"};
+  Simulator sim(t, p);
+  const ExecPath fused = parse_exec_note(
+      "lowering=fused: 1 ops in 1 lanes, one launch per GPU of up to 1 CTAs x 512 threads, 1 flag waits + 1 start "
+      "waits, 2 cross-GPU hops on the critical path, 1 flag stores, pdl",
+      "reduce.direct");
+  // reduce.direct: rank 0 reads rank 1: launch, the peer's start flag, the op (its bytes cross the route),
+  // the end wait of GPU1.
+  const double wire = t.route_gpus(0, 1).latency.value;
+  const double t8 = predict_exec_path(sim, "reduce.direct", args2(8), fused).result.time.value;
+  EXPECT_NEAR(t8, 2.5e-6 + 2.0e-6 + wire + 2.0e-6, 0.05e-6);
+  // allreduce.ring: put, a cross-GPU wait, reduce, put: one hop more than the one-op schedule.
+  const ExecPath ring = parse_exec_note("lowering=fused: 6 ops in 2 lanes, one launch per GPU of up to 1 CTAs", "");
+  const double r8 = predict_exec_path(sim, "allreduce.ring", args2(8), ring).result.time.value;
+  EXPECT_NEAR(r8, 2.5e-6 + 2.0e-6 + wire + 2.0e-6 + wire + 2.0e-6, 0.05e-6);
+}
+
 TEST(ExecPaths, NcclOnTwoGpusIsItsMeasuredTransport) {
   const topo::Topology t = topo::load_topology("h200x2");
   const model::ModelParams p = test_params(t);
