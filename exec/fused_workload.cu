@@ -6,6 +6,7 @@
 #include "exec/cuda_check.hpp"
 #include "exec/device_util.cuh"
 #include "exec/fused_workload.hpp"
+#include "exec/plan.hpp"
 
 namespace cclab::exec {
 
@@ -74,6 +75,9 @@ __device__ __forceinline__ uint64_t ld_acquire(const uint64_t* p) {
 __device__ __forceinline__ void st_release(uint64_t* p, uint64_t v) {
   asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
+// Lighter than __threadfence_system() (fence.sc.sys): orders this thread's earlier accesses (and
+// those made visible to it by a barrier) before its later ones, at system scope.
+__device__ __forceinline__ void fence_acq_rel_sys() { asm volatile("fence.acq_rel.sys;" ::: "memory"); }
 
 __device__ __noinline__ void report_timeout(Err* err, int dev, uint32_t code, int op, int slot, uint64_t want,
                                             uint64_t got) {
@@ -254,8 +258,14 @@ __global__ void __launch_bounds__(kThreads) fused_kernel(const __grid_constant__
   const int lane = a.cta_lane[b] == kNoLane ? -1 : a.cta_lane[b];
   // The epoch and the lane's tables are loaded at once (one global-memory latency).
   if (t == 0) {
-    e_s = *reinterpret_cast<volatile uint32_t*>(&a.ctrl->epoch) + 1;
+    const uint32_t e = *reinterpret_cast<volatile uint32_t*>(&a.ctrl->epoch) + 1;
+    e_s = e;
     abort_s = 0;
+    // This GPU's start flag, first thing: its previous launch (end waits included) is over (the
+    // kernel boundary and griddepcontrol.wait made its memory visible; the release orders the rest).
+    if (b == 0)
+      for (int d = 0; d < a.ndev; ++d)
+        if (d != a.dev) st_release(a.flags[d] + a.dev, e);
   }
   const DevLane ln = lane >= 0 ? a.lanes[lane] : DevLane{};
   const int cached = min(int(ln.op_count), kSmemOps);
@@ -267,12 +277,6 @@ __global__ void __launch_bounds__(kThreads) fused_kernel(const __grid_constant__
   for (uint32_t i = t; i < nw; i += nt) s_waits[i] = a.waits[w0 + i];
   __syncthreads();
   const uint64_t e = e_s;
-  if (b == 0 && t == 0) {
-    // This GPU's start flag: its previous launch, end waits included, is over.
-    __threadfence_system();
-    for (int d = 0; d < a.ndev; ++d)
-      if (d != a.dev) st_release(a.flags[d] + a.dev, e);
-  }
   if (lane >= 0) {
     const int g = b - ln.cta_begin, k = ln.ctas;
     for (uint32_t i = 0; i < ln.op_count; ++i) {
@@ -304,14 +308,19 @@ __global__ void __launch_bounds__(kThreads) fused_kernel(const __grid_constant__
       }
       // Every thread's part is written before the flag (and before the next op of this CTA reads it).
       __syncthreads();
+      // Publish: the barrier made the CTA's writes (local and peer) visible to thread 0, whose release
+      // store carries them (cumulativity) to whoever acquires the flag. A CTA group counts arrivals
+      // first; the last one to arrive publishes for all.
       if (op.slot >= 0 && t == 0) {
-        __threadfence_system();
-        const bool last = k == 1 || (atomicAdd(&a.arrive[idx], 1u) + 1u) % uint32_t(k) == 0;
-        if (last) {
-          __threadfence_system();  // the other CTAs' parts (ordered by their fences and the atomic)
+        bool last = true;
+        if (k > 1) {
+          fence_acq_rel_sys();
+          last = (atomicAdd(&a.arrive[idx], 1u) + 1u) % uint32_t(k) == 0;
+          if (last) fence_acq_rel_sys();  // the other CTAs' parts, ordered by their fences and the atomic
+        }
+        if (last)
           for (int d = 0; d < a.ndev; ++d)
             if (op.publish_mask >> d & 1u) st_release(a.flags[d] + op.slot, e);
-        }
       }
     }
   }
@@ -415,6 +424,14 @@ std::string FusedParams::apply(const std::string& tune) {
     }
   }
   return rest;
+}
+
+bool FusedParams::use_fused(const Schedule& s, const std::vector<int>& rank_device) const {
+  if (!use_fused(s.count * dtype_size(s.dtype))) return false;
+  if (lowering == LoweringMode::fused) return true;
+  LowerOptions lo;
+  lo.rank_device = rank_device;
+  return lower(s, lo).cross_device_waits > 0;
 }
 
 struct FusedWorkload::Impl {

@@ -19,12 +19,11 @@ namespace cclab::exec {
 enum class LoweringMode : uint8_t { plan, fused, automatic };
 
 struct FusedParams {
-  LoweringMode lowering = LoweringMode::plan;
+  LoweringMode lowering = LoweringMode::automatic;
   // lowering=auto: fused up to this many bytes (the collective's nccl-tests size), the general
-  // lowering above. Default: the size up to which one-shot kernels beat copy engines on 2 x H200
-  // (allreduce.bidir's ll/flash crossover, results/h200x2/exec_calibration.csv); re-measured by
-  // scripts/gpu_fused.sh.
-  int64_t fused_max = 256 << 10;
+  // lowering above. On 2 x H200 (scripts/gpu_fused.sh, 2026-11-22) the fused path was faster than
+  // the general lowering at every size up to 1 MiB for every schedule whose plan waits across GPUs.
+  int64_t fused_max = 1 << 20;
   int threads = 512;             // per CTA (launch bound of the kernel)
   int64_t cta_bytes = 32 << 10;  // FusedOptions::cta_bytes
   int max_ctas = 0;              // per launch; 0: one per SM
@@ -35,10 +34,15 @@ struct FusedParams {
   // fused_cta_bytes, fused_ctas, fused_pdl, fused_timeout) and returns the string without them;
   // throws an input error naming a bad value.
   std::string apply(const std::string& tune);
-  // Whether `bytes` runs fused under this mode.
+  // Whether `bytes` runs fused under this mode (by size only).
   bool use_fused(int64_t bytes) const {
     return lowering == LoweringMode::fused || (lowering == LoweringMode::automatic && bytes <= fused_max);
   }
+  // The choice for a schedule: auto also keeps the general lowering when its plan has no cross-GPU
+  // waits (e.g. a 2-rank reduce whose root reads its peer): that plan needs no GPU-to-GPU handshake,
+  // while the fused kernels always pay a start and an end flag hop (2 x H200: reduce.direct 2.9 us
+  // general vs 7.5 us fused at 16 B).
+  bool use_fused(const Schedule& s, const std::vector<int>& rank_device) const;
 };
 std::string_view lowering_mode_name(LoweringMode m);
 

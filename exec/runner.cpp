@@ -254,7 +254,7 @@ std::unique_ptr<Workload> make_workload(Session& ss, const AlgoPlan& ap, int64_t
       args.chunk_bytes = ss.tune_int("chunk_bytes", 0);
       Schedule sched = make_schedule(*ap.algo, args);
       // The fused path (one kernel per GPU) for latency-bound sizes; the note says which path ran.
-      if (ss.fused.use_fused(count * dtype_size(o.dtype))) {
+      if (ss.fused.use_fused(sched, ss.comm.rank_device())) {
         try {
           return std::make_unique<FusedWorkload>(ss.comm, sched, ss.fused);
         } catch (const Error& err) {

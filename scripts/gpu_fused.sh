@@ -38,7 +38,8 @@ else
   echo "# no $BIN/test_exec_fused_gpu: correctness test skipped" | tee -a "$LOG"
 fi
 
-# 2. timings: fused (with the NCCL baselines in the same run), then the general lowering
+# 2. timings: fused (with the NCCL baselines in the same run), fused with larger CTA shares (fewer
+# CTAs per lane), then the general lowering
 run() {  # name csv args...
   local name=$1 csv=$2
   shift 2
@@ -47,44 +48,61 @@ run() {  # name csv args...
   echo "# $name rc=$? ($((SECONDS - START)) s)" | tee -a "$LOG"
 }
 run fused "$TMP/fused.csv" --algo "$ALGOS,$NCCL" "${SWEEP[@]}" --tune lowering=fused,fused_timeout=5
+run c128K "$TMP/c128K.csv" --algo "$ALGOS" "${SWEEP[@]}" --tune lowering=fused,fused_timeout=5,fused_cta_bytes=128K
+run c512K "$TMP/c512K.csv" --algo "$ALGOS" "${SWEEP[@]}" --tune lowering=fused,fused_timeout=5,fused_cta_bytes=512K
 run plan "$TMP/plan.csv" --algo "$ALGOS" "${SWEEP[@]}" --tune lowering=plan
 
-# One CSV: the header once, the plan rows' algo renamed <algo>@plan so both paths sit side by side.
+# One CSV: the header once, the variants' algo renamed <algo>@<variant> so all paths sit side by side.
 {
   [ -f "$TMP/fused.csv" ] && cat "$TMP/fused.csv"
-  [ -f "$TMP/plan.csv" ] && tail -n +2 "$TMP/plan.csv" | sed 's/^\([^,]*\),/\1@plan,/'
+  for v in c128K c512K plan; do
+    [ -f "$TMP/$v.csv" ] && tail -n +2 "$TMP/$v.csv" | sed "s/^\([^,]*\),/\1@$v,/"
+  done
 } >"$CSV"
 
-# Table: out-of-place rows; time of fused, plan and the collective's NCCL baseline.
+# Table: out-of-place rows; time of each path and of the collective's NCCL baseline.
 awk -F, '
   NR == 1 { for (i = 1; i <= NF; ++i) col[$i] = i; next }
   $col["inplace"] != "0" && $col["inplace"] != "false" { next }
   {
     a = $col["algo"]; b = $col["bytes"]; t = $col["time_us"]; w = $col["wrong"]
-    if (a ~ /\.nccl(@plan)?$/) { nccl[$col["collective"] "," b] = t; next }
-    plan = sub(/@plan$/, "", a)
+    v = "fused"
+    if (a ~ /@/) { v = substr(a, index(a, "@") + 1); a = substr(a, 1, index(a, "@") - 1) }
+    if (a ~ /\.nccl$/) { nccl[$col["collective"] "," b] = t; next }
     key = a "," b
-    if (plan) tp[key] = t; else { tf[key] = t; wr[key] = w; coll[key] = $col["collective"] }
+    tm[key, v] = t
+    if (w != "0") bad[key] = bad[key] " " v ":" w
+    if (v == "fused") coll[key] = $col["collective"]
     if (!(a in seen)) { seen[a] = 1; order[++na] = a }
     if (!(b in sb)) { sb[b] = 1; sizes[++ns] = b + 0 }
   }
   END {
     for (i = 1; i <= ns; ++i) for (j = i + 1; j <= ns; ++j) if (sizes[j] < sizes[i]) { x = sizes[i]; sizes[i] = sizes[j]; sizes[j] = x }
-    printf "%-28s %8s %9s %9s %9s %8s %6s\n", "algo (out of place, us)", "bytes", "fused", "plan", "nccl", "f/nccl", "wrong"
-    worst = 0
+    nv = split("fused c128K c512K plan", vs, " ")
+    printf "%-28s %8s", "algo (out of place, us)", "bytes"
+    for (q = 1; q <= nv; ++q) printf " %8s", vs[q]
+    printf " %8s %7s %7s  %s\n", "nccl", "f/nccl", "best/n", "wrong"
+    worst = 0; worst_best = 0
     for (k = 1; k <= na; ++k) for (i = 1; i <= ns; ++i) {
       key = order[k] "," sizes[i]
-      if (!(key in tf) && !(key in tp)) continue
       n = nccl[coll[key] "," sizes[i]]
-      r = (n > 0 && (key in tf)) ? tf[key] / n : 0
-      if (r > worst) worst = r
-      sf = "-"; sp = "-"; sn = "-"; sr = "-"; sw = "-"
-      if (key in tf) { sf = sprintf("%.2f", tf[key]); sw = wr[key] }
-      if (key in tp) sp = sprintf("%.2f", tp[key])
-      if (n > 0) sn = sprintf("%.2f", n)
-      if (r > 0) sr = sprintf("%.2f", r)
-      printf "%-28s %8d %9s %9s %9s %8s %6s\n", order[k], sizes[i], sf, sp, sn, sr, sw
+      line = sprintf("%-28s %8d", order[k], sizes[i]); best = 0
+      for (q = 1; q <= nv; ++q) {
+        c = "-"
+        if ((key, vs[q]) in tm) {
+          c = sprintf("%.2f", tm[key, vs[q]])
+          if (vs[q] != "plan" && (best == 0 || tm[key, vs[q]] < best)) best = tm[key, vs[q]]
+        }
+        line = line sprintf(" %8s", c)
+      }
+      rf = (n > 0 && ((key, "fused") in tm)) ? tm[key, "fused"] / n : 0
+      rb = (n > 0 && best > 0) ? best / n : 0
+      if (rf > worst) worst = rf
+      if (rb > worst_best) worst_best = rb
+      line = line sprintf(" %8s %7s %7s  %s", n > 0 ? sprintf("%.2f", n) : "-", rf > 0 ? sprintf("%.2f", rf) : "-",
+                          rb > 0 ? sprintf("%.2f", rb) : "-", (key in bad) ? bad[key] : "0")
+      print line
     }
-    printf "# worst fused / nccl time: %.2f\n", worst
+    printf "# worst fused / nccl time: %.2f; worst best-fused-variant / nccl: %.2f\n", worst, worst_best
   }' "$CSV" | tee -a "$LOG"
 echo "# gpu_fused.sh done in $((SECONDS - START)) s" | tee -a "$LOG"

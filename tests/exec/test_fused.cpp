@@ -380,7 +380,7 @@ TEST(FusedEncoding, ComputeOpsAndLibrarySchedulesAreRefused) {
 
 TEST(FusedParams, TuneKeysAreTakenAndOthersPassedOn) {
   FusedParams fp;
-  EXPECT_EQ(fp.lowering, LoweringMode::plan);
+  EXPECT_EQ(fp.lowering, LoweringMode::automatic);
   const std::string rest = fp.apply("lowering=auto,fused_max=64K,channels=2,fused_threads=256,fused_pdl=0");
   EXPECT_EQ(rest, "channels=2");
   EXPECT_EQ(fp.lowering, LoweringMode::automatic);
@@ -389,6 +389,18 @@ TEST(FusedParams, TuneKeysAreTakenAndOthersPassedOn) {
   EXPECT_FALSE(fp.pdl);
   EXPECT_TRUE(fp.use_fused(64 << 10));
   EXPECT_FALSE(fp.use_fused((64 << 10) + 1));
+  // auto keeps the general lowering for a plan without cross-GPU waits, whatever the size.
+  AlgoArgs args;
+  args.nranks = 2;
+  args.count = 4;
+  const Schedule ring = make_schedule(find_algorithm("allreduce.ring"), args);
+  const Schedule direct = make_schedule(find_algorithm("reduce.direct"), args);
+  EXPECT_TRUE(fp.use_fused(ring, {0, 1}));
+  EXPECT_FALSE(fp.use_fused(direct, {0, 1}));
+  fp.lowering = LoweringMode::fused;
+  EXPECT_TRUE(fp.use_fused(direct, {0, 1}));
+  fp.lowering = LoweringMode::plan;
+  EXPECT_FALSE(fp.use_fused(ring, {0, 1}));
   EXPECT_THROW(fp.apply("lowering=fast"), Error);
   EXPECT_THROW(fp.apply("fused_threads=100"), Error);
   EXPECT_THROW(fp.apply("fused_threads=1024"), Error);
