@@ -359,11 +359,17 @@ Seconds bidir_kernel_time(const model::ModelParams& P, const ExecPath& path, int
     return t;
   }
   if (path.mode == "push") {
-    // One-shot push of the whole buffer into the peer's scratch (SM stores both ways), a flag per CTA,
-    // then a local reduction of S in the same kernel.
-    const Seconds t = node + body("p2p.sm_store.bidir", "p2p.sm.bidir", S, used) + flag / 2 +
-                      size_part(P, "reduce.local." + dtype_key(dtype), "reduce.local.float", S, used2);
-    how = "push: node + " + used + "(S) body + flag/2 + " + used2 + "(S) size part";
+    // One-shot push (exec/bidir.cu push_kernel): in every CTA half the threads store the input into the
+    // peer's scratch tile by tile, releasing a flag per tile (the fused path's kind of hop), while the other
+    // half wait for the peer's tiles and reduce them: the two halves overlap, so the slower of the store
+    // (both ways at once) and the reduction, plus one hop and the reduction of the last tile.
+    const int grid = path.grid > 0 ? path.grid : 1;
+    const Seconds store = body("p2p.sm_store.bidir", "p2p.sm.bidir", S, used);
+    const std::string red = "reduce.local." + dtype_key(dtype);
+    const Seconds reduce = size_part(P, red, "reduce.local.float", S, used2);
+    const Seconds last_tile = size_part(P, red, "reduce.local.float", S / grid, used2);
+    const Seconds t = node + P.exec.flag_hop.value + std::max(store, reduce) + last_tile;
+    how = "push: node + flag hop + max(" + used + "(S) body, " + used2 + "(S)) + last tile's reduction";
     return t;
   }
   if (path.mode == "flash") {
