@@ -118,12 +118,13 @@ OpId emit(const AlgoArgs& args, Transport& t, const SparseSizes& sz, int last) {
     }
   }
   std::vector<Ref> result;
-  for (int r = 0; r < n; ++r) result.push_back(dense ? area[r] : out(r, L[r].output_values));
+  const bool table = dense && args.sparse.table_result;  // the reduced table itself is the result
+  for (int r = 0; r < n; ++r) result.push_back(dense && !table ? area[r] : out(r, L[r].output_values));
   const auto reduced =
       emit_allreduce_pull_split(t, area, result, (dense ? args.sparse.rows : U) * dim, scattered, 0, /*first_step=*/3);
   t.set_step(5);
   for (int r = 0; r < n; ++r) {
-    if (dense)
+    if (dense && !table)
       t.compute(r,
                 sparse_op(ComputeKind::gather_rows, area[r], scratch(r, L[r].union_block + kIndexBytes),
                           out(r, L[r].output_values), U, args.sparse.rows, dim),
@@ -289,7 +290,7 @@ SparseLayout sparse_layout(const AlgoArgs& args, const SparseSizes& sz, int rank
     L.scratch_bytes[2] = L.dense + align(U * row);
   }
   L.output_values = align((1 + U) * kIndexBytes);
-  L.output_bytes = L.output_values + U * row;
+  L.output_bytes = L.output_values + (uses_dense(args, U) && args.sparse.table_result ? args.sparse.rows : U) * row;
   return L;
 }
 

@@ -26,7 +26,9 @@
 //      emitter, no scratch) into the output, and the union indices copied to the output.
 //      dense path: scatter_rows into a zero-filled rows x dim table, the pull-split all-reduce of the
 //      whole table in place, gather_rows of the union rows into the output, union indices copied.
-//      Both give the same result; see uses_dense() for the switch.
+//      Both give the same result; see uses_dense() for the switch. With spec.table_result the dense
+//      path all-reduces the table into the output (values: rows x dim, row i at row i) and gathers
+//      nothing: the executor's dense path (SparCML's switch of representation).
 // A backend runs phase 0, reads the counts, builds and runs phase 1, reads U, builds and runs phase 2
 // (run_sparse_phases does this with two callbacks). It may keep the buffers between phases (growing
 // them in place) and run only ops [first_op, end), or run each phase's whole schedule on fresh buffers:
