@@ -1,79 +1,83 @@
 #!/usr/bin/env python3
-"""Picks allreduce.bidir's crossovers from a calibration sweep (cclab run --algo allreduce.bidir
---tune mode=X,... records), the way measure.sh does before its main sweep.
+"""Picks allreduce.bidir's modes and crossovers from a calibration sweep (cclab run --algo
+allreduce.bidir --tune mode=X,... records), the way measure.sh does before its main sweep.
 
 usage: bidir_crossovers.py CALIBRATION.csv
 Prints one --tune string for the sweep. Every calibration run is a variant (its --tune string).
-Rules, on out-of-place rows with no wrong element:
-  - small: the ll variant with the lowest mean time up to 256 KiB; ll is used up to the largest size below which
-    it is fastest at every size;
-  - large: among copy, stream, flash and push variants, the one with the highest mean busbw over
-    the sizes >= 64 MiB;
-  - medium: the flash or push variant with the lowest total time over 1-16 MiB, used while it
-    beats the large variant.
-The chosen variants' own keys (engine, unroll, chunking, ...) are carried into the output.
+allreduce.bidir uses three variants by size: an ll variant up to auto_ll_max, a mid variant (flash
+or push) up to auto_flash_max, then a large variant (copy, push, flash or stream). Every choice of
+the three variants and of the two thresholds (at calibrated sizes) is scored by the sum over the
+calibrated sizes of time / best measured time at that size (out-of-place rows with no wrong
+element); the lowest score wins. Variants whose --tune keys disagree cannot be combined (one
+parameter set drives all modes). The chosen variants' own keys are carried into the output.
 Standard library only.
 """
 import csv
+import itertools
 import sys
 from collections import defaultdict
+
+SMALL, MID, LARGE = ("ll",), ("flash", "push"), ("copy", "push", "flash", "stream")
 
 
 def tune_of(s):
     return dict(kv.split("=", 1) for kv in s.split(",") if "=" in kv)
 
 
-def main():
-    rows = [r for r in csv.DictReader(open(sys.argv[1], newline="")) if r["inplace"] == "0" and r["wrong"] == "0"]
-    t = defaultdict(dict)  # tune string -> bytes -> time_us
-    for r in rows:
-        if "mode=" in r.get("tune", ""):
-            t[r["tune"]][int(r["bytes"])] = float(r["time_us"])
+def pick(t):
+    """t: variant tune string -> bytes -> time_us. Returns the --tune string."""
     mode = {v: tune_of(v)["mode"] for v in t}
+    sizes = sorted({s for v in t for s in t[v]})
+    best = {s: min(t[v][s] for v in t if s in t[v]) for s in sizes}
 
-    def mean_time(v, lo=0, hi=1 << 62):
-        xs = [x for s, x in t[v].items() if lo <= s <= hi]
-        return sum(xs) / len(xs) if xs else float("inf")
+    def compatible(*vs):
+        keys = {}
+        for v in vs:
+            for k, x in tune_of(v).items():
+                if k != "mode" and keys.setdefault(k, x) != x:
+                    return False
+        return True
 
-    def mean_busbw(v):
-        xs = [s / x for s, x in t[v].items() if s >= 64 << 20]
-        return sum(xs) / len(xs) if xs else 0.0
+    def choose(s, ll, mid, large, ll_max, mid_max):
+        return ll if ll and s <= ll_max else mid if mid and s <= mid_max else large
 
-    lls = [v for v in t if mode[v] == "ll"]
-    flashes = [v for v in t if mode[v] in ("flash", "push")]
-    larges = [v for v in t if mode[v] in ("copy", "stream", "flash", "push") and mean_busbw(v) > 0]
-    ll = min(lls, key=lambda v: mean_time(v, 0, 256 << 10)) if lls else None  # sizes every ll variant ran
-    flash = min(flashes, key=lambda v: mean_time(v, 1 << 20, 16 << 20)) if flashes else None
-    large = max(larges, key=mean_busbw) if larges else None
-
-    ll_max = 0
-    if ll:
-        for s in sorted(t[ll]):
-            others = [t[v][s] for v in t if mode[v] != "ll" and s in t[v]]
-            if others and t[ll][s] > min(others):
-                break
-            ll_max = s
-    flash_max = ll_max
-    if flash:
-        if large is None or large == flash:
-            flash_max = 1 << 40
-        else:
-            for s in sorted(t[flash]):
-                if s <= ll_max:
-                    continue
-                big = t[large].get(s)
-                if big is not None and t[flash][s] > big:
-                    break
-                flash_max = s
+    lls = [v for v in t if mode[v] in SMALL] or [None]
+    mids = [v for v in t if mode[v] in MID] or [None]
+    larges = [v for v in t if mode[v] in LARGE]
+    cuts = [0] + sizes
+    scored = []
+    for ll, mid, large in itertools.product(lls, mids, larges):
+        if not compatible(*[v for v in (ll, mid, large) if v]):
+            continue
+        for ll_max in cuts if ll else [0]:
+            for mid_max in [c for c in cuts if c >= ll_max] if mid else [ll_max]:
+                score = 0.0
+                for s in sizes:
+                    v = choose(s, ll, mid, large, ll_max, mid_max)
+                    # A size the chosen variant did not run costs as much as the slowest measured one.
+                    score += t[v][s] / best[s] if s in t[v] else max(t[u][s] for u in t if s in t[u]) / best[s]
+                scored.append((score, ll_max, mid_max, ll, mid, large))
+    if not scored:
+        return "auto_large=copy"
+    _, ll_max, mid_max, ll, mid, large = min(scored, key=lambda x: x[0])
     keys = {}
-    for v in (ll, flash, large):
+    for v in (ll, mid, large):
         if v:
             keys.update({k: x for k, x in tune_of(v).items() if k != "mode"})
     keys["auto_ll_max"] = str(max(ll_max, 8))
-    keys["auto_flash_max"] = str(max(flash_max, ll_max, 8))
-    keys["auto_mid"] = mode[flash] if flash else "flash"
-    keys["auto_large"] = mode[large] if large else "copy"
-    print(",".join("%s=%s" % kv for kv in keys.items()))
+    keys["auto_flash_max"] = str(max(mid_max, ll_max, 8))
+    keys["auto_mid"] = mode[mid] if mid else "flash"
+    keys["auto_large"] = mode[large]
+    return ",".join("%s=%s" % kv for kv in keys.items())
+
+
+def main():
+    rows = [r for r in csv.DictReader(open(sys.argv[1], newline="")) if r["inplace"] == "0" and r["wrong"] == "0"]
+    t = defaultdict(dict)
+    for r in rows:
+        if "mode=" in r.get("tune", ""):
+            t[r["tune"]][int(r["bytes"])] = float(r["time_us"])
+    print(pick(t))
 
 
 if __name__ == "__main__":

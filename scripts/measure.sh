@@ -50,6 +50,7 @@ cal flash_ldg 64K 1G mode=flash,flash_engine=ldg
 cal flash_ldg2 256K 64M mode=flash,flash_engine=ldg,flash_ldg_unroll=2
 cal flash_ldg8 256K 64M mode=flash,flash_engine=ldg,flash_ldg_unroll=8
 cal push 256K 1G mode=push
+cal push132 256K 64M mode=push,push_blocks=132
 cal copy 4M 1G mode=copy
 cal copy_p8 4M 1G mode=copy,ce_pieces=8
 head -1 "$TMP/cal_ll.csv" >"$REC/calibration.csv"
