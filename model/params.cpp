@@ -57,9 +57,9 @@ Seconds ExecutorParams::fork_for(int copy_streams, int kernel_streams) const {
   if (copy_streams <= 0) return extend(fork_kernel_streams, std::max(kernel_streams, 1));
   if (kernel_streams <= 0) return extend(fork_streams, copy_streams);
   if (copy_streams == 1 && kernel_streams == 1) return fork_mix.value;
-  const Seconds more =
-      extend(fork_kernel_streams, copy_streams + kernel_streams) - extend(fork_kernel_streams, copy_streams);
-  return extend(fork_streams, copy_streams) + Seconds(std::max(0.0, more.value));
+  // Otherwise the two kinds side by side, each as measured alone (for 1 + 1 this sum is within a few
+  // percent of the measured mixed fork on 2 x H200).
+  return extend(fork_streams, copy_streams) + extend(fork_kernel_streams, kernel_streams);
 }
 
 Seconds PathTable::time(double bytes) const {

@@ -134,7 +134,7 @@ struct ExecutorParams {
   Sourced<Seconds> fork_mix;
   Seconds fork_for_streams(int k) const;
   // Fork / join of `copy_streams` streams that issue copies and `kernel_streams` that issue only kernels, per
-  // GPU: the measured curves where they apply, else the copy curve plus what the kernel streams add.
+  // GPU: the measured curves where they apply, else the copy streams' fork plus the kernel streams'.
   Seconds fork_for(int copy_streams, int kernel_streams) const;
   // Kernels that synchronise through flags in peer memory (bidir modes, fused path).
   Sourced<Seconds> flag_rtt;  // flag store into the peer + answer, round trip
