@@ -322,9 +322,9 @@ Schedule bidir_copy_split(int n, int64_t count, DType dtype, int64_t want_chunk,
 
 // ---- the bidir kernels (exec/bidir.cu), 2 GPUs -----------------------------------------------------------
 
-// A table's size part, or a fallback table's where the profile predates the first (an older calibration).
-Seconds size_part(const model::ModelParams& P, const std::string& name, const std::string& fallback, double bytes,
-                  std::string& used) {
+// A table, or a fallback table where the profile predates the first (an older calibration); `used` names it.
+const model::PathTable& table_or(const model::ModelParams& P, const std::string& name, const std::string& fallback,
+                                 std::string& used) {
   const model::PathTable* t = table(P, name);
   used = name;
   if (!t) {
@@ -332,7 +332,12 @@ Seconds size_part(const model::ModelParams& P, const std::string& name, const st
     used = fallback + " (no " + name + " in the profile)";
   }
   if (!t) throw_input("the profile has no '" + name + "' measurement (run cclab calibrate)");
-  return t->size_part(bytes);
+  return *t;
+}
+
+Seconds size_part(const model::ModelParams& P, const std::string& name, const std::string& fallback, double bytes,
+                  std::string& used) {
+  return table_or(P, name, fallback, used).size_part(bytes);
 }
 
 Seconds bidir_kernel_time(const model::ModelParams& P, const ExecPath& path, int64_t bytes, DType dtype,
@@ -345,10 +350,7 @@ Seconds bidir_kernel_time(const model::ModelParams& P, const ExecPath& path, int
   // back-to-back launch that timing includes (latency.launch).
   const Seconds bare = P.launch_latency.value;
   auto body = [&](const std::string& name, const std::string& fallback, double x, std::string& used) {
-    const Seconds small = size_part(P, name, fallback, 0, used);  // 0: the table's first point
-    (void)small;
-    const model::PathTable* t = table(P, name) ? table(P, name) : table(P, fallback);
-    return Seconds(std::max(0.0, t->time(x).value - bare.value));
+    return Seconds(std::max(0.0, table_or(P, name, fallback, used).time(x).value - bare.value));
   };
   std::string used, used2;
   if (path.mode == "ll") {
