@@ -185,7 +185,7 @@ __global__ void k_pong(volatile unsigned* local_flag, volatile unsigned* remote_
 
 // One launch of a flag chain between two GPUs, as the fused path's kernels synchronise (exec/fused*): a
 // device-side epoch (no host work between graph replays), hops alternating GPU0 -> GPU1 -> GPU0 ...: the
-// producer's CTA does __syncthreads, fence.sc.sys and st.release.sys of the value into the consumer GPU's
+// producer's CTA does __syncthreads and thread 0 an st.release.sys of the value into the consumer GPU's
 // memory; the consumer's thread 0 polls its local copy with ld.acquire.sys. `role` 0 sends even hops.
 // state[0]: this GPU's epoch, state[1]: the flag polled here; a wait past 2 s records the hop in *err.
 __global__ void k_flag_chain(unsigned long long* state, unsigned long long* peer_flag, int role, int hops, int* err) {
@@ -199,10 +199,8 @@ __global__ void k_flag_chain(unsigned long long* state, unsigned long long* peer
     const unsigned long long want = e * 64 + unsigned(h) + 1;
     if (h % 2 == role) {
       __syncthreads();
-      if (threadIdx.x == 0) {
-        asm volatile("fence.sc.sys;" ::: "memory");
-        asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(peer_flag), "l"(want) : "memory");
-      }
+      // The barrier makes the CTA's writes visible to thread 0, whose system-scope release carries them.
+      if (threadIdx.x == 0) asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(peer_flag), "l"(want) : "memory");
     } else if (threadIdx.x == 0) {
       const unsigned long long t0 = global_ns();
       for (;;) {
@@ -951,7 +949,7 @@ void Bench::bench_flag_chain() {
                        "per-GPU graphs of 20 PDL launches of one 512-thread kernel each, replayed side by side; per "
                        "launch " +
                            std::to_string(hops) +
-                           " flag hops alternating GPU0 -> GPU1 -> ... (fence.sc.sys + st.release.sys into the peer, "
+                           " flag hops alternating GPU0 -> GPU1 -> ... (barrier + st.release.sys into the peer, "
                            "ld.acquire.sys poll of local memory); GPU0's time per launch",
                        {}};
     for (int g = 0; g < 2; ++g) {

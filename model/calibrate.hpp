@@ -70,7 +70,7 @@ struct MicroMeasurements {
 //   graph.fork_kernels.<k>      the same with an empty kernel on each stream
 //   graph.fork_mix.1            2 streams on each GPU: a copy on one, an empty kernel on the other
 //   graph.flag_chain.<h>        per-GPU graphs of PDL launches synchronised only by h flag hops per launch
-//                               (fence.sc.sys + st.release.sys / ld.acquire.sys, as the fused path)
+//                               (barrier + st.release.sys / ld.acquire.sys, as the fused path)
 //   graph.hop_peer              fork to GPU1, 4 copies alternating GPU1 / GPU0 streams through events, join
 //   nccl.p2p.uni / .bidir       ncclSend/ncclRecv GPU0 -> GPU1 (or both ways at once), NCCL's protocol choice
 //   matmul.<dtype>              cuBLAS GEMM, by shape (m, k, n set)
