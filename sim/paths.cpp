@@ -414,7 +414,11 @@ SimResult run_fused(Simulator& sim, const Schedule& s, const ExecPath& path, std
   }
   const int ngpus = std::min(int(touched.size()), s.nranks);
   // CTAs per lane: the launch's CTAs shared by the lanes of one GPU.
-  const int lanes_per_gpu = std::max(1, (std::max(path.fused_lanes, 1) + std::max(ngpus, 1) - 1) / std::max(ngpus, 1));
+  // Lanes live on the GPUs of the ranks that have ops.
+  std::set<int> with_ops;
+  for (const Op& op : s.ops) with_ops.insert(op.rank);
+  const int gpus_with_lanes = std::max(1, int(with_ops.size()));
+  const int lanes_per_gpu = std::max(1, (std::max(path.fused_lanes, 1) + gpus_with_lanes - 1) / gpus_with_lanes);
   const double ctas = std::max(1.0, double(std::max(path.fused_ctas, 1)) / lanes_per_gpu);
   int puts = 0, gets = 0;
   for (const Op& op : s.ops) {
