@@ -1,5 +1,7 @@
 // cclab_mmsp_bench: measures collective matmul and sparse all-reduce on the GPUs of this node and
-// writes contract records (scripts/measure_matmul_sparse.sh drives it). Each configuration's rows are
+// writes contract records. Since `cclab run --shape / --rows` (exec/run_mmsp.hpp) drives the same runners
+// and scripts/measure_matmul_sparse.sh records through it, this driver is kept for direct use of the
+// runners without the CLI (e.g. several shapes or dtypes in one process). Each configuration's rows are
 // written to the CSV as soon as they exist (atomically), so a later failure loses nothing measured.
 //
 //   cclab_mmsp_bench matmul --ranks 2 --shape 1024,4096,4096 [--shape ...] [--dtype half,bfloat16]
