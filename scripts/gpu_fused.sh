@@ -5,6 +5,7 @@
 #    GPUs, zero wrong elements), bounded in time;
 # 2. every general algorithm from 16 B to 1 MiB (x4) with --tune lowering=fused and lowering=plan,
 #    and the NCCL baselines, graph replay on, checked; one CSV of all rows.
+# 3. compute-sanitizer memcheck and racecheck on a short fused run.
 # Writes $OUT/fused/log.txt and $OUT/fused/fused.csv; prints a table of times (us) last:
 # fused, plan and NCCL of the same collective, and fused / NCCL.
 set -u
@@ -51,6 +52,17 @@ run fused "$TMP/fused.csv" --algo "$ALGOS,$NCCL" "${SWEEP[@]}" --tune lowering=f
 run c128K "$TMP/c128K.csv" --algo "$ALGOS" "${SWEEP[@]}" --tune lowering=fused,fused_timeout=5,fused_cta_bytes=128K
 run c512K "$TMP/c512K.csv" --algo "$ALGOS" "${SWEEP[@]}" --tune lowering=fused,fused_timeout=5,fused_cta_bytes=512K
 run plan "$TMP/plan.csv" --algo "$ALGOS" "${SWEEP[@]}" --tune lowering=plan
+
+# 3. compute-sanitizer memcheck and racecheck on a short fused run (a few algorithms, one size)
+if command -v compute-sanitizer >/dev/null; then
+  SAN=(--algo allreduce.ring,allgather.ring,alltoall.bruck,reduce.binomial -b 4100 -e 4100 -w 0 -n 1 --graph 0
+    --timeout 100 --tune lowering=fused,fused_timeout=60)
+  for tool in memcheck racecheck; do
+    timeout 25 compute-sanitizer --tool $tool "$BIN/cclab" run "${SAN[@]}" >"$TMP/$tool.txt" 2>&1
+    echo "# $tool rc=$? ($((SECONDS - START)) s): $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$TMP/$tool.txt" | tail -1)" | tee -a "$LOG"
+    grep -E "^=========" "$TMP/$tool.txt" | head -20 >>"$LOG"
+  done
+fi
 
 # One CSV: the header once, the variants' algo renamed <algo>@<variant> so all paths sit side by side.
 {
