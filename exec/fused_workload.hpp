@@ -31,8 +31,8 @@ struct FusedParams {
   double timeout_s = 10.0;       // kernel spin-wait timeout
 
   // Reads the keys this path owns from "key=value,..." (lowering, fused_max, fused_threads,
-  // fused_cta_bytes, fused_ctas, fused_pdl, fused_timeout) and returns the string without them;
-  // throws an input error naming a bad value.
+  // fused_cta_bytes, fused_ctas, fused_pdl, fused_timeout; kernel_timeout is read and kept) and
+  // returns the string without them; throws an input error naming a bad value.
   std::string apply(const std::string& tune);
   // Whether `bytes` runs fused under this mode (by size only).
   bool use_fused(int64_t bytes) const {

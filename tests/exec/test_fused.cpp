@@ -401,6 +401,10 @@ TEST(FusedParams, TuneKeysAreTakenAndOthersPassedOn) {
   EXPECT_TRUE(fp.use_fused(direct, {0, 1}));
   fp.lowering = LoweringMode::plan;
   EXPECT_FALSE(fp.use_fused(ring, {0, 1}));
+  EXPECT_EQ(fp.apply("kernel_timeout=60,mode=ll"), "kernel_timeout=60,mode=ll");
+  EXPECT_EQ(fp.timeout_s, 60.0);
+  fp.apply("kernel_timeout=60,fused_timeout=2");
+  EXPECT_EQ(fp.timeout_s, 2.0);
   EXPECT_THROW(fp.apply("lowering=fast"), Error);
   EXPECT_THROW(fp.apply("fused_threads=100"), Error);
   EXPECT_THROW(fp.apply("fused_threads=1024"), Error);
