@@ -163,9 +163,32 @@ FusedProgram encode_fused(const Schedule& s, const FusedOptions& options) {
   for (const XOp& x : xs) lane_max[size_t(x.lane)] = std::max(lane_max[size_t(x.lane)], x.bytes);
   for (const FusedLane& l : p.lanes) ++lanes_on[size_t(l.device)];
   const int64_t cta_bytes = std::max<int64_t>(1, options.cta_bytes);
+  // Upper bound of the group waits a lane of several CTAs would need: its ops that touch bytes an
+  // earlier op of the lane touched (within the conflict window), and its total bytes.
+  std::vector<int32_t> lane_conflicts(L, 0);
+  std::vector<int64_t> lane_bytes(L, 0);
+  {
+    std::vector<std::vector<int32_t>> seen(L);
+    for (size_t j = 0; j < xs.size(); ++j) {
+      const size_t l = size_t(xs[j].lane);
+      lane_bytes[l] += xs[j].bytes;
+      const auto& ops = seen[l];
+      int scanned = 0;
+      for (auto it = ops.rbegin(); it != ops.rend() && scanned < options.conflict_window; ++it, ++scanned)
+        if (conflict(xs[size_t(*it)], xs[j])) {
+          ++lane_conflicts[l];
+          break;
+        }
+      seen[l].push_back(int32_t(j));
+    }
+  }
   for (size_t l = 0; l < L; ++l) {
     const int share = std::max(1, budget / std::max(1, lanes_on[size_t(p.lanes[l].device)]));
-    p.lanes[l].ctas = int32_t(std::clamp<int64_t>((lane_max[l] + cta_bytes - 1) / cta_bytes, 1, share));
+    const int64_t k = std::clamp<int64_t>((lane_max[l] + cta_bytes - 1) / cta_bytes, 1, share);
+    // Data time saved by k CTAs against the group waits they add.
+    const double saved = double(lane_bytes[l]) / options.cta_bytes_per_s * (1.0 - 1.0 / double(k));
+    const double cost = double(lane_conflicts[l]) * options.group_wait_s;
+    p.lanes[l].ctas = int32_t(k > 1 && saved > cost ? k : 1);
   }
 
   // ---- waits. Vector clocks (as in plan.cpp): clock[l][m] = the last position of lane m known to be
