@@ -62,6 +62,7 @@ struct Args {
   Err* err;
   uint64_t timeout_ns;
   float divisor;
+  int sc_fence;                // FusedParams::sc_fence: a fence.sc.sys before every flag store
   uint8_t cta_lane[kMaxCtas];  // kNoLane: a CTA with no ops (it publishes the start flag)
   DevLane lanes[kMaxCtas];
 };
@@ -318,6 +319,7 @@ __global__ void __launch_bounds__(kThreads) fused_kernel(const __grid_constant__
           last = (atomicAdd(&a.arrive[idx], 1u) + 1u) % uint32_t(k) == 0;
           if (last) fence_acq_rel_sys();  // the other CTAs' parts, ordered by their fences and the atomic
         }
+        if (last && a.sc_fence) __threadfence_system();
         if (last)
           for (int d = 0; d < a.ndev; ++d)
             if (op.publish_mask >> d & 1u) st_release(a.flags[d] + op.slot, e);
@@ -415,6 +417,9 @@ std::string FusedParams::apply(const std::string& tune) {
       if (cta_bytes <= 0) throw_input("--tune fused_cta_bytes must be positive");
     } else if (k == "fused_ctas") {
       max_ctas = int(parse_int(flag, v, 0, 1 << 16));
+    } else if (k == "fused_fence") {
+      if (v != "sc" && v != "release") throw_input("--tune fused_fence: sc or release, not '" + v + "'");
+      sc_fence = v == "sc";
     } else if (k == "fused_pdl") {
       pdl = parse_int(flag, v, 0, 1) != 0;
     } else if (k == "fused_timeout") {
@@ -537,6 +542,7 @@ FusedWorkload::FusedWorkload(const Communicator& comm, Schedule schedule, const 
     a.err = static_cast<fused::Err*>(err_.device());
     a.timeout_ns = uint64_t(params_.timeout_s * 1e9);
     a.divisor = float(schedule_.nranks);
+    a.sc_fence = params_.sc_fence ? 1 : 0;
     impl_->args.push_back(a);
     streams_.emplace_back(dv.gpu);
     raw_.push_back(streams_.back().get());

@@ -28,10 +28,14 @@ struct FusedParams {
   int64_t cta_bytes = 32 << 10;  // FusedOptions::cta_bytes
   int max_ctas = 0;              // per launch; 0: one per SM
   bool pdl = true;               // programmatic dependent launch (overlap with the previous kernel)
-  double timeout_s = 10.0;       // kernel spin-wait timeout
+  // fused_fence=sc: a fence.sc.sys (__threadfence_system) before every flag store, on top of the
+  // release store (the first GPU run's version: zero wrong, ~2 us per flag hop); default "release":
+  // the barrier + st.release.sys alone, which the PTX memory model makes sufficient.
+  bool sc_fence = false;
+  double timeout_s = 10.0;  // kernel spin-wait timeout
 
   // Reads the keys this path owns from "key=value,..." (lowering, fused_max, fused_threads,
-  // fused_cta_bytes, fused_ctas, fused_pdl, fused_timeout; kernel_timeout is read and kept) and
+  // fused_cta_bytes, fused_ctas, fused_pdl, fused_fence, fused_timeout; kernel_timeout is read and kept) and
   // returns the string without them; throws an input error naming a bad value.
   std::string apply(const std::string& tune);
   // Whether `bytes` runs fused under this mode (by size only).

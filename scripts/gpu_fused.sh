@@ -7,7 +7,8 @@
 #    and the NCCL baselines, graph replay on, checked; one CSV of all rows.
 # 3. compute-sanitizer memcheck and racecheck on a short fused run.
 # Writes $OUT/fused/log.txt and $OUT/fused/fused.csv; prints a table of times (us) last:
-# fused (forced; CTA shares 32K default, 128K, 512K), plan (general lowering), auto (the default
+# fused (forced; release flags, CTA shares 32K default), sc (fence.sc.sys before flags), c128K /
+# c512K (CTA shares 128K, 512K), plan (general lowering), auto (the default
 # choice), NCCL of the same collective, fused / NCCL and best fused variant / NCCL.
 set -u
 : "${BIN:?set BIN to the folder of the prebuilt binaries}"
@@ -51,6 +52,7 @@ run() {  # name csv args...
 }
 run fused "$TMP/fused.csv" --algo "$ALGOS,$NCCL" "${SWEEP[@]}" --tune lowering=fused,fused_timeout=5
 run c128K "$TMP/c128K.csv" --algo "$ALGOS" "${SWEEP[@]}" --tune lowering=fused,fused_timeout=5,fused_cta_bytes=128K
+run sc "$TMP/sc.csv" --algo "$ALGOS" "${SWEEP[@]}" --tune lowering=fused,fused_timeout=5,fused_fence=sc
 run c512K "$TMP/c512K.csv" --algo "$ALGOS" "${SWEEP[@]}" --tune lowering=fused,fused_timeout=5,fused_cta_bytes=512K
 run plan "$TMP/plan.csv" --algo "$ALGOS" "${SWEEP[@]}" --tune lowering=plan
 run auto "$TMP/auto.csv" --algo "$ALGOS" "${SWEEP[@]}"  # the default: lowering=auto
@@ -69,7 +71,7 @@ fi
 # One CSV: the header once, the variants' algo renamed <algo>@<variant> so all paths sit side by side.
 {
   [ -f "$TMP/fused.csv" ] && cat "$TMP/fused.csv"
-  for v in c128K c512K plan auto; do
+  for v in sc c128K c512K plan auto; do
     [ -f "$TMP/$v.csv" ] && tail -n +2 "$TMP/$v.csv" | sed "s/^\([^,]*\),/\1@$v,/"
   done
 } >"$CSV"
@@ -92,7 +94,7 @@ awk -F, '
   }
   END {
     for (i = 1; i <= ns; ++i) for (j = i + 1; j <= ns; ++j) if (sizes[j] < sizes[i]) { x = sizes[i]; sizes[i] = sizes[j]; sizes[j] = x }
-    nv = split("fused c128K c512K plan auto", vs, " ")
+    nv = split("fused sc c128K c512K plan auto", vs, " ")
     printf "%-28s %8s", "algo (out of place, us)", "bytes"
     for (q = 1; q <= nv; ++q) printf " %8s", vs[q]
     printf " %8s %7s %7s  %s\n", "nccl", "f/nccl", "best/n", "wrong"
@@ -105,7 +107,7 @@ awk -F, '
         c = "-"
         if ((key, vs[q]) in tm) {
           c = sprintf("%.2f", tm[key, vs[q]])
-          if (vs[q] ~ /^(fused|c)/ && (best == 0 || tm[key, vs[q]] < best)) best = tm[key, vs[q]]
+          if (vs[q] ~ /^(fused|c|sc)/ && (best == 0 || tm[key, vs[q]] < best)) best = tm[key, vs[q]]
         }
         line = line sprintf(" %8s", c)
       }

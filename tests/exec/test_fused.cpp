@@ -405,6 +405,10 @@ TEST(FusedParams, TuneKeysAreTakenAndOthersPassedOn) {
   EXPECT_EQ(fp.timeout_s, 60.0);
   fp.apply("kernel_timeout=60,fused_timeout=2");
   EXPECT_EQ(fp.timeout_s, 2.0);
+  EXPECT_FALSE(fp.sc_fence);
+  fp.apply("fused_fence=sc");
+  EXPECT_TRUE(fp.sc_fence);
+  EXPECT_THROW(fp.apply("fused_fence=none"), Error);
   EXPECT_THROW(fp.apply("lowering=fast"), Error);
   EXPECT_THROW(fp.apply("fused_threads=100"), Error);
   EXPECT_THROW(fp.apply("fused_threads=1024"), Error);
