@@ -40,8 +40,6 @@ __device__ bool spin_until(const u64* flag, u64 want, uint64_t start, uint64_t t
   }
 }
 
-__global__ void begin_kernel(MpiCtrl* ctrl) { ctrl->epoch += 1; }
-
 struct SignalArgs {
   const u64* epoch;
   u64* flags[kMpiMaxFlagsPerOp];
@@ -76,7 +74,7 @@ __global__ void wait_kernel(WaitArgs a) {
 
 struct BarrierArgs {
   MpiCtrl* ctrls[kMpiMaxRanks];
-  int nranks, rank;
+  int nranks, rank, next_epoch;
   MpiErrWord* err;
   uint64_t timeout_ns;
 };
@@ -96,14 +94,10 @@ __global__ void barrier_kernel(BarrierArgs a) {
       return;
     }
   }
+  if (a.next_epoch) mine->epoch += 1;  // local; the next iteration's kernels follow in stream order
 }
 
 }  // namespace
-
-void launch_mpi_begin_iteration(cudaStream_t s, MpiCtrl* ctrl) {
-  begin_kernel<<<1, 1, 0, s>>>(ctrl);
-  CCLAB_CUDA_LAUNCHED();
-}
 
 void launch_mpi_signal(cudaStream_t s, const unsigned long long* epoch, unsigned long long* const* flags, int n) {
   for (int first = 0; first < n; first += kMpiMaxFlagsPerOp) {
@@ -130,7 +124,7 @@ void launch_mpi_wait(cudaStream_t s, const unsigned long long* epoch, const MpiF
   }
 }
 
-void launch_mpi_barrier(cudaStream_t s, MpiCtrl* const* ctrls, int nranks, int rank, MpiErrWord* err,
+void launch_mpi_barrier(cudaStream_t s, MpiCtrl* const* ctrls, int nranks, int rank, bool next_epoch, MpiErrWord* err,
                         uint64_t timeout_ns) {
   if (nranks > kMpiMaxRanks)
     throw_input("MPI mode: " + std::to_string(nranks) + " ranks on one node, the device barrier handles up to " +
@@ -139,6 +133,7 @@ void launch_mpi_barrier(cudaStream_t s, MpiCtrl* const* ctrls, int nranks, int r
   for (int p = 0; p < nranks; ++p) a.ctrls[p] = ctrls[p];
   a.nranks = nranks;
   a.rank = rank;
+  a.next_epoch = next_epoch ? 1 : 0;
   a.err = err;
   a.timeout_ns = timeout_ns;
   barrier_kernel<<<1, 1, 0, s>>>(a);

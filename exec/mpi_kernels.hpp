@@ -3,8 +3,9 @@
 // producing step is followed by a one-thread "signal" kernel that stores the iteration's epoch into
 // each consuming rank's flag (after a system-scope fence), and a consuming step is preceded by a
 // "wait" kernel that spins (ld.acquire.sys) on its local flag until the epoch arrives, or reports a
-// timeout naming the rank and the op. Each process bumps its epoch on the device at the start of
-// every iteration, so a CUDA graph replays without host involvement and no flag is ever reset.
+// timeout naming the rank and the op. The device barrier that ends every iteration bumps each
+// process's epoch on the device, so a CUDA graph replays without host involvement and no flag is
+// ever reset.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -18,7 +19,7 @@ constexpr int kMpiMaxFlagsPerOp = 16;  // flags one wait or signal kernel handle
 
 // Per-process control words (device memory, exported to the peers).
 struct MpiCtrl {
-  unsigned long long epoch;    // iterations begun by this process (bumped by mpi_begin_iteration)
+  unsigned long long epoch;    // 1 + iterations this process finished (bumped by the closing barrier)
   unsigned long long bar_gen;  // device barriers entered by this process
   unsigned long long pad[6];
   unsigned long long bar_slot[kMpiMaxRanks];  // bar_slot[p]: the last barrier generation rank p reached
@@ -40,15 +41,15 @@ struct MpiFlagWait {
   int32_t peer, peer_op;
 };
 
-// ++ctrl->epoch (local memory); enqueue first in every iteration, before the fork.
-void launch_mpi_begin_iteration(cudaStream_t s, MpiCtrl* ctrl);
 // Stores *epoch into each of `flags` (peer memory) after a system-scope fence.
 void launch_mpi_signal(cudaStream_t s, const unsigned long long* epoch, unsigned long long* const* flags, int n);
 // Spins until every flag holds at least *epoch; after timeout_ns reports in *err and returns.
 void launch_mpi_wait(cudaStream_t s, const unsigned long long* epoch, const MpiFlagWait* waits, int n, int rank, int op,
                      MpiErrWord* err, uint64_t timeout_ns);
 // All ranks: a device-side barrier through the ctrl words (ctrls[rank] is local, the others mapped).
-void launch_mpi_barrier(cudaStream_t s, MpiCtrl* const* ctrls, int nranks, int rank, MpiErrWord* err,
+// next_epoch: the barrier closes an iteration; once every rank arrived, ++ctrls[rank]->epoch (the
+// next iteration's flags carry the new value, and no rank can still wait on an old one).
+void launch_mpi_barrier(cudaStream_t s, MpiCtrl* const* ctrls, int nranks, int rank, bool next_epoch, MpiErrWord* err,
                         uint64_t timeout_ns);
 
 }  // namespace cclab::exec

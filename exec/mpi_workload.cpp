@@ -104,21 +104,22 @@ void MpiPlanWorkload::issue_step(const PlanStep& st) {
 
 void MpiPlanWorkload::issue(cudaStream_t origin) {
   DeviceGuard g(world_.device());
-  launch_mpi_begin_iteration(origin, world_.ctrl());
   fork_streams(origin, fork_.get(), raw_streams_);
   for (const auto& st : plan_.steps)
     if (local_stream_[size_t(st.stream)] >= 0) issue_step(st);
   join_streams(origin, raw_joins_, raw_streams_);
   // The iteration ends when every rank's ops are done (the single-process join does the same):
   // peers may read or write this rank's buffers until then.
-  world_.device_barrier(origin, timeout_ns_);
-  const int me = world_.rank();
-  const CollShape shape = coll_shape(spec_.coll, spec_.nranks, spec_.count, me, spec_.root);
-  if (schedule_.redop == RedOp::avg && schedule_.nranks > 1) {
+  // It also moves this rank to the next epoch, unless an avg division still follows.
+  const bool avg = schedule_.redop == RedOp::avg && schedule_.nranks > 1;
+  world_.device_barrier(origin, timeout_ns_, !avg);
+  if (avg) {
+    const int me = world_.rank();
+    const CollShape shape = coll_shape(spec_.coll, spec_.nranks, spec_.count, me, spec_.root);
     if (shape.out_elems > 0)
       launch_scale_avg(origin, schedule_.dtype, buffers_->ptr(schedule_.resolve(Ref{me, Buf::output, 0})),
                        shape.out_elems, schedule_.nranks);
-    world_.device_barrier(origin, timeout_ns_);  // no peer reads a result of the next iteration early
+    world_.device_barrier(origin, timeout_ns_, true);  // no peer reads a result of the next iteration early
   }
 }
 

@@ -110,6 +110,9 @@ MpiWorld::MpiWorld() {
 
   ctrl_ = DeviceBuffer(device_, ipc_size(sizeof(MpiCtrl)));
   CCLAB_CUDA(cudaMemset(ctrl_.get(), 0, sizeof(MpiCtrl)));
+  const unsigned long long first_epoch = 1;  // flags start at 0: the first iteration waits for 1
+  CCLAB_CUDA(
+      cudaMemcpy(&static_cast<MpiCtrl*>(ctrl_.get())->epoch, &first_epoch, sizeof first_epoch, cudaMemcpyHostToDevice));
   CCLAB_CUDA(cudaDeviceSynchronize());
   cudaIpcMemHandle_t h{};
   CCLAB_CUDA(cudaIpcGetMemHandle(&h, ctrl_.get()));
@@ -181,9 +184,9 @@ void MpiWorld::abort(int code) const {
   std::_Exit(code);  // MPI_Abort does not return; in case it does
 }
 
-void MpiWorld::device_barrier(cudaStream_t stream, uint64_t timeout_ns) const {
+void MpiWorld::device_barrier(cudaStream_t stream, uint64_t timeout_ns, bool next_epoch) const {
   if (!single_node()) throw_internal(__FILE__, __LINE__, "device barrier across nodes");
-  launch_mpi_barrier(stream, ctrls_.data(), size_, rank_, err_device(), timeout_ns);
+  launch_mpi_barrier(stream, ctrls_.data(), size_, rank_, next_epoch, err_device(), timeout_ns);
 }
 
 std::string MpiWorld::device_error() const {

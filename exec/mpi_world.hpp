@@ -48,8 +48,9 @@ class MpiWorld {
   std::string first_failure(const std::string& mine) const;
   [[noreturn]] void abort(int code) const;
 
-  // Device-side barrier of all ranks on `stream` (CUDA IPC ctrl words; single node only).
-  void device_barrier(cudaStream_t stream, uint64_t timeout_ns) const;
+  // Device-side barrier of all ranks on `stream` (CUDA IPC ctrl words; single node only);
+  // next_epoch: it ends an iteration of flag-synchronised work (mpi_kernels.hpp).
+  void device_barrier(cudaStream_t stream, uint64_t timeout_ns, bool next_epoch = false) const;
   MpiCtrl* ctrl() const { return ctrls_[size_t(rank_)]; }  // this process's, in its device memory
   MpiErrWord* err_device() const { return static_cast<MpiErrWord*>(err_->device()); }
   // The first spin-wait timeout reported on this process's GPU, as one line; empty when none.
