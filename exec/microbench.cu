@@ -893,6 +893,25 @@ void Bench::bench_graph() {
          "per iteration: fork to 2 streams on each GPU, an 8-byte peer copy on one and an empty kernel on the other, "
          "join all back",
          fork_kinds(1, 1));
+  // Plans that stay on GPU0 with two streams (a local copy beside a copy into the peer, as a 2-rank
+  // broadcast lowers): fork to two streams of GPU0, one copy on each, join.
+  series("graph.fork_local2",
+         "per iteration: fork to 2 streams of GPU0, an 8-byte copy within GPU0 on one and an 8-byte copy into GPU1 "
+         "on the other, join both",
+         [&](cudaStream_t o) {
+           CCLAB_CUDA(cudaSetDevice(g0.dev));
+           CCLAB_CUDA(cudaEventRecord(fork0, o));
+           for (int j = 0; j < 2; ++j) {
+             cudaStream_t x = extra[0][size_t(j)];
+             CCLAB_CUDA(cudaStreamWaitEvent(x, fork0, 0));
+             if (j == 0)
+               copy8(x, g0.buf[1] + 128, g0.buf[0] + 128);
+             else
+               copy8(x, g1.buf[1] + 128, g0.buf[0] + 128);
+             CCLAB_CUDA(cudaEventRecord(joins[0][size_t(j)], x));
+           }
+           for (int j = 0; j < 2; ++j) CCLAB_CUDA(cudaStreamWaitEvent(o, joins[0][size_t(j)], 0));
+         });
   // A chain of copies alternating between a stream of GPU0 and one of GPU1, each waiting for the last.
   constexpr int kHops = 4;
   series("graph.hop_peer",

@@ -229,7 +229,9 @@ SimResult run_general(Simulator& sim, const Schedule& schedule, std::string* how
   }
   // Every iteration forks from GPU0's origin stream to the plan's streams and joins back (exec/harness.cpp):
   // graph.fork_both.<k> / fork_kernels.<k> / fork_mix.1 measured that by streams per GPU and what they run.
-  ro.start_latency = other_gpu ? P.exec.fork_for(copy_streams, kernel_streams) : P.exec.fork_local.value;
+  ro.start_latency = other_gpu                            ? P.exec.fork_for(copy_streams, kernel_streams)
+                     : copy_streams + kernel_streams >= 2 ? P.exec.fork_local2.value
+                                                          : P.exec.fork_local.value;
   ro.sync_latency = P.exec.event_peer.value;
   // Between two streams of one GPU: one edge of the measured local fork / join pair.
   ro.local_dep_latency = P.exec.fork_local.value / 2;
