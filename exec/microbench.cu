@@ -912,6 +912,20 @@ void Bench::bench_graph() {
            }
            for (int j = 0; j < 2; ++j) CCLAB_CUDA(cudaStreamWaitEvent(o, joins[0][size_t(j)], 0));
          });
+  // One forked stream of GPU0 with a copy within GPU0 and then a copy into GPU1 (a 2-rank scatter).
+  series("graph.fork_local_mix",
+         "per iteration: fork to a stream of GPU0, an 8-byte copy within GPU0 then an 8-byte copy into GPU1 on it, "
+         "join",
+         [&](cudaStream_t o) {
+           CCLAB_CUDA(cudaSetDevice(g0.dev));
+           CCLAB_CUDA(cudaEventRecord(fork0, o));
+           cudaStream_t x = extra[0][0];
+           CCLAB_CUDA(cudaStreamWaitEvent(x, fork0, 0));
+           copy8(x, g0.buf[1] + 256, g0.buf[0] + 256);
+           copy8(x, g1.buf[1] + 256, g0.buf[0] + 256);
+           CCLAB_CUDA(cudaEventRecord(joins[0][0], x));
+           CCLAB_CUDA(cudaStreamWaitEvent(o, joins[0][0], 0));
+         });
   // A chain of copies alternating between a stream of GPU0 and one of GPU1, each waiting for the last.
   constexpr int kHops = 4;
   series("graph.hop_peer",

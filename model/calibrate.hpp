@@ -70,6 +70,7 @@ struct MicroMeasurements {
 //   graph.fork_kernels.<k>      the same with an empty kernel on each stream
 //   graph.fork_mix.1            2 streams on each GPU: a copy on one, an empty kernel on the other
 //   graph.fork_local2           2 streams of GPU0: a copy within GPU0 on one, a copy into GPU1 on the other
+//   graph.fork_local_mix        1 stream of GPU0: a copy within GPU0, then one into GPU1
 //   graph.flag_chain.<h>        per-GPU graphs of PDL launches synchronised only by h flag hops per launch
 //                               (barrier + st.release.sys / ld.acquire.sys, as the fused path)
 //   graph.hop_peer              fork to GPU1, 4 copies alternating GPU1 / GPU0 streams through events, join

@@ -184,6 +184,7 @@ ModelParams defaults_for(const topo::Topology& t) {
   p.exec.kernel_pdl = {microseconds(1.3), "empty kernel back to back (latency.launch, estimate until calibrated)"};
   p.exec.fork_local = {microseconds(1.5), "event hop between two streams of one GPU (estimate until calibrated)"};
   p.exec.fork_local2 = {microseconds(1.5), "as one local stream (estimate until calibrated)"};
+  p.exec.fork_local_mix = {microseconds(0), "as one local stream (estimate until calibrated)"};
   p.exec.fork_peer = {microseconds(14.0), "two cross-GPU event edges of ~7 us (latency.event_peer, estimate)"};
   p.exec.event_peer = {microseconds(7.0), "event hop between streams of two GPUs (latency.event_peer, estimate)"};
   p.exec.copy_local_node = {microseconds(1.7), "as a peer copy node (estimate until calibrated)"};
@@ -293,6 +294,7 @@ const std::map<std::string, Accessor, std::less<>>& accessors() {
     t["exec.kernel_pdl_us"] = seconds_us([](ModelParams & p) -> auto& { return p.exec.kernel_pdl; });
     t["exec.fork_local_us"] = seconds_us([](ModelParams & p) -> auto& { return p.exec.fork_local; });
     t["exec.fork_local2_us"] = seconds_us([](ModelParams & p) -> auto& { return p.exec.fork_local2; });
+    t["exec.fork_local_mix_us"] = seconds_us([](ModelParams & p) -> auto& { return p.exec.fork_local_mix; });
     t["exec.fork_peer_us"] = seconds_us([](ModelParams & p) -> auto& { return p.exec.fork_peer; });
     t["exec.event_peer_us"] = seconds_us([](ModelParams & p) -> auto& { return p.exec.event_peer; });
     t["exec.copy_local_node_us"] = seconds_us([](ModelParams & p) -> auto& { return p.exec.copy_local_node; });
@@ -352,6 +354,7 @@ std::string source_of(const ModelParams& p, const std::string& name) {
   if (name == "exec.kernel_pdl_us") return p.exec.kernel_pdl.source;
   if (name == "exec.fork_local_us") return p.exec.fork_local.source;
   if (name == "exec.fork_local2_us") return p.exec.fork_local2.source;
+  if (name == "exec.fork_local_mix_us") return p.exec.fork_local_mix.source;
   if (name == "exec.fork_peer_us") return p.exec.fork_peer.source;
   if (name == "exec.event_peer_us") return p.exec.event_peer.source;
   if (name == "exec.flag_rtt_us") return p.exec.flag_rtt.source;

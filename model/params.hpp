@@ -124,6 +124,7 @@ struct ExecutorParams {
   Sourced<Seconds> kernel_pdl;       // the same launched with programmatic dependent launch
   Sourced<Seconds> fork_local;       // fork to a second stream of the origin GPU and join back (two edges)
   Sourced<Seconds> fork_local2;      // fork to two streams of the origin GPU (copies on both) and join back
+  Sourced<Seconds> fork_local_mix;   // one local stream with a local then a peer copy: beyond the two nodes
   Sourced<Seconds> fork_peer;        // fork to a stream of the other GPU and join back (two cross-GPU edges)
   Sourced<Seconds> event_peer;       // one dependency between streams of two GPUs inside the graph
   Sourced<Seconds> copy_local_node;  // one device-to-device copy node within a GPU

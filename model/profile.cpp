@@ -168,6 +168,10 @@ Derived derive_params(const Calibration& cal, const topo::Topology& topology) {
       add("exec.fork_local2_us", std::max(0.0, f->fit.value.us() - copy),
           "fork to two streams of GPU0 (a local and a peer copy side by side) and join back, minus the peer copy node",
           "graph.fork_local2 - graph.copy", f->fit.rms_rel_residual, f->fit.max_rel_residual);
+    if (const auto* f = lat_of("graph.fork_local_mix"), *cl = lat_of("graph.copy_local"); f && cl)
+      add("exec.fork_local_mix_us", std::max(0.0, f->fit.value.us() - copy - cl->fit.value.us()),
+          "fork to a stream of GPU0 with a local then a peer copy and join back, minus both copy nodes",
+          "graph.fork_local_mix - graph.copy - graph.copy_local", f->fit.rms_rel_residual, f->fit.max_rel_residual);
     if (const auto* f = lat_of("graph.fork_peer"))
       add("exec.fork_peer_us", std::max(0.0, f->fit.value.us() - copy),
           "fork to a stream of GPU1 and join back, minus the copy node", "graph.fork_peer - graph.copy",

@@ -212,7 +212,13 @@ SimResult run_general(Simulator& sim, const Schedule& schedule, std::string* how
   // The measured node costs include the wire: a transfer costs max(route, node) latency, not their sum.
   ro.step_covers_route = true;
   pr.apply(ro);
-  bool other_gpu = false;
+  bool other_gpu = false, local_copy = false, peer_copy = false;
+  for (const Op& op : s.ops) {
+    if (!is_copy_kind(op.kind)) continue;
+    const int from = op.kind == OpKind::get ? op.src.rank : op.rank;
+    const int to = op.kind == OpKind::put ? op.dst.rank : op.kind == OpKind::get ? op.rank : op.dst.rank;
+    (from == to ? local_copy : peer_copy) = true;
+  }
   // rank -> its streams (channel % 16, as exec::lower maps them), and whether each issues copies.
   std::map<int, std::map<int, bool>> streams;
   for (const Op& op : s.ops) {
@@ -231,6 +237,7 @@ SimResult run_general(Simulator& sim, const Schedule& schedule, std::string* how
   // graph.fork_both.<k> / fork_kernels.<k> / fork_mix.1 measured that by streams per GPU and what they run.
   ro.start_latency = other_gpu                            ? P.exec.fork_for(copy_streams, kernel_streams)
                      : copy_streams + kernel_streams >= 2 ? P.exec.fork_local2.value
+                     : local_copy && peer_copy            ? P.exec.fork_local.value + P.exec.fork_local_mix.value
                                                           : P.exec.fork_local.value;
   ro.sync_latency = P.exec.event_peer.value;
   // Between two streams of one GPU: one edge of the measured local fork / join pair.
