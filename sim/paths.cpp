@@ -212,20 +212,23 @@ SimResult run_general(Simulator& sim, const Schedule& schedule, std::string* how
   // The measured node costs include the wire: a transfer costs max(route, node) latency, not their sum.
   ro.step_covers_route = true;
   pr.apply(ro);
-  bool other_gpu = false, local_copy = false, peer_copy = false;
-  for (const Op& op : s.ops) {
-    if (!is_copy_kind(op.kind)) continue;
-    const int from = op.kind == OpKind::get ? op.src.rank : op.rank;
-    const int to = op.kind == OpKind::put ? op.dst.rank : op.kind == OpKind::get ? op.rank : op.dst.rank;
-    (from == to ? local_copy : peer_copy) = true;
-  }
-  // rank -> its streams (channel % 16, as exec::lower maps them), and whether each issues copies.
+  bool other_gpu = false;
+  // rank -> its streams (channel % 16, as exec::lower maps them): whether each issues copies, and whether
+  // one of its streams copies both within its GPU and into another (a local copy beside a put).
   std::map<int, std::map<int, bool>> streams;
+  std::map<std::pair<int, int>, int> copy_kinds;  // (rank, stream) -> bit 0 local copy, bit 1 peer copy
   for (const Op& op : s.ops) {
     other_gpu = other_gpu || op.rank != 0;
-    bool& copies = streams[op.rank][op.channel % kMaxStreamsPerRank];
+    const int st = op.channel % kMaxStreamsPerRank;
+    bool& copies = streams[op.rank][st];
     copies = copies || is_copy_kind(op.kind);
+    if (!is_copy_kind(op.kind)) continue;
+    const int from = op.kind == OpKind::get ? op.src.rank : op.rank;
+    const int to = op.kind == OpKind::get ? op.rank : op.dst.rank;
+    copy_kinds[{op.rank, st}] |= from == to ? 1 : 2;
   }
+  const bool mixed_stream =
+      std::any_of(copy_kinds.begin(), copy_kinds.end(), [](const auto& kv) { return kv.second == 3; });
   int copy_streams = 0, kernel_streams = 0;
   for (const auto& [r, set] : streams) {
     int c = 0, k = 0;
@@ -234,11 +237,13 @@ SimResult run_general(Simulator& sim, const Schedule& schedule, std::string* how
     kernel_streams = std::max(kernel_streams, k);
   }
   // Every iteration forks from GPU0's origin stream to the plan's streams and joins back (exec/harness.cpp):
-  // graph.fork_both.<k> / fork_kernels.<k> / fork_mix.1 measured that by streams per GPU and what they run.
-  ro.start_latency = other_gpu                            ? P.exec.fork_for(copy_streams, kernel_streams)
-                     : copy_streams + kernel_streams >= 2 ? P.exec.fork_local2.value
-                     : local_copy && peer_copy            ? P.exec.fork_local.value + P.exec.fork_local_mix.value
-                                                          : P.exec.fork_local.value;
+  // graph.fork_both.<k> / fork_kernels.<k> / fork_mix.1 / fork_local* measured that by streams per GPU and
+  // what they run; a stream that copies both within its GPU and into the other pays graph.fork_local_mix's
+  // extra.
+  ro.start_latency = (other_gpu                            ? P.exec.fork_for(copy_streams, kernel_streams)
+                      : copy_streams + kernel_streams >= 2 ? P.exec.fork_local2.value
+                                                           : P.exec.fork_local.value) +
+                     (mixed_stream ? P.exec.fork_local_mix.value : Seconds(0));
   ro.sync_latency = P.exec.event_peer.value;
   // Between two streams of one GPU: one edge of the measured local fork / join pair.
   ro.local_dep_latency = P.exec.fork_local.value / 2;
