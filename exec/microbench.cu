@@ -218,6 +218,17 @@ __global__ void k_flag_chain(unsigned long long* state, unsigned long long* peer
   if (threadIdx.x == 0) *reinterpret_cast<volatile unsigned long long*>(state) = e;
 }
 
+// LL-style stores into the peer (the all-reduce ll mode's traffic): each thread reads 8 data bytes and
+// stores them as two 8-byte words of 4 data bytes + a 4-byte flag (one volatile 16-byte store), so 2 bytes
+// cross the link per data byte; `pairs` = data bytes / 8.
+__global__ void k_ll_store(const uint2* __restrict__ src, ulonglong2* dst, int64_t pairs, unsigned flag) {
+  for (int64_t q = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; q < pairs; q += int64_t(gridDim.x) * blockDim.x) {
+    const uint2 d = src[q];
+    const unsigned long long f = (unsigned long long)flag << 32;
+    asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(dst + q), "l"(f | d.x), "l"(f | d.y) : "memory");
+  }
+}
+
 // --- host side -----------------------------------------------------------------------------------------
 
 struct Gpu {
@@ -536,6 +547,25 @@ void Bench::bench_p2p() {
         [&](int64_t b) {
           return std::vector<Lane>{store(g0, g1, b), store(g1, g0, b)};
         });
+  // LL-style stores both ways at once, with the ll mode's grid: 256 threads, one 8-byte pair each, up to one
+  // CTA per SM (exec/bidir.cu). Bytes are data bytes (twice that crosses the link).
+  auto ll = [&](Gpu& src, Gpu& dst, int64_t b) {
+    return Lane{src.dev, src.stream[0], [&src, &dst, b] {
+                  const int64_t pairs = std::max<int64_t>(1, b / 8);
+                  const int blocks = int(std::clamp<int64_t>((pairs + 255) / 256, 1, src.sms));
+                  k_ll_store<<<blocks, 256, 0, src.stream[0]>>>(reinterpret_cast<const uint2*>(src.buf[0]),
+                                                                reinterpret_cast<ulonglong2*>(dst.buf[1]), pairs, 1u);
+                  CCLAB_CUDA_LAUNCHED();
+                }};
+  };
+  sweep(
+      "p2p.ll_store.bidir",
+      "LL-style stores (8 data bytes as two flagged 8-byte words per thread, 256 threads, up to one CTA per SM) "
+      "into the peer, both GPUs at once (data bytes per direction)",
+      [&](int64_t b) {
+        return std::vector<Lane>{ll(g0, g1, b), ll(g1, g0, b)};
+      },
+      8, opt_.max_bytes / 2);
   // One CTA (512 threads): the rate one block group of a fused kernel reaches, loads and stores.
   auto one_cta = [&](Gpu& run_on, const char* src, char* dst, int64_t b) {
     return Lane{run_on.dev, run_on.stream[0], [this, &run_on, src, dst, b] {

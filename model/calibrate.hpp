@@ -62,6 +62,7 @@ struct MicroMeasurements {
 //   graph.copy / graph.copy2    CUDA graph (20 iterations, as the executor replays): one / two 8-byte peer
 //                               copies per iteration on the origin stream (per copy node)
 //   p2p.sm.cta / sm_store.cta   the same with one CTA of 512 threads (a fused kernel's block group)
+//   p2p.ll_store.bidir          LL-style flagged 8-byte-word stores into the peer, both ways (data bytes)
 //   graph.kernel / kernel_pdl   the same with one empty kernel per iteration (per kernel node), plain or
 //                               with programmatic dependent launch
 //   graph.copy_local            one 8-byte copy within GPU0 per iteration (local copy node)

@@ -370,8 +370,13 @@ Seconds bidir_kernel_time(const model::ModelParams& P, const ExecPath& path, int
   if (path.mode == "ll") {
     // Each GPU stores its S bytes as LL words (4 data + 4 flag bytes: 2S on the wire) into the peer's
     // buffer, both ways at once, and reduces what arrives in registers: one flag's one-way trip.
-    const Seconds t = node + body("p2p.sm_store.bidir", "p2p.sm.bidir", 2 * S, used) + flag / 2;
-    how = "ll: node + " + used + "(2S) body + flag/2";
+    // p2p.ll_store.bidir makes exactly these stores (data bytes); older profiles: plain stores of 2S.
+    const bool ll_table = table(P, "p2p.ll_store.bidir") != nullptr;
+    const Seconds t = node +
+                      (ll_table ? body("p2p.ll_store.bidir", "p2p.sm_store.bidir", S, used)
+                                : body("p2p.sm_store.bidir", "p2p.sm.bidir", 2 * S, used)) +
+                      flag / 2;
+    how = "ll: node + " + used + (ll_table ? "(S)" : "(2S)") + " body + flag/2";
     return t;
   }
   if (path.mode == "push") {
