@@ -346,7 +346,6 @@ template <typename T, RedOp Op, int U>
 __global__ void __launch_bounds__(512, 2) push_kernel(BidirArgs a) {
   __shared__ uint32_t e_s;
   __shared__ int abort_s;
-  __shared__ volatile int64_t pushed_s;  // tiles the producers of this CTA have stored (in place: see below)
   asm volatile("griddepcontrol.wait;" ::: "memory");
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   const int H = blockDim.x / 2, b = blockIdx.x, G = gridDim.x;
@@ -357,7 +356,6 @@ __global__ void __launch_bounds__(512, 2) push_kernel(BidirArgs a) {
   if (threadIdx.x == 0) {
     e_s = *reinterpret_cast<volatile uint32_t*>(&me->push_epoch) + 1;
     abort_s = 0;
-    pushed_s = 0;
   }
   __syncthreads();
   const uint32_t e = e_s;
@@ -396,8 +394,8 @@ __global__ void __launch_bounds__(512, 2) push_kernel(BidirArgs a) {
       // fence per thread, so producers keep streaming while the flag goes out.
       named_barrier(1, H);
       if (t == 0) {
-        for (int jj = 1; jj < n; ++jj) st_release(&a.ctrl[(r + jj) % n]->push_prog[b][r], E | uint64_t(j + 1));
-        pushed_s = j + 1;
+        // Every peer's slot [b][r] in its control words, and our own (read by our consumers).
+        for (int jj = 0; jj < n; ++jj) st_release(&a.ctrl[(r + jj) % n]->push_prog[b][r], E | uint64_t(j + 1));
       }
     }
   } else {
@@ -406,13 +404,9 @@ __global__ void __launch_bounds__(512, 2) push_kernel(BidirArgs a) {
       if (t == 0) {
         for (int jj = 1; jj < n && !abort_s; ++jj)
           if (!wait_ge(a, &me->push_prog[b][(r + jj) % n], E | uint64_t(j + 1), kWaitPush, b, int(j))) abort_s = 1;
-        // In place the output is our input: our producers must have read tile j before we write it.
-        const uint64_t start = dev::globaltimer_ns();
-        while (!abort_s && pushed_s < j + 1)
-          if (dev::globaltimer_ns() - start > a.timeout_ns) {
-            report_timeout(a, kWaitPush, b, int(j), uint64_t(j + 1), uint64_t(pushed_s));
-            abort_s = 1;
-          }
+        // In place the output is our input: our producers must have read tile j before we write it
+        // (their flag in our own control words; a global flag, not a shared-memory spin).
+        if (!abort_s && !wait_ge(a, &me->push_prog[b][r], E | uint64_t(j + 1), kWaitPush, b, int(j))) abort_s = 1;
       }
       named_barrier(2, H);
       if (abort_s) break;

@@ -19,7 +19,8 @@ struct Ctrl {
   uint64_t flash_start[kMaxBlocks][kMaxRanks];
   uint64_t flash_fin[kMaxBlocks][kMaxRanks];
   uint64_t flash_prog[kMaxBlocks][kMaxRanks];
-  // Push mode: push_prog[block][src] = (epoch << 32) | tiles of that block src has stored here.
+  // Push mode: push_prog[block][src] = (epoch << 32) | tiles of that block src has stored here;
+  // [block][own rank]: tiles our own producers have read (our consumers wait for it in place).
   uint64_t push_prog[kMaxBlocks][kMaxRanks];
   // Stream mode: absolute per-lane sequence numbers, continued across launches (both ranks run the
   // same launches, so each lane's count of units agrees); seq[lane] is local, the others peer-written.
