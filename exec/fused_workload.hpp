@@ -21,8 +21,9 @@ enum class LoweringMode : uint8_t { plan, fused, automatic };
 struct FusedParams {
   LoweringMode lowering = LoweringMode::automatic;
   // lowering=auto: fused up to this many bytes (the collective's nccl-tests size), the general
-  // lowering above. On 2 x H200 (scripts/gpu_fused.sh, 2026-11-22) the fused path was faster than
-  // the general lowering at every size up to 1 MiB for every schedule whose plan waits across GPUs.
+  // lowering above. On 2 x H200 (scripts/gpu_fused.sh, 2026-11-22, /work/gpu-out/final) the fused
+  // path was faster than the general lowering at every size up to 1 MiB for every 2-rank schedule
+  // except the kernel-only reduces (see use_fused below) and broadcast at >= 64 KiB (within 25%).
   int64_t fused_max = 1 << 20;
   int threads = 512;             // per CTA (launch bound of the kernel)
   int64_t cta_bytes = 32 << 10;  // FusedOptions::cta_bytes
@@ -43,9 +44,9 @@ struct FusedParams {
     return lowering == LoweringMode::fused || (lowering == LoweringMode::automatic && bytes <= fused_max);
   }
   // The choice for a schedule: auto also keeps the general lowering when its plan has no cross-GPU
-  // waits (e.g. a 2-rank reduce whose root reads its peer): that plan needs no GPU-to-GPU handshake,
-  // while the fused kernels always pay a start and an end flag hop (2 x H200: reduce.direct 2.9 us
-  // general vs 7.5 us fused at 16 B).
+  // waits and no copy-engine copies (e.g. a 2-rank reduce whose root's kernel reads its peer): that
+  // plan needs no GPU-to-GPU handshake, while the fused kernels always pay a start and an end flag
+  // hop (2 x H200: reduce.direct 2.9 us general vs 6.1 us fused at 16 B).
   bool use_fused(const Schedule& s, const std::vector<int>& rank_device) const;
 };
 std::string_view lowering_mode_name(LoweringMode m);

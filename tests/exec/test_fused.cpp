@@ -397,6 +397,10 @@ TEST(FusedParams, TuneKeysAreTakenAndOthersPassedOn) {
   const Schedule direct = make_schedule(find_algorithm("reduce.direct"), args);
   EXPECT_TRUE(fp.use_fused(ring, {0, 1}));
   EXPECT_FALSE(fp.use_fused(direct, {0, 1}));
+  // No cross-GPU wait either, but copy-engine puts: fused (5.5 us against 15.7 general on 2 x H200).
+  args.count = 8;
+  const Schedule gather = make_schedule(find_algorithm("gather.direct"), args);
+  EXPECT_TRUE(fp.use_fused(gather, {0, 1}));
   fp.lowering = LoweringMode::fused;
   EXPECT_TRUE(fp.use_fused(direct, {0, 1}));
   fp.lowering = LoweringMode::plan;
