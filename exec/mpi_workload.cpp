@@ -142,45 +142,14 @@ std::string MpiPlanWorkload::note() const {
 
 // ---- NCCL ------------------------------------------------------------------------------------------
 
-namespace {
-
-ncclRedOp_t nccl_redop(RedOp op) {
-  switch (op) {
-    case RedOp::sum:
-      return ncclSum;
-    case RedOp::prod:
-      return ncclProd;
-    case RedOp::min:
-      return ncclMin;
-    case RedOp::max:
-      return ncclMax;
-    case RedOp::avg:
-      return ncclAvg;
-  }
-  return ncclSum;
-}
-
-}  // namespace
-
 MpiNcclComm::MpiNcclComm(const MpiWorld& world, const NcclOptions& options) {
-  // As NcclComms (nccl_workload.cpp): NVLink multicast stays off on the shared machines; pins apply
-  // before the communicator is created.
-  setenv("NCCL_NVLS_ENABLE", "0", 0);
-  if (std::string(std::getenv("NCCL_NVLS_ENABLE")) != "0")
-    throw_env("NCCL_NVLS_ENABLE is set to '" + std::string(std::getenv("NCCL_NVLS_ENABLE")) +
-              "': cclab keeps NVLink multicast off (set it to 0)");
-  if (!options.algo.empty()) setenv("NCCL_ALGO", options.algo.c_str(), 1);
-  if (!options.proto.empty()) setenv("NCCL_PROTO", options.proto.c_str(), 1);
-  if (const char* a = std::getenv("NCCL_ALGO")) pins_ += std::string("NCCL_ALGO=") + a;
-  if (const char* p = std::getenv("NCCL_PROTO")) pins_ += (pins_.empty() ? "" : " ") + std::string("NCCL_PROTO=") + p;
+  pins_ = apply_nccl_environment(options);  // before the communicator is created
   ncclUniqueId id{};
   if (world.rank() == 0) CCLAB_NCCL(ncclGetUniqueId(&id));
   world.broadcast(&id, sizeof id, 0);
   DeviceGuard g(world.device());
   CCLAB_NCCL(ncclCommInitRank(&comm_, world.size(), id, world.rank()));
-  int v = 0;
-  CCLAB_NCCL(ncclGetVersion(&v));
-  version_ = std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
+  version_ = nccl_version_string();
 }
 
 MpiNcclComm::~MpiNcclComm() {

@@ -6,9 +6,7 @@
 
 namespace cclab::exec {
 
-namespace {
-
-ncclRedOp_t nccl_op(RedOp op) {
+ncclRedOp_t nccl_redop(RedOp op) {
   switch (op) {
     case RedOp::sum:
       return ncclSum;
@@ -24,27 +22,34 @@ ncclRedOp_t nccl_op(RedOp op) {
   return ncclSum;
 }
 
-}  // namespace
-
-NcclComms::NcclComms(const Communicator& comm, const NcclOptions& options) {
-  if (comm.shared())
-    throw_input("NCCL baselines need one GPU per rank (" + std::to_string(comm.nranks()) + " ranks on " +
-                std::to_string(comm.ngpus()) + " GPUs)");
-  // NVLink SHARP / multicast stays off: it can take the shared host's GPUs out of service.
+std::string apply_nccl_environment(const NcclOptions& options) {
   setenv("NCCL_NVLS_ENABLE", "0", 0);
   if (std::string(std::getenv("NCCL_NVLS_ENABLE")) != "0")
     throw_env("NCCL_NVLS_ENABLE is set to '" + std::string(std::getenv("NCCL_NVLS_ENABLE")) +
               "': cclab keeps NVLink multicast off (set it to 0)");
   if (!options.algo.empty()) setenv("NCCL_ALGO", options.algo.c_str(), 1);
   if (!options.proto.empty()) setenv("NCCL_PROTO", options.proto.c_str(), 1);
-  if (const char* a = std::getenv("NCCL_ALGO")) pins_ += std::string("NCCL_ALGO=") + a;
-  if (const char* p = std::getenv("NCCL_PROTO")) pins_ += (pins_.empty() ? "" : " ") + std::string("NCCL_PROTO=") + p;
+  std::string pins;
+  if (const char* a = std::getenv("NCCL_ALGO")) pins += std::string("NCCL_ALGO=") + a;
+  if (const char* p = std::getenv("NCCL_PROTO")) pins += (pins.empty() ? "" : " ") + std::string("NCCL_PROTO=") + p;
+  return pins;
+}
+
+std::string nccl_version_string() {
+  int v = 0;
+  CCLAB_NCCL(ncclGetVersion(&v));
+  return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
+}
+
+NcclComms::NcclComms(const Communicator& comm, const NcclOptions& options) {
+  if (comm.shared())
+    throw_input("NCCL baselines need one GPU per rank (" + std::to_string(comm.nranks()) + " ranks on " +
+                std::to_string(comm.ngpus()) + " GPUs)");
+  pins_ = apply_nccl_environment(options);
   comms_.resize(size_t(comm.nranks()));
   std::vector<int> devs = comm.rank_device();
   CCLAB_NCCL(ncclCommInitAll(comms_.data(), comm.nranks(), devs.data()));
-  int v = 0;
-  CCLAB_NCCL(ncclGetVersion(&v));
-  version_ = std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
+  version_ = nccl_version_string();
 }
 
 NcclComms::~NcclComms() {
@@ -94,19 +99,19 @@ void NcclWorkload::enqueue() {
     cudaStream_t s = raw_[size_t(r)];
     switch (spec_.coll) {
       case Coll::allreduce:
-        CCLAB_NCCL(ncclAllReduce(in, out, size_t(spec_.count), t, nccl_op(spec_.op), c, s));
+        CCLAB_NCCL(ncclAllReduce(in, out, size_t(spec_.count), t, nccl_redop(spec_.op), c, s));
         break;
       case Coll::broadcast:
         CCLAB_NCCL(ncclBroadcast(in, out, size_t(spec_.count), t, spec_.root, c, s));
         break;
       case Coll::reduce:
-        CCLAB_NCCL(ncclReduce(in, out, size_t(spec_.count), t, nccl_op(spec_.op), spec_.root, c, s));
+        CCLAB_NCCL(ncclReduce(in, out, size_t(spec_.count), t, nccl_redop(spec_.op), spec_.root, c, s));
         break;
       case Coll::allgather:
         CCLAB_NCCL(ncclAllGather(in, out, size_t(per), t, c, s));
         break;
       case Coll::reducescatter:
-        CCLAB_NCCL(ncclReduceScatter(in, out, size_t(per), t, nccl_op(spec_.op), c, s));
+        CCLAB_NCCL(ncclReduceScatter(in, out, size_t(per), t, nccl_redop(spec_.op), c, s));
         break;
       case Coll::alltoall:
         for (int p = 0; p < n; ++p) {

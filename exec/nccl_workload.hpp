@@ -17,6 +17,16 @@ struct NcclOptions {
   std::string proto;  // pins NCCL_PROTO when non-empty (e.g. Simple, LL, LL128)
 };
 
+// Before any NCCL communicator is created (single-process and MPI modes alike): keeps NVLink multicast
+// off (NCCL_NVLS_ENABLE=0 unless set; an environment error when set to anything else: it can take a
+// shared host's GPUs out of service) and applies the pins. Returns the pins in effect, e.g.
+// "NCCL_ALGO=Ring NCCL_PROTO=Simple", for the records' notes.
+std::string apply_nccl_environment(const NcclOptions& options);
+// The loaded library's version, "2.28.3".
+std::string nccl_version_string();
+// NCCL's reduction for a cclab RedOp.
+ncclRedOp_t nccl_redop(RedOp op);
+
 // One NCCL communicator per GPU. Sets NCCL_NVLS_ENABLE=0 unless already set (NVLink multicast must
 // stay off on the shared machines) and the pins before ncclCommInitAll. Throws an input error when
 // ranks share GPUs (NCCL needs one GPU per rank), an environment error on NCCL failures.
