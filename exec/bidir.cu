@@ -558,26 +558,6 @@ __global__ void __launch_bounds__(512) stream_kernel(BidirArgs a) {
 bool g_pdl_refused = false;
 
 template <typename T, RedOp Op>
-struct LaunchLL {
-  static void run(const BidirArgs& a, int blocks, int threads, bool pdl, cudaStream_t s) {
-    if (pdl && !g_pdl_refused) {
-      cudaLaunchConfig_t cfg = {};
-      cfg.gridDim = dim3(blocks);
-      cfg.blockDim = dim3(threads);
-      cfg.stream = s;
-      cudaLaunchAttribute attr[1];
-      attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-      attr[0].val.programmaticStreamSerializationAllowed = 1;
-      cfg.attrs = attr;
-      cfg.numAttrs = 1;
-      if (cudaLaunchKernelEx(&cfg, ll_kernel<T, Op>, a) == cudaSuccess) return;
-      cudaGetLastError();
-      g_pdl_refused = true;
-    }
-    ll_kernel<T, Op><<<blocks, threads, 0, s>>>(a);
-  }
-};
-template <typename T, RedOp Op>
 struct LaunchFlash {
   static void run(const BidirArgs& a, int blocks, int threads, int stages, size_t smem, bool in_place, cudaStream_t s) {
     if (stages <= 2) {
@@ -610,6 +590,12 @@ void launch_maybe_pdl(void (*kernel)(Params...), int blocks, int threads, bool p
   kernel<<<blocks, threads, 0, s>>>(args...);
 }
 
+template <typename T, RedOp Op>
+struct LaunchLL {
+  static void run(const BidirArgs& a, int blocks, int threads, bool pdl, cudaStream_t s) {
+    launch_maybe_pdl(ll_kernel<T, Op>, blocks, threads, pdl, s, a);
+  }
+};
 template <typename T, RedOp Op>
 struct LaunchFlashLdg {
   static void run(const BidirArgs& a, int blocks, int threads, int unroll, bool in_place, bool pdl, cudaStream_t s) {
