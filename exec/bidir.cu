@@ -394,8 +394,8 @@ __global__ void __launch_bounds__(512, 2) push_kernel(BidirArgs a) {
       // fence per thread, so producers keep streaming while the flag goes out.
       named_barrier(1, H);
       if (t == 0) {
-        // Every peer's slot [b][r] in its control words, and our own (read by our consumers).
-        for (int jj = 0; jj < n; ++jj) st_release(&a.ctrl[(r + jj) % n]->push_prog[b][r], E | uint64_t(j + 1));
+        // Every peer's slot [b][r] in its control words, and in place our own (read by our consumers).
+        for (int jj = a.in_place ? 0 : 1; jj < n; ++jj) st_release(&a.ctrl[(r + jj) % n]->push_prog[b][r], E | uint64_t(j + 1));
       }
     }
   } else {
@@ -406,7 +406,7 @@ __global__ void __launch_bounds__(512, 2) push_kernel(BidirArgs a) {
           if (!wait_ge(a, &me->push_prog[b][(r + jj) % n], E | uint64_t(j + 1), kWaitPush, b, int(j))) abort_s = 1;
         // In place the output is our input: our producers must have read tile j before we write it
         // (their flag in our own control words; a global flag, not a shared-memory spin).
-        if (!abort_s && !wait_ge(a, &me->push_prog[b][r], E | uint64_t(j + 1), kWaitPush, b, int(j))) abort_s = 1;
+        if (a.in_place && !abort_s && !wait_ge(a, &me->push_prog[b][r], E | uint64_t(j + 1), kWaitPush, b, int(j))) abort_s = 1;
       }
       named_barrier(2, H);
       if (abort_s) break;
@@ -700,6 +700,8 @@ void BidirParams::apply(const std::string& tune) {
       ce_pieces = i(0, 1024);
     else if (k == "ce_chunk")
       ce_chunk = parse_size(flag, v);
+    else if (k == "ce_tail")
+      ce_tail = parse_size(flag, v);
     else if (k == "ce_slots")
       ce_slots = i(1, 64);
     else if (k == "ce_push")
@@ -765,7 +767,8 @@ std::string BidirParams::describe(BidirMode m) const {
     case BidirMode::copy:
       os << (ce_split ? " reduce-scatter+all-gather" : " one-shot") << " chunk="
          << (ce_pieces > 0 ? "part/" + std::to_string(ce_pieces) + " in [4M,64M]" : std::to_string(ce_chunk))
-         << " slots=" << ce_slots << (ce_push ? " push" : " pull");
+         << " slots=" << ce_slots << (ce_tail > 0 ? " tail=" + std::to_string(ce_tail) : "")
+         << (ce_push ? " push" : " pull");
       break;
   }
   return os.str();
@@ -963,6 +966,7 @@ void BidirWorkload::enqueue() {
     a.push[q] = static_cast<uint8_t*>(ctx_.push(q));
   }
   a.push_stride = ctx_.push_stride();
+  a.in_place = spec_.in_place;
   a.ll_words = ll_words(p);
   a.lanes = ctx_.ring_lanes();
   a.slots = p.slots;

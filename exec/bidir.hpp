@@ -76,6 +76,9 @@ struct BidirParams {
   // large messages get large copies while the pipeline still has ce_pieces stages to overlap.
   int ce_pieces = 0;  // 0: fixed ce_chunk
   int ce_slots = 3;
+  // > 0: the last chunk of each part is halved down to pieces of at least ce_tail bytes, so the
+  // reduction and all-gather left at the end of the pipeline are short (CopyPipeline::tail).
+  int64_t ce_tail = 0;
   // CTAs of the copy pipeline's reduce kernels: few, so the copy engines keep their share of HBM
   // (2 x H200, session 2 call 1: 256 MiB went from 0.87 to 0.92 x sol.bidir_copy with 32 instead of
   // 2 per SM). `--tune reduce_blocks=` overrides it.
@@ -162,11 +165,8 @@ class BidirWorkload : public Workload {
   size_t smem_ = 0;
 };
 
-// The copy-engine pipeline as a Schedule, run by the general lowering. ce_split: for each chunk of
-// the part rank o owns, every peer pushes its copy into o's scratch slot (channel 0), o reduces
-// (channel 1) and pushes the result into every peer's output (channel 2). One-shot: every rank
-// pulls every peer's chunk into a slot (channel 0) and reduces it (channel 1). Slot reuse and
-// in-place hazards are dependencies.
+// The copy-engine pipeline (algorithms/copy_pipeline.hpp) with the ce_* parameters, run by the general
+// lowering.
 Schedule bidir_copy_schedule(int nranks, int64_t count, DType dtype, RedOp op, bool in_place, const BidirParams& p);
 
 // sol.bidir_copy: rank r's copy engine pushes its input into rank r-1's output, all at once

@@ -63,6 +63,7 @@ struct BidirArgs {
   uint8_t* push[kMaxRanks] = {};
   int64_t push_stride = 0;
   int unroll = 1;
+  bool in_place = false;  // push: the output is the input (consumers wait for their own producers)
   ErrWord* err = nullptr;
   uint64_t timeout_ns = 0;
 };

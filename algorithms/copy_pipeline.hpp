@@ -1,0 +1,30 @@
+// The executor's copy-engine all-reduce pipeline (allreduce.bidir mode=copy) as a Schedule: built here,
+// in the algorithms library, so the executor runs it and the simulator predicts the very same schedule.
+#pragma once
+
+#include <cstdint>
+
+#include "algorithms/schedule.hpp"
+
+namespace cclab {
+
+struct CopyPipeline {
+  int64_t chunk = 32 << 20;  // bytes per copy
+  // pieces > 0: chunk = (bytes of a rank's part) / pieces, clamped to [4 MiB, 64 MiB].
+  int pieces = 0;
+  int slots = 3;  // scratch slots per peer
+  // tail > 0: the last chunk of each part is halved again and again down to pieces of at least `tail`
+  // bytes, so the reduction and all-gather that nothing else overlaps at the end are short.
+  int64_t tail = 0;
+  bool split = true;  // reduce-scatter + all-gather; false: one-shot (every rank reduces everything)
+  bool push = false;  // one-shot only: copy engines push (put) instead of pull (get)
+};
+
+// split: for each chunk of the part rank o owns, every peer pushes its copy into o's scratch slot
+// (channel 0), o reduces (channel 1) and pushes the result into every peer's output (channel 2).
+// One-shot: every rank pulls every peer's chunk into a slot (channel 0) and reduces it (channel 1).
+// Slot reuse and in-place hazards are dependencies.
+Schedule copy_pipeline_allreduce(int nranks, int64_t count, DType dtype, RedOp op, bool in_place,
+                                 const CopyPipeline& p);
+
+}  // namespace cclab
