@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/dtype.hpp"
 #include "core/units.hpp"
 #include "model/params.hpp"
 
@@ -15,5 +16,12 @@ namespace cclab::sim {
 // apply (other rank counts, profiles without those series): the tuning model of sim/predict.cpp then does.
 std::optional<Seconds> nccl_two_gpus(const model::ModelParams& P, std::string_view coll, int64_t bytes, int nranks,
                                      std::string& how);
+
+struct ExecPath;
+
+// One bidir all-reduce kernel (mode ll, flash, push or stream; sim/paths_bidir.cpp) moving `bytes` per GPU:
+// its graph node and body from the profile's measured pieces; `how` says which.
+Seconds bidir_kernel_time(const model::ModelParams& P, const ExecPath& path, int64_t bytes, DType dtype,
+                          std::string& how);
 
 }  // namespace cclab::sim

@@ -1,0 +1,97 @@
+// The bidir all-reduce kernels of exec/bidir.cu on 2 GPUs (modes ll, flash, push, stream), costed from the
+// profile's measured pieces. The copy mode is a copy-engine schedule on the general lowering (sim/paths.cpp).
+#include <algorithm>
+#include <string>
+
+#include "core/error.hpp"
+#include "sim/paths.hpp"
+#include "sim/paths_detail.hpp"
+
+namespace cclab::sim {
+
+namespace {
+
+// A table, or a fallback table where the profile predates the first (an older calibration); `used` names it.
+const model::PathTable& table_or(const model::ModelParams& P, const std::string& name, const std::string& fallback,
+                                 std::string& used) {
+  const model::PathTable* t = P.table(name);
+  used = name;
+  if (!t) {
+    t = P.table(fallback);
+    used = fallback + " (no " + name + " in the profile)";
+  }
+  if (!t) throw_input("the profile has no '" + name + "' measurement (run cclab calibrate)");
+  return *t;
+}
+
+Seconds size_part(const model::ModelParams& P, const std::string& name, const std::string& fallback, double bytes,
+                  std::string& used) {
+  return table_or(P, name, fallback, used).size_part(bytes);
+}
+
+}  // namespace
+
+Seconds bidir_kernel_time(const model::ModelParams& P, const ExecPath& path, int64_t bytes, DType dtype,
+                          std::string& how) {
+  const double S = double(bytes);
+  // The kernel's node in the replayed graph (with PDL where the note says so) ...
+  const Seconds node = path.pdl ? P.exec.kernel_pdl.value : P.exec.kernel_node.value;
+  const Seconds flag = P.exec.flag_rtt.value;
+  // ... and its body: a microbenchmark kernel making the same transfer, timed back to back, less the bare
+  // back-to-back launch that timing includes (latency.launch).
+  const Seconds bare = P.launch_latency.value;
+  auto body = [&](const std::string& name, const std::string& fallback, double x, std::string& used) {
+    return Seconds(std::max(0.0, table_or(P, name, fallback, used).time(x).value - bare.value));
+  };
+  std::string used, used2;
+  if (path.mode == "ll") {
+    // Each GPU stores its S bytes as LL words (4 data + 4 flag bytes: 2S on the wire) into the peer's
+    // buffer, both ways at once, and reduces what arrives in registers: one flag's one-way trip.
+    // p2p.ll_store.bidir makes exactly these stores (data bytes); older profiles: plain stores of 2S.
+    const bool ll_table = P.table("p2p.ll_store.bidir") != nullptr;
+    const Seconds t = node +
+                      (ll_table ? body("p2p.ll_store.bidir", "p2p.sm_store.bidir", S, used)
+                                : body("p2p.sm_store.bidir", "p2p.sm.bidir", 2 * S, used)) +
+                      flag / 2;
+    how = "ll: node + " + used + (ll_table ? "(S)" : "(2S)") + " body + flag/2";
+    return t;
+  }
+  if (path.mode == "push") {
+    // One-shot push (exec/bidir.cu push_kernel): in every CTA half the threads store the input into the
+    // peer's scratch tile by tile, releasing a flag per tile (the fused path's kind of hop), while the other
+    // half wait for the peer's tiles and reduce them: the two halves overlap, so the slower of the store
+    // (both ways at once) and the reduction, plus one hop and the reduction of the last tile.
+    const int grid = path.grid > 0 ? path.grid : 1;
+    const Seconds store = body("p2p.sm_store.bidir", "p2p.sm.bidir", S, used);
+    const std::string red = "reduce.local." + std::string(dtype_name(dtype));
+    const Seconds reduce = size_part(P, red, "reduce.local.float", S, used2);
+    const Seconds last_tile = size_part(P, red, "reduce.local.float", S / grid, used2);
+    const Seconds t = node + P.exec.flag_hop.value + std::max(store, reduce) + last_tile;
+    how = "push: node + flag hop + max(" + used + "(S) body, " + used2 + "(S)) + last tile's reduction";
+    return t;
+  }
+  if (path.mode == "flash") {
+    // One-shot pull: each GPU loads the peer's S bytes (SM loads both ways) and reduces on the fly, between
+    // a start barrier (the peer's input is ready) and a finish barrier (the peer is done reading mine):
+    // each a flag round trip.
+    const Seconds t = node + body("p2p.sm.bidir", "p2p.sm.bidir", S, used) + 2.0 * flag;
+    how = "flash: node + " + used + "(S) body + 2 flag round trips";
+    return t;
+  }
+  if (path.mode == "stream") {
+    // Persistent lanes, one CTA each (exec/bidir.cu: half its threads push into the peer's ring, half
+    // reduce what arrives): each lane moves S / grid bytes at the rate of half a CTA's stores, bounded by
+    // the both-ways store rate of the whole link; barriers at start and end as flash.
+    const int grid = path.grid > 0 ? path.grid : 1;
+    std::string used_cta;
+    const Seconds per_lane = 2.0 * size_part(P, "p2p.sm_store.cta", "p2p.sm.bidir", S / grid, used_cta);
+    const Seconds link = size_part(P, "p2p.sm_store.bidir", "p2p.sm.bidir", S, used);
+    const Seconds t =
+        node + body("p2p.sm_store.bidir", "p2p.sm.bidir", 8, used2) + 2.0 * flag + std::max(per_lane, link);
+    how = "stream: node + tiny store body + 2 flag round trips + max(2 x " + used_cta + "(S/grid), " + used + "(S))";
+    return t;
+  }
+  throw_input("no model for bidir mode '" + path.mode + "'");
+}
+
+}  // namespace cclab::sim
