@@ -7,6 +7,7 @@
 #include <optional>
 #include <set>
 
+#include "algorithms/copy_pipeline.hpp"
 #include "algorithms/transport.hpp"
 #include "core/error.hpp"
 
@@ -287,54 +288,6 @@ Schedule sol_bidir_copy(int nranks, int64_t count, DType dtype) {
   return s;
 }
 
-// The copy mode's reduce-scatter + all-gather on copy engines, pipelined by chunks through K scratch slots
-// per peer: the structure of exec/bidir_schedules.cpp's emit_copy_split, rebuilt here from the mode's
-// parameters in the record's note (the simulator does not link the executor).
-Schedule bidir_copy_split(int n, int64_t count, DType dtype, int64_t want_chunk, int pieces, int slots) {
-  Schedule s;
-  s.algo = "allreduce.bidir.copy";
-  s.collective = "allreduce";
-  s.nranks = n;
-  s.count = count;
-  s.dtype = dtype;
-  s.lowering = Lowering::copy_engine;
-  const int64_t e = dtype_size(dtype);
-  const int K = std::max(1, slots);
-  auto part_begin = [&](int o) { return (int64_t(o) * (count / n) + std::min<int64_t>(o, count % n)) * e; };
-  auto part_bytes = [&](int o) { return (count / n + (o < count % n ? 1 : 0)) * e; };
-  // The executor's chunk: fixed, or the part in `pieces` clamped to [4 MiB, 64 MiB] (BidirParams::ce_pieces).
-  if (pieces > 0) want_chunk = std::clamp<int64_t>(part_bytes(0) / pieces, int64_t(4) << 20, int64_t(64) << 20);
-  const int64_t chunk = std::max<int64_t>(e, std::min<int64_t>(want_chunk, part_bytes(0)) / e * e);
-  s.buffers.assign(size_t(n), BufferSizes{count * e, count * e, int64_t(n - 1) * K * chunk});
-  Transport t(s);
-  std::vector<std::vector<OpId>> reduced(static_cast<size_t>(n));
-  int64_t max_chunks = 0;
-  for (int o = 0; o < n; ++o) max_chunks = std::max(max_chunks, (part_bytes(o) + chunk - 1) / chunk);
-  for (int o = 0; o < n; ++o) reduced[size_t(o)].assign(size_t(max_chunks), kNoOp);
-  for (int64_t k = 0; k < max_chunks; ++k)
-    for (int o = 0; o < n; ++o) {
-      const int64_t pb = part_bytes(o), off = part_begin(o) + k * chunk;
-      if (k * chunk >= pb) continue;
-      const int64_t len = std::min(chunk, pb - k * chunk);
-      std::vector<OpId> arrived;
-      for (int j = 1; j < n; ++j) {
-        const int q = (o + j) % n;
-        const OpId war = k >= K ? reduced[size_t(o)][size_t(k - K)] : kNoOp;
-        arrived.push_back(t.put(q, in(q, off), scratch(o, (int64_t(j - 1) * K + k % K) * chunk), len, {war}, 0));
-      }
-      Ref lhs = in(o, off);
-      OpId last = kNoOp;
-      for (int j = 1; j < n; ++j) {
-        last = t.reduce(o, lhs, scratch(o, (int64_t(j - 1) * K + k % K) * chunk), out(o, off), len,
-                        {arrived[size_t(j - 1)], last}, 1);
-        lhs = out(o, off);
-      }
-      reduced[size_t(o)][size_t(k)] = last;
-      for (int j = 1; j < n; ++j) t.put(o, out(o, off), out((o + j) % n, off), len, {last}, 2);
-    }
-  return s;
-}
-
 // ---- the fused path (exec/fused*) ------------------------------------------------------------------------
 
 SimResult run_fused(Simulator& sim, const Schedule& s, const ExecPath& path, std::string* how) {
@@ -441,6 +394,7 @@ ExecPath parse_exec_note(std::string_view note, std::string_view algo) {
     p.chunk = number_after(note, "chunk=", int64_t(32) << 20);
     p.pieces = int(number_after(note, "chunk=part/", 0));
     p.slots = int(number_after(note, "slots=", 3));
+    p.tail = number_after(note, "tail=", 0);
     p.slot_bytes = number_after(note, "slot_bytes=", 256 << 10);
     p.pdl = has(note, " pdl");
   } else if (has(note, "general lowering")) {
@@ -492,8 +446,12 @@ Prediction predict_exec_path(Simulator& sim, const std::string& algo_name, AlgoA
   if (path.kind == ExecPath::Kind::bidir) {
     if (args.nranks != 2) throw_input(algo_name + ": the bidir kernel models are for 2 GPUs");
     if (path.mode == "copy") {
-      const Schedule s = bidir_copy_split(args.nranks, args.count, args.dtype, std::max<int64_t>(path.chunk, 1),
-                                          path.pieces, path.slots);
+      CopyPipeline c;  // the executor's own schedule, from the parameters in the note
+      c.chunk = std::max<int64_t>(path.chunk, 1);
+      c.pieces = path.pieces;
+      c.slots = path.slots;
+      c.tail = path.tail;
+      const Schedule s = copy_pipeline_allreduce(args.nranks, args.count, args.dtype, args.redop, args.in_place, c);
       const SimResult r = run_general(sim, s, &how);
       return make_prediction(sim, algo_name, "allreduce", args, args.count, r.time, "copy mode, " + how, false);
     }
