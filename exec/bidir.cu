@@ -434,6 +434,198 @@ __global__ void __launch_bounds__(512, 2) push_kernel(BidirArgs a) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// lamport: one-shot push where the data is its own flag. Every receive buffer holds the sentinel
+// (all bits set: a NaN in float, half and bfloat16) until a peer's store lands; a sender rewrites
+// that one NaN pattern to another NaN, so "no element is the sentinel" means "the whole vector has
+// arrived", checked element by element (each element is stored atomically, so a vector that lands
+// in pieces is simply polled again). No flag, no fence, no handshake: the cost is one one-way trip,
+// as ll, with full 16-byte payloads, as push. Three buffers by epoch % 3: a launch resets the one
+// the launch before it received; a peer writes that buffer again two launches later, and it cannot
+// get there before this launch is over (its next launch needs our data of the next launch).
+// In place is safe as is: a rank reads its own input before it writes the output, and peers never
+// read it. Every CTA polls data the same CTA of each peer stores: the grid stays resident.
+
+template <typename T>
+__device__ __forceinline__ bool has_sentinel(const uint4& v) {
+  const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+  bool any = false;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    if constexpr (sizeof(T) == 4)
+      any |= w[i] == 0xFFFFFFFFu;
+    else
+      any |= (w[i] & 0xFFFFu) == 0xFFFFu || (w[i] >> 16) == 0xFFFFu;
+  }
+  return any;
+}
+// The sentinel's NaN pattern becomes another NaN (sign bit cleared).
+template <typename T>
+__device__ __forceinline__ uint32_t unsentinel_word(uint32_t w) {
+  if constexpr (sizeof(T) == 4) return w == 0xFFFFFFFFu ? 0x7FFFFFFFu : w;
+  if ((w & 0xFFFFu) == 0xFFFFu) w = (w & 0xFFFF0000u) | 0x7FFFu;
+  if ((w >> 16) == 0xFFFFu) w = (w & 0xFFFFu) | 0x7FFF0000u;
+  return w;
+}
+template <typename T>
+__device__ __forceinline__ uint4 unsentinel(uint4 v) {
+  return make_uint4(unsentinel_word<T>(v.x), unsentinel_word<T>(v.y), unsentinel_word<T>(v.z),
+                    unsentinel_word<T>(v.w));
+}
+__device__ __forceinline__ uint4 ld_volatile_v4(const uint4* p) {
+  uint4 v;
+  asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p)
+               : "memory");
+  return v;
+}
+// Polls one received vector until no element is the sentinel; false (error recorded) on timeout.
+template <typename T>
+__device__ __forceinline__ bool receive_vec(const BidirArgs& a, const uint4* p, int block, int64_t at, uint4& v) {
+  v = ld_volatile_v4(p);
+  if (!has_sentinel<T>(v)) return true;
+  const uint64_t start = dev::globaltimer_ns();
+  for (uint32_t it = 1;; ++it) {
+    v = ld_volatile_v4(p);
+    if (!has_sentinel<T>(v)) return true;
+    if ((it & 255u) == 0) {
+      if (dev::globaltimer_ns() - start > a.timeout_ns) {
+        report_timeout(a, kWaitLamport, block, int(at), 0, 0);
+        return false;
+      }
+      if (*static_cast<volatile uint32_t*>(&a.err->code) != 0) return false;
+    }
+  }
+}
+
+template <typename T, RedOp Op, int U>
+__global__ void __launch_bounds__(512) lamport_kernel(BidirArgs a) {
+  __shared__ uint32_t e_s;
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  const int t = threadIdx.x, nt = blockDim.x, b = blockIdx.x, G = gridDim.x;
+  const int n = a.nranks, r = a.rank;
+  Ctrl* me = a.ctrl[r];
+  if (t == 0) e_s = *reinterpret_cast<volatile uint32_t*>(&me->lamport_epoch) + 1;
+  __syncthreads();
+  const uint32_t e = e_s;
+  const int phase = int(e % 3), stale = int((e + 2) % 3);
+  const int64_t stale_vecs = (me->lamport_dirty[stale] + 15) / 16;  // what launch e - 1 received
+  if (b == 0 && t == 0) me->lamport_dirty[phase] = a.bytes;           // read by launch e + 2
+  auto region = [&](int q, int ph, int j) {  // what q receives from its j-th source in phase ph
+    return reinterpret_cast<uint4*>(a.lamport[q] + (int64_t(ph) * (n - 1) + (j - 1)) * a.lamport_stride);
+  };
+  auto send_to = [&](int j) {  // our slot in peer (r + j) % n
+    const int q = (r + j) % n;
+    return region(q, phase, (r - q + n) % n);
+  };
+  constexpr int N = 16 / sizeof(T);
+  const int64_t nvec = a.bytes / 16;
+  const int64_t tail0 = nvec * N, tail_n = a.count - tail0;  // elements after the last whole vector
+  const int64_t tile_vecs = int64_t(U) * nt;
+  const int64_t tiles = (nvec + tile_vecs - 1) / tile_vecs;
+  const int64_t J = tiles > b ? (tiles - b + G - 1) / G : 0;
+  const uint4* own = reinterpret_cast<const uint4*>(a.in[r]);
+  uint4* out = reinterpret_cast<uint4*>(a.out);
+  const uint4 sentinel = make_uint4(~0u, ~0u, ~0u, ~0u);
+  // The elements after the last whole vector: block 0 sends them first, receives them last.
+  T tail_own = T();
+  if (b == 0 && t < tail_n) {
+    tail_own = reinterpret_cast<const T*>(a.in[r])[tail0 + t];
+    uint16_t bits16;
+    uint32_t bits32;
+    T v = tail_own;
+    if constexpr (sizeof(T) == 4) {
+      memcpy(&bits32, &v, 4);
+      bits32 = unsentinel_word<T>(bits32);
+      memcpy(&v, &bits32, 4);
+    } else {
+      memcpy(&bits16, &v, 2);
+      if (bits16 == 0xFFFFu) bits16 = 0x7FFFu;
+      memcpy(&v, &bits16, 2);
+    }
+    for (int j = 1; j < n; ++j) reinterpret_cast<T*>(send_to(j))[tail0 + t] = v;
+  }
+  // Tile by tile: send tile k, reset tile k of the stale buffer, then receive tile k - 1 (its data
+  // had a tile's time to arrive) and reduce it with our part, still in registers.
+  uint4 mine[2][U];
+  for (int64_t k = 0; k <= J; ++k) {
+    const int cur = int(k & 1), prev = cur ^ 1;
+    if (k < J) {
+      const int64_t base = (b + k * G) * tile_vecs + t;
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int64_t v = base + int64_t(u) * nt;
+        if (v < nvec) mine[cur][u] = __ldcg(own + v);
+      }
+      for (int j = 1; j < n; ++j) {
+        uint4* dst = send_to(j);
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+          const int64_t v = base + int64_t(u) * nt;
+          if (v < nvec) __stcg(dst + v, unsentinel<T>(mine[cur][u]));
+        }
+      }
+      for (int j = 1; j < n; ++j) {
+        uint4* old = region(r, stale, j);
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+          const int64_t v = base + int64_t(u) * nt;
+          if (v < stale_vecs) __stcg(old + v, sentinel);
+        }
+      }
+    }
+    if (k > 0) {
+      const int64_t base = (b + (k - 1) * G) * tile_vecs + t;
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int64_t v = base + int64_t(u) * nt;
+        if (v >= nvec) continue;
+        Acc<T> acc;
+        acc.load(mine[prev][u]);
+        for (int j = 1; j < n; ++j) {
+          uint4 x;
+          if (!receive_vec<T>(a, region(r, phase, j) + v, b, v, x)) return;
+          acc.template add<Op>(x);
+        }
+        out[v] = acc.store(a.divisor);
+      }
+    }
+  }
+  // The stale buffer beyond this launch's tiles (the launch before was larger).
+  for (int64_t v = tiles * tile_vecs + int64_t(b) * nt + t; v < stale_vecs; v += int64_t(G) * nt)
+    for (int j = 1; j < n; ++j) __stcg(region(r, stale, j) + v, sentinel);
+  if (b == 0 && t < tail_n) {
+    float x = Elem<T>::to(tail_own);
+    for (int j = 1; j < n; ++j) {
+      const volatile T* p = reinterpret_cast<const volatile T*>(region(r, phase, j)) + tail0 + t;
+      const uint64_t start = dev::globaltimer_ns();
+      for (;;) {
+        T got;
+        uint32_t bits = 0;
+        if constexpr (sizeof(T) == 4) {
+          bits = *reinterpret_cast<const volatile uint32_t*>(p);
+        } else {
+          bits = *reinterpret_cast<const volatile uint16_t*>(p);
+        }
+        if (bits != (sizeof(T) == 4 ? 0xFFFFFFFFu : 0xFFFFu)) {
+          memcpy(&got, &bits, sizeof(T));
+          x = dev::combine<Op>(x, Elem<T>::to(got));
+          break;
+        }
+        if (dev::globaltimer_ns() - start > a.timeout_ns) {
+          report_timeout(a, kWaitLamport, b, int(tail0 + t), 0, 0);
+          return;
+        }
+      }
+    }
+    reinterpret_cast<T*>(a.out)[tail0 + t] = Elem<T>::from(a.divisor == 1.f ? x : x / a.divisor);
+  }
+  __syncthreads();
+  if (t == 0) finish_launch(&me->lamport_done, &me->lamport_epoch, e, G);
+}
+
+// ---------------------------------------------------------------------------------------------
 // stream: lane = CTA; first half of the threads produce (push into peers' rings), second half consume.
 
 __device__ __forceinline__ void copy_bytes(uint8_t* dst, const uint8_t* src, int64_t len, int t, int nt) {
@@ -619,6 +811,17 @@ struct LaunchPush {
   }
 };
 template <typename T, RedOp Op>
+struct LaunchLamport {
+  static void run(const BidirArgs& a, int blocks, int threads, int unroll, bool pdl, cudaStream_t s) {
+    if (unroll <= 1)
+      launch_maybe_pdl(lamport_kernel<T, Op, 1>, blocks, threads, pdl, s, a);
+    else if (unroll <= 2)
+      launch_maybe_pdl(lamport_kernel<T, Op, 2>, blocks, threads, pdl, s, a);
+    else
+      launch_maybe_pdl(lamport_kernel<T, Op, 4>, blocks, threads, pdl, s, a);
+  }
+};
+template <typename T, RedOp Op>
 struct LaunchStream {
   static void run(const BidirArgs& a, int blocks, int threads, cudaStream_t s) {
     stream_kernel<T, Op><<<blocks, threads, 0, s>>>(a);
@@ -651,14 +854,17 @@ std::string_view bidir_mode_name(BidirMode m) {
       return "copy";
     case BidirMode::push:
       return "push";
+    case BidirMode::lamport:
+      return "lamport";
   }
   return "?";
 }
 
 BidirMode parse_bidir_mode(std::string_view s) {
-  for (BidirMode m : {BidirMode::ll, BidirMode::flash, BidirMode::stream, BidirMode::copy, BidirMode::push})
+  for (BidirMode m :
+       {BidirMode::ll, BidirMode::flash, BidirMode::stream, BidirMode::copy, BidirMode::push, BidirMode::lamport})
     if (bidir_mode_name(m) == s) return m;
-  throw_input("unknown bidir mode '" + std::string(s) + "' (ll, flash, stream, copy, push)");
+  throw_input("unknown bidir mode '" + std::string(s) + "' (ll, flash, stream, copy, push, lamport)");
 }
 
 void BidirParams::apply(const std::string& tune) {
@@ -731,6 +937,16 @@ void BidirParams::apply(const std::string& tune) {
       push_unroll = i(1, 4);
     else if (k == "push_pdl")
       push_pdl = i(0, 1) != 0;
+    else if (k == "lamport_blocks")
+      lamport_blocks = i(0, kMaxBlocks);
+    else if (k == "lamport_threads")
+      lamport_threads = i(64, 512);
+    else if (k == "lamport_unroll")
+      lamport_unroll = i(1, 4);
+    else if (k == "lamport_pdl")
+      lamport_pdl = i(0, 1) != 0;
+    else if (k == "lamport_max_bytes")
+      lamport_max_bytes = parse_size(flag, v);
     else if (k == "kernel_timeout")
       kernel_timeout_s = parse_double(flag, v, 0.001, 3600);
     else if (k == "mode" || k == "reduce_blocks" || k == "sol_chunks" || k == "streams" || k == "channels" ||
@@ -743,7 +959,9 @@ void BidirParams::apply(const std::string& tune) {
   if (ce_chunk % 16 != 0 || ce_chunk <= 0) throw_input("--tune ce_chunk must be a positive multiple of 16");
   if (stream_threads % 64 != 0) throw_input("--tune stream_threads must be a multiple of 64");
   if (push_threads % 64 != 0) throw_input("--tune push_threads must be a multiple of 64");
-  if (auto_mid == BidirMode::ll || auto_mid == BidirMode::copy) throw_input("--tune auto_mid: flash, push or stream");
+  if (lamport_threads % 64 != 0) throw_input("--tune lamport_threads must be a multiple of 64");
+  if (lamport_max_bytes > (int64_t(1) << 30)) throw_input("--tune lamport_max_bytes must be at most 1G");
+  if (auto_mid == BidirMode::ll || auto_mid == BidirMode::copy) throw_input("--tune auto_mid: flash, push, stream or lamport");
   if (ll_max_bytes > (int64_t(1) << 20)) throw_input("--tune ll_max_bytes must be at most 1M");
 }
 
@@ -764,6 +982,9 @@ std::string BidirParams::describe(BidirMode m) const {
     case BidirMode::push:
       os << " threads=" << push_threads << " unroll=" << push_unroll << (push_pdl ? " pdl" : "");
       break;
+    case BidirMode::lamport:
+      os << " threads=" << lamport_threads << " unroll=" << lamport_unroll << (lamport_pdl ? " pdl" : "");
+      break;
     case BidirMode::copy:
       os << (ce_split ? " reduce-scatter+all-gather" : " one-shot") << " chunk="
          << (ce_pieces > 0 ? "part/" + std::to_string(ce_pieces) + " in [4M,64M]" : std::to_string(ce_chunk))
@@ -776,8 +997,10 @@ std::string BidirParams::describe(BidirMode m) const {
 
 BidirMode choose_bidir_mode(int64_t bytes, DType, int nranks, const BidirParams& p) {
   if (bytes <= std::min(p.auto_ll_max, p.ll_max_bytes)) return BidirMode::ll;
-  if (bytes <= p.auto_flash_max || nranks > 8) return p.auto_mid;
-  return p.auto_large;
+  // lamport keeps receive buffers of at most lamport_max_bytes: larger messages go on.
+  auto fits = [&](BidirMode m) { return m != BidirMode::lamport || bytes <= p.lamport_max_bytes; };
+  if ((bytes <= p.auto_flash_max || nranks > 8) && fits(p.auto_mid)) return p.auto_mid;
+  return fits(p.auto_large) ? p.auto_large : BidirMode::copy;
 }
 
 namespace {
@@ -801,6 +1024,7 @@ BidirContext::BidirContext(const Communicator& comm, const BidirParams& params)
     CCLAB_CUDA(cudaMemset(ll_.back().get(), 0, ll_buffer_bytes(params)));
     ring_.emplace_back();
     push_.emplace_back();
+    lamport_.emplace_back();
   }
 }
 
@@ -832,6 +1056,20 @@ void BidirContext::ensure_push(int64_t stride) {
   push_stride_ = stride;
 }
 
+void BidirContext::ensure_lamport(int64_t stride) {
+  if (stride <= lamport_stride_) return;
+  const size_t bytes = size_t(3) * size_t(std::max(comm_.nranks() - 1, 1)) * size_t(stride);
+  for (int r = 0; r < comm_.nranks(); ++r) {
+    DeviceGuard g(comm_.device_of(r));
+    CCLAB_CUDA(cudaDeviceSynchronize());  // no kernel may still use the old buffers
+    lamport_[size_t(r)] = DeviceBuffer();
+    lamport_[size_t(r)] = DeviceBuffer(comm_.device_of(r), bytes);
+    CCLAB_CUDA(cudaMemset(lamport_[size_t(r)].get(), 0xFF, bytes));  // all sentinel
+    CCLAB_CUDA(cudaDeviceSynchronize());
+  }
+  lamport_stride_ = stride;
+}
+
 void BidirContext::check_errors(const std::string& what) {
   auto* w = static_cast<volatile ErrWord*>(err_.host());
   if (w->code == 0) return;
@@ -843,9 +1081,10 @@ void BidirContext::check_errors(const std::string& what) {
                                 "stream consumer waiting for data",
                                 "stream consumer waiting for its own producer",
                                 "ll receive flag",
-                                "push progress flag"};
+                                "push progress flag",
+                                "lamport receive (data still the sentinel; slot = vector index)"};
   const uint32_t code = w->code;
-  std::string msg = what + ": kernel spin-wait timed out (" + (code < 9 ? names[code] : "?") + ") on rank " +
+  std::string msg = what + ": kernel spin-wait timed out (" + (code < 10 ? names[code] : "?") + ") on rank " +
                     std::to_string(w->rank) + " block/lane " + std::to_string(w->block) + " slot " +
                     std::to_string(w->slot) + ": wanted " + std::to_string(w->want) + ", saw " + std::to_string(w->got);
   std::memset(const_cast<ErrWord*>(w), 0, sizeof(ErrWord));
@@ -860,6 +1099,9 @@ BidirWorkload::BidirWorkload(BidirContext& ctx, BidirMode mode, CollSpec spec)
   const int64_t bytes = spec_.count * dtype_size(spec_.dtype);
   if (mode_ == BidirMode::ll && bytes > ctx.params().ll_max_bytes)
     throw_input("ll mode handles at most " + std::to_string(ctx.params().ll_max_bytes) + " bytes");
+  if (mode_ == BidirMode::lamport && bytes > ctx.params().lamport_max_bytes)
+    throw_input("lamport mode handles at most " + std::to_string(ctx.params().lamport_max_bytes) +
+                " bytes (--tune lamport_max_bytes; it keeps 3 receive buffers of that size per peer)");
   std::vector<BufferSizes> sizes(size_t(spec_.nranks), BufferSizes{bytes, bytes, 0});
   buffers_ = std::make_unique<RankBuffers>(comm, sizes);
   for (int r = 0; r < spec_.nranks; ++r) {
@@ -896,6 +1138,19 @@ BidirWorkload::BidirWorkload(BidirContext& ctx, BidirMode mode, CollSpec spec)
                                          share));
     grid_ = int(std::min<int64_t>(blocks, tiles));
     ctx.ensure_push(std::max<int64_t>(256, (bytes + 255) / 256 * 256));
+  } else if (mode_ == BidirMode::lamport) {
+    threads_ = p.lamport_threads;
+    unroll_ = p.lamport_unroll <= 1 ? 1 : p.lamport_unroll <= 2 ? 2 : 4;  // the kernel's instances
+    const int64_t tile = int64_t(threads_) * 16 * unroll_;
+    const int64_t tiles = std::max<int64_t>(1, (bytes / 16 * 16 + tile - 1) / tile);
+    // A CTA polls data the same CTA of every peer stores: all CTAs stay resident.
+    int blocks = p.lamport_blocks > 0 ? p.lamport_blocks : sms;
+    blocks = std::max(
+        1, std::min(blocks, resident_ctas(reinterpret_cast<const void*>(lamport_kernel<float, RedOp::sum, 4>),
+                                          threads_, comm.device_of(0)) /
+                                share));
+    grid_ = int(std::min<int64_t>(blocks, tiles));
+    ctx.ensure_lamport(std::max<int64_t>(256, (bytes + 255) / 256 * 256));
   } else if (mode_ == BidirMode::flash) {
     // Shared memory: stages x peers x unroll x threads x 16 B; shrink unroll, then stages, then
     // threads until it fits (many ranks sharing GPUs in tests).
@@ -964,7 +1219,9 @@ void BidirWorkload::enqueue() {
     a.ll[q] = static_cast<uint64_t*>(ctx_.ll(q));
     a.ring[q] = static_cast<uint8_t*>(ctx_.ring(q));
     a.push[q] = static_cast<uint8_t*>(ctx_.push(q));
+    a.lamport[q] = static_cast<uint8_t*>(ctx_.lamport(q));
   }
+  a.lamport_stride = ctx_.lamport_stride();
   a.push_stride = ctx_.push_stride();
   a.in_place = spec_.in_place;
   a.ll_words = ll_words(p);
@@ -995,6 +1252,9 @@ void BidirWorkload::enqueue() {
         break;
       case BidirMode::push:
         dev::dispatch<LaunchPush>(spec_.dtype, spec_.op, a, grid_, threads_, unroll_, p.push_pdl, s);
+        break;
+      case BidirMode::lamport:
+        dev::dispatch<LaunchLamport>(spec_.dtype, spec_.op, a, grid_, threads_, unroll_, p.lamport_pdl, s);
         break;
       case BidirMode::copy:
         break;

@@ -13,6 +13,10 @@
 //            buffer over NVLink (posted stores, no load round trips) and publishes per-tile
 //            progress flags; the other half waits for the peers' flags and reduces tile by tile,
 //            overlapping the transfer. Double-buffered by epoch parity; no handshake.
+//  - lamport: one-shot push where the data is its own flag: receive buffers hold a NaN sentinel
+//            until a peer's 16-byte stores land (senders rewrite that one NaN pattern), so a
+//            receiver polls the data itself: one one-way trip and full payloads, no flag, no
+//            fence, no handshake; three buffers by epoch % 3, each reset two launches later.
 //  - copy:   copy engines pull peer chunks into local scratch, pipelined with a local reduce kernel
 //            (cross-GPU dependencies as CUDA events), for the largest sizes where copy engines reach
 //            more of the link than SM loads do.
@@ -31,7 +35,7 @@
 
 namespace cclab::exec {
 
-enum class BidirMode : uint8_t { ll, flash, stream, copy, push };
+enum class BidirMode : uint8_t { ll, flash, stream, copy, push, lamport };
 std::string_view bidir_mode_name(BidirMode m);
 BidirMode parse_bidir_mode(std::string_view s);
 
@@ -57,6 +61,12 @@ struct BidirParams {
   int push_threads = 512;  // half producers, half consumers
   int push_unroll = 4;     // 16-byte vectors per producer thread per tile
   bool push_pdl = true;
+  // lamport
+  int lamport_blocks = 0;  // 0: one per SM (fewer when ranks share a GPU)
+  int lamport_threads = 512;
+  int lamport_unroll = 2;  // 16-byte vectors per thread per tile
+  bool lamport_pdl = true;
+  int64_t lamport_max_bytes = 64 << 20;  // 3 receive buffers of this per peer, allocated as used
   // stream
   int lanes = 0;  // 0: one per SM
   int slots = 4;
@@ -118,6 +128,11 @@ class BidirContext {
   void ensure_push(int64_t stride);
   void* push(int rank) const { return push_[size_t(rank)].get(); }
   int64_t push_stride() const { return push_stride_; }
+  // Lamport-mode receive buffers: 3 phases x (nranks - 1) sources x stride bytes per rank, all
+  // sentinel when (re)allocated, grown (never shrunk) to the largest message; callers synchronise.
+  void ensure_lamport(int64_t stride);
+  void* lamport(int rank) const { return lamport_[size_t(rank)].get(); }
+  int64_t lamport_stride() const { return lamport_stride_; }
   void* error_word() const { return err_.device(); }
   int ring_lanes() const { return ring_lanes_; }
   // Throws an environment error describing the first kernel timeout, if any (and clears it).
@@ -126,8 +141,8 @@ class BidirContext {
  private:
   const Communicator& comm_;
   BidirParams params_;
-  std::vector<DeviceBuffer> ctrl_, ll_, ring_, push_;
-  int64_t push_stride_ = 0;
+  std::vector<DeviceBuffer> ctrl_, ll_, ring_, push_, lamport_;
+  int64_t push_stride_ = 0, lamport_stride_ = 0;
   MappedHost err_;
   int ring_lanes_ = 0, ring_slots_ = 0;
   int64_t ring_slot_bytes_ = 0;

@@ -147,9 +147,9 @@ AlgoPlan classify(const std::string& name) {
     p.collective = "sol";
     return p;
   }
-  if (name == "allreduce.bidir.ll" || name == "allreduce.bidir.push") {
+  if (name == "allreduce.bidir.ll" || name == "allreduce.bidir.push" || name == "allreduce.bidir.lamport") {
     p.kind = AlgoPlan::bidir;
-    p.forced = name.ends_with(".ll") ? BidirMode::ll : BidirMode::push;
+    p.forced = parse_bidir_mode(name.substr(std::string_view("allreduce.bidir.").size()));
     p.collective = "allreduce";
     return p;
   }
@@ -302,6 +302,7 @@ std::vector<std::string> gpu_algorithm_names() {
   }
   names.push_back("allreduce.bidir.ll");
   names.push_back("allreduce.bidir.push");
+  names.push_back("allreduce.bidir.lamport");
   names.push_back("allreduce.bidir.copy");
   names.push_back("sol.bidir_copy");
   return names;

@@ -17,7 +17,7 @@ import itertools
 import sys
 from collections import defaultdict
 
-SMALL, MID, LARGE = ("ll",), ("flash", "push"), ("copy", "push", "flash", "stream")
+SMALL, MID, LARGE = ("ll",), ("flash", "push", "lamport"), ("copy", "push", "flash", "stream", "lamport")
 
 
 def tune_of(s):

@@ -254,6 +254,15 @@ TEST(BidirParams, TuneKeysAndErrors) {
   EXPECT_THROW(p.apply("slot_bytes=17"), Error);
   EXPECT_EQ(parse_bidir_mode("stream"), BidirMode::stream);
   EXPECT_EQ(parse_bidir_mode("push"), BidirMode::push);
+  EXPECT_EQ(parse_bidir_mode("lamport"), BidirMode::lamport);
+  BidirParams l;
+  l.apply("lamport_blocks=66,lamport_threads=256,lamport_unroll=4,lamport_max_bytes=16M,auto_mid=lamport");
+  EXPECT_EQ(l.lamport_blocks, 66);
+  EXPECT_EQ(l.lamport_threads, 256);
+  EXPECT_EQ(l.lamport_unroll, 4);
+  EXPECT_EQ(l.lamport_max_bytes, 16 << 20);
+  EXPECT_EQ(l.auto_mid, BidirMode::lamport);
+  EXPECT_THROW(BidirParams().apply("lamport_max_bytes=2G"), Error);
   BidirParams q;
   q.apply("push_threads=256,push_unroll=2,push_blocks=64,auto_mid=push");
   EXPECT_EQ(q.push_threads, 256);
@@ -278,6 +287,14 @@ TEST(BidirChoice, SmallUsesLLLargeUsesABandwidthMode) {
   EXPECT_EQ(choose_bidir_mode(2 << 20, DType::f32, 2, p), BidirMode::stream);
   p.auto_mid = BidirMode::push;
   EXPECT_EQ(choose_bidir_mode(2048, DType::f32, 2, p), BidirMode::push);
+  // lamport only up to the receive buffers it keeps; larger messages go to the large mode (or copy).
+  p.auto_mid = BidirMode::lamport;
+  p.auto_flash_max = 64 << 20;
+  p.lamport_max_bytes = 1 << 20;
+  EXPECT_EQ(choose_bidir_mode(1 << 20, DType::f32, 2, p), BidirMode::lamport);
+  EXPECT_EQ(choose_bidir_mode(2 << 20, DType::f32, 2, p), BidirMode::stream);
+  p.auto_large = BidirMode::lamport;
+  EXPECT_EQ(choose_bidir_mode(int64_t(1) << 30, DType::f32, 2, p), BidirMode::copy);
 }
 
 TEST(Sweep, SizesFollowNcclTestsFlags) {
@@ -300,6 +317,7 @@ TEST(Sweep, AllListsTheLinkTestAndTheFusedModes) {
   EXPECT_NE(std::find(names.begin(), names.end(), "sol.bidir_copy"), names.end());
   EXPECT_NE(std::find(names.begin(), names.end(), "allreduce.bidir.ll"), names.end());
   EXPECT_NE(std::find(names.begin(), names.end(), "allreduce.bidir.push"), names.end());
+  EXPECT_NE(std::find(names.begin(), names.end(), "allreduce.bidir.lamport"), names.end());
   for (const auto& n : names) EXPECT_EQ(n.find("matmul"), std::string::npos) << n;
 }
 
