@@ -197,6 +197,8 @@ ModelParams defaults_for(const topo::Topology& t) {
   p.exec.flag_hop = {microseconds(0.75), "half the flag round trip (latency.flag, estimate until calibrated)"};
   p.exec.flag_launch = {microseconds(1.3), "empty kernel back to back (latency.launch, estimate until calibrated)"};
   p.exec.flag_rtt = {microseconds(1.5), "flag round trip over NVLink (latency.flag, estimate until calibrated)"};
+  p.exec.fork_both_mix = {Seconds(0), "not measured (graph.fork_both_mix.1: cclab calibrate)"};
+  p.exec.reduce_peer_node = {Seconds(0), "not measured (graph.fork_reduce_peer: cclab calibrate)"};
   p.sync_latency = {microseconds(1.0),
                     "flag store over NVLink seen by a polling peer: ~1 µs, estimate until calibrated"};
   p.local_dep_latency = {microseconds(0.5), "cross-stream event wait on one GPU: estimate until calibrated"};
@@ -308,6 +310,8 @@ const std::map<std::string, Accessor, std::less<>>& accessors() {
     t["exec.flag_hop_us"] = seconds_us([](ModelParams & p) -> auto& { return p.exec.flag_hop; });
     t["exec.flag_launch_us"] = seconds_us([](ModelParams & p) -> auto& { return p.exec.flag_launch; });
     t["exec.flag_rtt_us"] = seconds_us([](ModelParams & p) -> auto& { return p.exec.flag_rtt; });
+    t["exec.fork_both_mix_us"] = seconds_us([](ModelParams & p) -> auto& { return p.exec.fork_both_mix; });
+    t["exec.reduce_peer_node_us"] = seconds_us([](ModelParams & p) -> auto& { return p.exec.reduce_peer_node; });
     t["nccl.max_channels"] = plain([](ModelParams & p) -> auto& { return p.nccl.max_channels; });
     const char* pn[3] = {"ll", "ll128", "simple"};
     for (int j = 0; j < 3; ++j) {
@@ -360,6 +364,8 @@ std::string source_of(const ModelParams& p, const std::string& name) {
   if (name == "exec.flag_rtt_us") return p.exec.flag_rtt.source;
   if (name == "exec.flag_hop_us") return p.exec.flag_hop.source;
   if (name == "exec.flag_launch_us") return p.exec.flag_launch.source;
+  if (name == "exec.fork_both_mix_us") return p.exec.fork_both_mix.source;
+  if (name == "exec.reduce_peer_node_us") return p.exec.reduce_peer_node.source;
   if (name == "exec.copy_local_node_us") return p.exec.copy_local_node.source;
   for (int k = 1; k <= 3; ++k) {
     if (name == "exec.fork_streams_" + std::to_string(k) + "_us") return p.exec.fork_streams[size_t(k - 1)].source;

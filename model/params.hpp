@@ -143,6 +143,11 @@ struct ExecutorParams {
   // The fused path's synchronisation (per-GPU graphs, PDL launches, fence.sc.sys + release / acquire flags).
   Sourced<Seconds> flag_hop;     // one flag hop between the GPUs' kernels
   Sourced<Seconds> flag_launch;  // one launch of such a kernel, its flags aside
+  // Measured only by newer calibrations (0: not measured; the models then compose the older pieces).
+  // Fork to a stream on each GPU running a local then a peer copy, join back: beyond the two copy nodes.
+  Sourced<Seconds> fork_both_mix;
+  // A kernel node that reads the peer (a reduce of 16 bytes), on a forked stream of GPU0, fork aside.
+  Sourced<Seconds> reduce_peer_node;
 };
 
 struct ModelParams {
