@@ -47,4 +47,9 @@ struct MicrobenchResult {
 // Throws cclab::Error (environment) when there are fewer GPUs than asked or peer access is unavailable.
 MicrobenchResult run_microbenchmarks(const MicrobenchOptions& opt);
 
+// The bidir kernels' transfers and NCCL send/recv under per-GPU graph replay (exec/microbench_bidir.cu):
+// series appended to `out`; run_microbenchmarks runs it last.
+void run_bidir_microbenchmarks(const MicrobenchOptions& opt, std::vector<BenchSeries>& out,
+                               std::vector<std::string>& warnings);
+
 }  // namespace cclab::exec

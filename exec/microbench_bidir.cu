@@ -1,0 +1,639 @@
+// Microbenchmarks for the bidir all-reduce kernels' model and the NCCL baselines (sim/paths_bidir.cpp,
+// sim/paths_nccl.cpp): the transfers and synchronisation those kernels make, timed the way the executor's
+// harness times its records (exec/harness.cpp: one CUDA graph per GPU of 20 launches, replayed side by side
+// between a fork from and a join to GPU0's origin stream), but never a collective: every kernel here only
+// moves bytes (no reduction), and NCCL runs send/recv only.
+//
+//   bidir.pull    one-shot SM pull (flash's transfer): G CTAs of 512 threads, a start flag handshake with
+//                 the peer's CTA, 16-byte loads of the peer's S bytes (4 per thread in flight, the next tile
+//                 prefetched in registers) stored to local memory, a finish handshake; PDL launches;
+//                 G = min(SMs, S / 32 KiB rounded up).
+//   bidir.push    one-shot SM push (push's transfer): G CTAs of 512 threads, half store 16 KiB tiles into
+//                 the peer's receive buffer and release a flag per tile, half wait for the peer's flags and
+//                 copy the tile out; PDL launches; G = min(2 x SMs, S / 16 KiB rounded up).
+//   bidir.ll      LL exchange (ll's transfer): 8-byte words of 4 data + 4 flag bytes, 16-byte stores into
+//                 the peer, each thread polls its own received words until their flags match; PDL launches;
+//                 256 threads, G = min(SMs, pairs of words / 256 rounded up); the last CTA advances the epoch.
+//   bidir.ll_plain  the same launched without PDL.
+//   bidir.ring    persistent lanes (stream's transfer): L = min(SMs, S / 256 KiB) CTAs of 512 threads, each
+//                 lane's 256 KiB units through a ring of 4 slots in the peer: half the threads wait for a free
+//                 slot, store the unit into the peer's ring, fence (system scope) and release a flag; half wait
+//                 for the peer's unit and copy it out, then release the slot; plain launches (as stream's).
+//   bidir.replay  empty PDL kernels in per-GPU graphs of N launches, N = 5, 10, 20, 40 (the "bytes" of a
+//                 point are N): the per-replay fixed cost (fork, graph launches, join) is the slope in 1/N.
+//   nccl.p2p.graph.uni / .bidir   ncclSend/ncclRecv (one way, both ways) captured in per-GPU graphs of 20
+//                 group calls, replayed as the records of NCCL's collectives are (nccl-tests -G style).
+//
+// Both directions run at once in every bidir.* series (each GPU's kernel moves S bytes towards the other).
+#include <nccl.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <sstream>
+
+#include "exec/cuda_check.hpp"
+#include "exec/microbench.hpp"
+#include "exec/nccl_workload.hpp"
+
+namespace cclab::exec {
+
+namespace {
+
+constexpr int kIters = 20;           // launches per graph: the harness's default --iters
+constexpr int kReplays = 5;          // timed replays per point; the median is kept
+constexpr int kMaxCtas = 1024;       // flag slots per GPU
+constexpr int kPullThreads = 512, kPullUnroll = 4;
+constexpr int kPushThreads = 512, kPushUnroll = 4;
+constexpr int kLLThreads = 256;
+constexpr int64_t kLLMaxBytes = 1 << 20;  // ll mode's limit (BidirParams::ll_max_bytes)
+constexpr unsigned long long kTimeoutNs = 2'000'000'000ULL;
+
+#define CCLAB_NCCL_MB(call)                                                                          \
+  do {                                                                                               \
+    ncclResult_t r_ = (call);                                                                        \
+    if (r_ != ncclSuccess)                                                                           \
+      throw Error(ErrorKind::environment, std::string("NCCL error: ") + ncclGetErrorString(r_) + " in " #call); \
+  } while (0)
+
+// Control words in each GPU's memory: flags the peer stores into, counters only this GPU touches.
+struct Ctl {
+  unsigned long long start[kMaxCtas];  // peer CTA b began this launch (pull)
+  unsigned long long fin[kMaxCtas];    // peer CTA b finished reading (pull)
+  unsigned long long prog[kMaxCtas];   // peer CTA b's tiles stored (push): epoch << 32 | tiles
+  unsigned long long epoch[kMaxCtas];  // per-CTA launch counter (pull, push)
+  unsigned long long prod[kMaxCtas];   // ring: units the peer's lane stored into our ring
+  unsigned long long cons[kMaxCtas];   // ring: units of ours the peer's lane consumed
+  unsigned long long seq[kMaxCtas];    // ring: units this lane moved in earlier launches
+  unsigned ll_epoch, ll_done;          // ll: launch epoch, CTAs done with it
+  int err;
+};
+
+__device__ __forceinline__ unsigned long long now_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+__device__ __forceinline__ unsigned long long ld_acquire(const unsigned long long* p) {
+  unsigned long long v;
+  asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void st_release(unsigned long long* p, unsigned long long v) {
+  asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ void bar(int id, int threads) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory"); }
+__device__ __forceinline__ void pdl_enter() {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+}
+// Spins until *p >= want; false (error recorded) after kTimeoutNs.
+__device__ bool wait_ge(const unsigned long long* p, unsigned long long want, int* err) {
+  const unsigned long long t0 = now_ns();
+  for (uint32_t it = 0;; ++it) {
+    if (ld_acquire(p) >= want) return true;
+    if ((it & 255u) == 255u && now_ns() - t0 > kTimeoutNs) {
+      atomicExch(err, 1);
+      return false;
+    }
+  }
+}
+
+// One-shot pull with start / finish handshakes (the flash kernel's transfer, no reduction).
+__global__ void __launch_bounds__(kPullThreads) k_pull(const uint4* __restrict__ peer, uint4* __restrict__ out,
+                                                         int64_t nvec, Ctl* me, Ctl* other) {
+  __shared__ int abort_s;
+  pdl_enter();
+  const int t = threadIdx.x, nt = blockDim.x, b = blockIdx.x, G = gridDim.x;
+  if (t == 0) {
+    const unsigned long long e = me->epoch[b] + 1;
+    me->epoch[b] = e;
+    st_release(&other->start[b], e);
+    abort_s = !wait_ge(&me->start[b], e, &me->err);
+  }
+  __syncthreads();
+  if (abort_s) return;
+  constexpr int U = kPullUnroll;
+  const int64_t tile = int64_t(U) * nt, tiles = (nvec + tile - 1) / tile;
+  const int64_t J = tiles > b ? (tiles - b + G - 1) / G : 0;
+  uint4 cur[U], nxt[U];
+  auto fetch = [&](int64_t j, uint4(&dst)[U]) {
+    const int64_t base = (b + j * G) * tile + t;
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      if (j < J && base + int64_t(u) * nt < nvec) dst[u] = __ldcg(peer + base + int64_t(u) * nt);
+  };
+  fetch(0, cur);
+  for (int64_t j = 0; j < J; ++j) {
+    fetch(j + 1, nxt);
+    const int64_t base = (b + j * G) * tile + t;
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      if (base + int64_t(u) * nt < nvec) out[base + int64_t(u) * nt] = cur[u];
+#pragma unroll
+    for (int u = 0; u < U; ++u) cur[u] = nxt[u];
+  }
+  __syncthreads();
+  if (t == 0) {
+    st_release(&other->fin[b], me->epoch[b]);
+    wait_ge(&me->fin[b], me->epoch[b], &me->err);
+  }
+}
+
+// One-shot push with a release flag per tile (the push kernel's transfer, no reduction). Receive buffers
+// alternate by launch parity, as the push kernel's do.
+__global__ void __launch_bounds__(kPushThreads, 2) k_push(const uint4* __restrict__ own, uint4* peer_recv,
+                                                            const uint4* my_recv, int64_t stride_vec,
+                                                            uint4* __restrict__ out, int64_t nvec, Ctl* me, Ctl* other) {
+  __shared__ unsigned long long e_s;
+  __shared__ int abort_s;
+  pdl_enter();
+  const int H = blockDim.x / 2, b = blockIdx.x, G = gridDim.x;
+  const bool producer = threadIdx.x < H;
+  const int t = producer ? threadIdx.x : threadIdx.x - H;
+  if (threadIdx.x == 0) {
+    e_s = me->epoch[b] + 1;
+    me->epoch[b] = e_s;
+    abort_s = 0;
+  }
+  __syncthreads();
+  const unsigned long long E = e_s << 32;
+  const int64_t par = int64_t(e_s & 1) * stride_vec;
+  constexpr int U = kPushUnroll;
+  const int64_t tile = int64_t(U) * H, tiles = std::max<int64_t>(1, (nvec + tile - 1) / tile);
+  const int64_t J = tiles > b ? (tiles - b + G - 1) / G : 0;
+  if (producer) {
+    for (int64_t j = 0; j < J; ++j) {
+      const int64_t base = (b + j * G) * tile + t;
+      uint4 v[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        if (base + int64_t(u) * H < nvec) v[u] = __ldcg(own + base + int64_t(u) * H);
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        if (base + int64_t(u) * H < nvec) __stcg(peer_recv + par + base + int64_t(u) * H, v[u]);
+      bar(1, H);
+      if (t == 0) st_release(&other->prog[b], E | uint64_t(j + 1));
+    }
+  } else {
+    for (int64_t j = 0; j < J; ++j) {
+      if (t == 0 && !wait_ge(&me->prog[b], E | uint64_t(j + 1), &me->err)) abort_s = 1;
+      bar(2, H);
+      if (abort_s) break;
+      const int64_t base = (b + j * G) * tile + t;
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        if (base + int64_t(u) * H < nvec) out[base + int64_t(u) * H] = __ldcg(my_recv + par + base + int64_t(u) * H);
+    }
+  }
+}
+
+// LL exchange (the ll kernel's transfer, no reduction): words of 4 data bytes + the launch epoch, two per
+// thread in one 16-byte store into the peer; each thread polls its own received pair. Buffers alternate by
+// epoch parity; the last CTA to finish advances the epoch, as the ll kernel does.
+__global__ void __launch_bounds__(kLLThreads) k_ll(const uint32_t* __restrict__ own, unsigned long long* peer_ll,
+                                                     unsigned long long* my_ll, int64_t ll_words,
+                                                     uint32_t* __restrict__ out, int64_t words, Ctl* me) {
+  __shared__ unsigned e_s;
+  pdl_enter();
+  if (threadIdx.x == 0) e_s = *reinterpret_cast<volatile unsigned*>(&me->ll_epoch) + 1;
+  __syncthreads();
+  const unsigned e = e_s;
+  const unsigned long long flag = (unsigned long long)e << 32;
+  const int64_t par = int64_t(e & 1) * ll_words;
+  const int64_t pairs = (words + 1) / 2, stride = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t q = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; q < pairs; q += stride) {
+    const int64_t w0 = 2 * q;
+    const uint32_t d0 = own[w0], d1 = w0 + 1 < words ? own[w0 + 1] : 0u;
+    unsigned long long* dst = peer_ll + par + w0;
+    asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(dst), "l"(flag | d0), "l"(flag | d1) : "memory");
+    const unsigned long long* src = my_ll + par + w0;
+    unsigned long long v0, v1;
+    const unsigned long long t0 = now_ns();
+    for (uint32_t it = 1;; ++it) {
+      asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];" : "=l"(v0), "=l"(v1) : "l"(src) : "memory");
+      if ((v0 >> 32) == e && (v1 >> 32) == e) break;
+      if ((it & 1023u) == 0 && now_ns() - t0 > kTimeoutNs) {
+        atomicExch(&me->err, 1);
+        break;
+      }
+    }
+    out[w0] = uint32_t(v0);
+    if (w0 + 1 < words) out[w0 + 1] = uint32_t(v1);
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    if (gridDim.x == 1) {
+      *reinterpret_cast<volatile unsigned*>(&me->ll_epoch) = e;
+    } else {
+      __threadfence();
+      if (atomicAdd(&me->ll_done, 1u) == gridDim.x - 1) {
+        me->ll_done = 0;
+        *reinterpret_cast<volatile unsigned*>(&me->ll_epoch) = e;
+      }
+    }
+  }
+}
+
+// Persistent lanes through a ring of K slots of B bytes in the peer (the stream kernel's transfer, no
+// reduction): the producer half stores a unit into the peer's ring once the peer's consumer freed the slot,
+// fences at system scope and releases a flag; the consumer half waits for the peer's unit (and for its own
+// producer to have read the same unit of the input, as stream does in place) and copies it out.
+__global__ void __launch_bounds__(512) k_ring(const uint8_t* __restrict__ in, uint8_t* peer_ring, const uint8_t* my_ring,
+                                              uint8_t* __restrict__ out, int64_t bytes, int64_t B, int K, Ctl* me,
+                                              Ctl* other) {
+  __shared__ unsigned long long base_s;
+  __shared__ unsigned produced;
+  __shared__ int abort_s;
+  const int lane = blockIdx.x, L = gridDim.x, half = blockDim.x / 2;
+  const bool producer = threadIdx.x < half;
+  const int t = producer ? threadIdx.x : threadIdx.x - half;
+  if (threadIdx.x == 0) {
+    base_s = *reinterpret_cast<volatile unsigned long long*>(&me->seq[lane]);
+    produced = 0;
+    abort_s = 0;
+  }
+  __syncthreads();
+  const unsigned long long base = base_s;
+  const int64_t units = (bytes + B - 1) / B, mine = units > lane ? (units - lane + L - 1) / L : 0;
+  auto slot = [&](const uint8_t* ring, unsigned long long seq) {
+    return ring + (int64_t(lane) * K + int64_t(seq % unsigned(K))) * B;
+  };
+  if (producer) {
+    for (int64_t u = 0; u < mine; ++u) {
+      const unsigned long long seq = base + u;
+      const int64_t off = (lane + u * L) * B, len = min(B, bytes - off);
+      if (t == 0 && seq + 1 > unsigned(K) && !wait_ge(&me->cons[lane], seq + 1 - K, &me->err)) atomicExch(&abort_s, 1);
+      bar(1, half);
+      if (atomicAdd(&abort_s, 0)) break;
+      const uint4* src = reinterpret_cast<const uint4*>(in + off);
+      uint4* dst = reinterpret_cast<uint4*>(const_cast<uint8_t*>(slot(peer_ring, seq)));
+      const int64_t nv = len / 16;
+      int64_t v = t;
+      for (; v + 3 * half < nv; v += 4 * half) {
+        const uint4 x0 = src[v], x1 = src[v + half], x2 = src[v + 2 * half], x3 = src[v + 3 * half];
+        dst[v] = x0;
+        dst[v + half] = x1;
+        dst[v + 2 * half] = x2;
+        dst[v + 3 * half] = x3;
+      }
+      for (; v < nv; v += half) dst[v] = src[v];
+      __threadfence_system();
+      bar(1, half);
+      if (t == 0) {
+        st_release(&other->prod[lane], seq + 1);
+        atomicMax(&produced, unsigned(u + 1));
+      }
+    }
+  } else {
+    for (int64_t u = 0; u < mine; ++u) {
+      const unsigned long long seq = base + u;
+      const int64_t off = (lane + u * L) * B, len = min(B, bytes - off);
+      if (t == 0) {
+        if (!wait_ge(&me->prod[lane], seq + 1, &me->err)) atomicExch(&abort_s, 1);
+        const unsigned long long t0 = now_ns();
+        while (!atomicAdd(&abort_s, 0) && atomicAdd(&produced, 0u) < unsigned(u + 1))
+          if (now_ns() - t0 > kTimeoutNs) atomicExch(&abort_s, 1);
+      }
+      bar(2, half);
+      if (atomicAdd(&abort_s, 0)) break;
+      const uint4* src = reinterpret_cast<const uint4*>(slot(my_ring, seq));
+      uint4* dst = reinterpret_cast<uint4*>(out + off);
+      for (int64_t v = t; v < len / 16; v += half) dst[v] = __ldcg(src + v);
+      bar(2, half);
+      if (t == 0) st_release(&other->cons[lane], seq + 1);
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x == 0 && !abort_s) me->seq[lane] = base + mine;
+}
+
+__global__ void k_empty_pdl_b() { pdl_enter(); }
+
+__global__ void k_gate(unsigned long long ns) {
+  const unsigned long long t0 = now_ns();
+  while (now_ns() - t0 < ns) {
+  }
+}
+
+template <typename... Params, typename... Args>
+void launch_pdl(void (*kernel)(Params...), int blocks, int threads, cudaStream_t s, Args... args) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(blocks);
+  cfg.blockDim = dim3(threads);
+  cfg.stream = s;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  CCLAB_CUDA(cudaLaunchKernelEx(&cfg, kernel, args...));
+}
+
+struct Side {
+  int dev = 0, sms = 0;
+  cudaStream_t origin = nullptr, work = nullptr;  // origin: GPU0's only (timing); work: the GPU's graph
+  cudaEvent_t fork = nullptr, join = nullptr, start = nullptr, stop = nullptr;
+  char* in = nullptr;   // max bytes
+  char* out = nullptr;  // max bytes
+  char* recv = nullptr;  // 2 x max bytes (push receive buffers, ll buffers)
+  Ctl* ctl = nullptr;
+};
+
+class BidirBench {
+ public:
+  BidirBench(const MicrobenchOptions& opt, std::vector<BenchSeries>& out, std::vector<std::string>& warnings)
+      : opt_(opt), out_(out), warnings_(warnings), t0_(std::chrono::steady_clock::now()) {}
+  ~BidirBench() { release(); }
+  void run();
+
+ private:
+  void log(const std::string& s) const {
+    if (opt_.log) opt_.log(s);
+  }
+  bool over_budget() const {
+    // Its own budget: these series come after the others, which may have spent the shared one.
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count() > 60;
+  }
+  void setup();
+  void release();
+  void check_errors(const std::string& what);
+  // Seconds per launch of a replay of per-GPU graphs of `iters` launches of enqueue(g, stream), as the
+  // harness replays the bidir kernels' and NCCL's records: median of kReplays timed replays.
+  double replay(int iters, const std::function<void(int, cudaStream_t)>& enqueue);
+  void sweep(const std::string& name, const std::string& method, int64_t max_bytes,
+             const std::function<void(int, cudaStream_t, int64_t)>& enqueue);
+  void bench_nccl();
+
+  MicrobenchOptions opt_;
+  std::vector<BenchSeries>& out_;
+  std::vector<std::string>& warnings_;
+  std::chrono::steady_clock::time_point t0_;
+  Side s_[2];
+  int64_t max_ = 0;
+};
+
+void BidirBench::setup() {
+  // ll's buffers (2 parities of ll_words 8-byte words) live in `recv` (2 x max_) too.
+  max_ = std::max<int64_t>(opt_.max_bytes, 4 * kLLMaxBytes);
+  for (int g = 0; g < 2; ++g) {
+    Side& s = s_[g];
+    s.dev = g;
+    CCLAB_CUDA(cudaSetDevice(g));
+    CCLAB_CUDA(cudaDeviceGetAttribute(&s.sms, cudaDevAttrMultiProcessorCount, g));
+    const cudaError_t pe = cudaDeviceEnablePeerAccess(1 - g, 0);
+    if (pe == cudaErrorPeerAccessAlreadyEnabled)
+      cudaGetLastError();
+    else
+      CCLAB_CUDA(pe);
+    CCLAB_CUDA(cudaStreamCreateWithFlags(&s.work, cudaStreamNonBlocking));
+    if (g == 0) CCLAB_CUDA(cudaStreamCreateWithFlags(&s.origin, cudaStreamNonBlocking));
+    CCLAB_CUDA(cudaEventCreateWithFlags(&s.fork, cudaEventDisableTiming));
+    CCLAB_CUDA(cudaEventCreateWithFlags(&s.join, cudaEventDisableTiming));
+    CCLAB_CUDA(cudaEventCreate(&s.start));
+    CCLAB_CUDA(cudaEventCreate(&s.stop));
+    for (char** p : {&s.in, &s.out}) {
+      CCLAB_CUDA(cudaMalloc(p, size_t(max_) + 64));
+      CCLAB_CUDA(cudaMemset(*p, 0, size_t(max_)));
+    }
+    CCLAB_CUDA(cudaMalloc(&s.recv, 2 * size_t(max_) + 64));
+    CCLAB_CUDA(cudaMemset(s.recv, 0, 2 * size_t(max_)));
+    CCLAB_CUDA(cudaMalloc(&s.ctl, sizeof(Ctl)));
+    CCLAB_CUDA(cudaMemset(s.ctl, 0, sizeof(Ctl)));
+    CCLAB_CUDA(cudaDeviceSynchronize());
+  }
+}
+
+void BidirBench::release() {
+  for (Side& s : s_) {
+    cudaSetDevice(s.dev);
+    cudaDeviceSynchronize();
+    for (char* p : {s.in, s.out, s.recv}) cudaFree(p);
+    cudaFree(s.ctl);
+    for (cudaStream_t st : {s.origin, s.work})
+      if (st) cudaStreamDestroy(st);
+    for (cudaEvent_t e : {s.fork, s.join, s.start, s.stop})
+      if (e) cudaEventDestroy(e);
+    s = Side{};
+  }
+}
+
+void BidirBench::check_errors(const std::string& what) {
+  for (Side& s : s_) {
+    int err = 0;
+    CCLAB_CUDA(cudaSetDevice(s.dev));
+    CCLAB_CUDA(cudaMemcpy(&err, &s.ctl->err, sizeof(int), cudaMemcpyDeviceToHost));
+    if (err) throw_env(what + ": a flag from the peer never arrived (GPU " + std::to_string(s.dev) + ")");
+  }
+}
+
+double BidirBench::replay(int iters, const std::function<void(int, cudaStream_t)>& enqueue) {
+  cudaGraph_t graph[2] = {nullptr, nullptr};
+  cudaGraphExec_t exec[2] = {nullptr, nullptr};
+  struct Free {
+    cudaGraph_t* g;
+    cudaGraphExec_t* e;
+    ~Free() {
+      for (int i = 0; i < 2; ++i) {
+        if (e[i]) cudaGraphExecDestroy(e[i]);
+        if (g[i]) cudaGraphDestroy(g[i]);
+      }
+    }
+  } free_graphs{graph, exec};
+  // Both GPUs' captures are open at once (NCCL's group call spans the two streams), as capture_per_device.
+  for (Side& s : s_) {
+    CCLAB_CUDA(cudaSetDevice(s.dev));
+    CCLAB_CUDA(cudaStreamBeginCapture(s.work, cudaStreamCaptureModeThreadLocal));
+  }
+  for (int i = 0; i < iters; ++i)
+    for (int g = 0; g < 2; ++g) {
+      CCLAB_CUDA(cudaSetDevice(s_[g].dev));
+      enqueue(g, s_[g].work);
+    }
+  for (int g = 0; g < 2; ++g) {
+    CCLAB_CUDA(cudaSetDevice(s_[g].dev));
+    CCLAB_CUDA(cudaStreamEndCapture(s_[g].work, &graph[g]));
+    CCLAB_CUDA(cudaGraphInstantiate(&exec[g], graph[g], 0));
+  }
+  Side& o = s_[0];
+  std::vector<double> t;
+  for (int r = 0; r < kReplays + 1; ++r) {  // replay 0 uploads the graphs (not timed)
+    CCLAB_CUDA(cudaSetDevice(o.dev));
+    k_gate<<<1, 1, 0, o.origin>>>(200000ULL);  // the whole replay is enqueued before the clock starts
+    CCLAB_CUDA(cudaGetLastError());
+    CCLAB_CUDA(cudaEventRecord(o.start, o.origin));
+    CCLAB_CUDA(cudaEventRecord(o.fork, o.origin));  // fork_streams / graph launches / join_streams
+    for (Side& s : s_) {
+      CCLAB_CUDA(cudaSetDevice(s.dev));
+      CCLAB_CUDA(cudaStreamWaitEvent(s.work, o.fork, 0));
+      CCLAB_CUDA(cudaGraphLaunch(exec[s.dev], s.work));
+    }
+    for (Side& s : s_) {
+      CCLAB_CUDA(cudaSetDevice(s.dev));
+      CCLAB_CUDA(cudaEventRecord(s.join, s.work));
+      CCLAB_CUDA(cudaSetDevice(o.dev));
+      CCLAB_CUDA(cudaStreamWaitEvent(o.origin, s.join, 0));
+    }
+    CCLAB_CUDA(cudaSetDevice(o.dev));
+    CCLAB_CUDA(cudaEventRecord(o.stop, o.origin));
+    CCLAB_CUDA(cudaEventSynchronize(o.stop));
+    float ms = 0;
+    CCLAB_CUDA(cudaEventElapsedTime(&ms, o.start, o.stop));
+    if (r > 0) t.push_back(double(ms) * 1e-3 / iters);
+    if (r == 0) check_errors("the first replay");  // a lost flag: stop before timing more replays of it
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+void BidirBench::sweep(const std::string& name, const std::string& method, int64_t max_bytes,
+                       const std::function<void(int, cudaStream_t, int64_t)>& enqueue) {
+  BenchSeries s{name, method, {}};
+  for (int64_t b = std::max<int64_t>(opt_.min_bytes, 8); b <= std::min(max_bytes, max_); b *= 2) {
+    if (over_budget()) {
+      warnings_.push_back(name + ": stopped at " + std::to_string(b) + " bytes (time budget spent)");
+      break;
+    }
+    s.points.push_back({b, replay(kIters, [&](int g, cudaStream_t st) { enqueue(g, st, b); }), kIters});
+    check_errors(name);
+  }
+  if (s.points.empty()) return;
+  std::ostringstream os;
+  os.precision(4);
+  os << "  " << name << ": " << s.points.size() << " sizes, " << s.points.front().seconds * 1e6 << " us at "
+     << s.points.front().bytes << " B, " << s.points.back().seconds * 1e6 << " us at " << s.points.back().bytes
+     << " B";
+  log(os.str());
+  out_.push_back(std::move(s));
+}
+
+void BidirBench::bench_nccl() {
+  if (const char* skip = std::getenv("CCLAB_CALIBRATE_SKIP_NCCL"); skip && *skip && *skip != '0') return;
+  apply_nccl_environment(NcclOptions{});
+  ncclComm_t comms[2] = {nullptr, nullptr};
+  const int devs[2] = {s_[0].dev, s_[1].dev};
+  CCLAB_NCCL_MB(ncclCommInitAll(comms, 2, devs));
+  struct FreeComms {
+    ncclComm_t* c;
+    ~FreeComms() {
+      for (int i = 0; i < 2; ++i)
+        if (c[i]) ncclCommDestroy(c[i]);
+    }
+  } free_comms{comms};
+  for (const bool both : {false, true}) {
+    // One group call per iteration covering both GPUs' streams (captured on both at once).
+    int64_t bytes = 0;
+    auto group = [&](int g, cudaStream_t) {
+      if (g != 1) return;  // the group call issues on both streams at once
+      CCLAB_NCCL_MB(ncclGroupStart());
+      for (int r = 0; r < 2; ++r) {
+        const int peer = 1 - r;
+        if (r == 0 || both)
+          CCLAB_NCCL_MB(ncclSend(s_[r].in, size_t(bytes), ncclChar, peer, comms[r], s_[r].work));
+        if (r == 1 || both)
+          CCLAB_NCCL_MB(ncclRecv(s_[r].out, size_t(bytes), ncclChar, peer, comms[r], s_[r].work));
+      }
+      CCLAB_NCCL_MB(ncclGroupEnd());
+    };
+    sweep(both ? "nccl.p2p.graph.bidir" : "nccl.p2p.graph.uni",
+          std::string(both ? "ncclSend/ncclRecv both ways at once (bytes per direction)" : "ncclSend GPU0 -> ncclRecv GPU1") +
+              " in one group call per iteration, captured in per-GPU graphs of 20 iterations, replayed between a "
+              "fork from and a join to GPU0's origin stream (as the harness times NCCL's collectives)",
+          opt_.max_bytes, [&](int g, cudaStream_t st, int64_t b) {
+            bytes = b;
+            group(g, st);
+          });
+  }
+}
+
+void BidirBench::run() {
+  setup();
+  log("bidir kernels' transfers and NCCL send/recv under per-GPU graph replay (20 launches per graph)");
+  const int sms = s_[0].sms;
+  // Per-replay fixed cost: empty PDL kernels, N launches per graph.
+  {
+    BenchSeries s{"bidir.replay",
+                  "empty PDL kernels (1 CTA) in per-GPU graphs of N launches replayed between a fork from and a join "
+                  "to GPU0's origin stream; a point's 'bytes' is N, its time the time per launch",
+                  {}};
+    for (int n : {5, 10, 20, 40})
+      s.points.push_back({n, replay(n, [](int, cudaStream_t st) { launch_pdl(k_empty_pdl_b, 1, 32, st); }), n});
+    out_.push_back(std::move(s));
+  }
+  sweep("bidir.pull",
+        "both GPUs at once: G = min(SMs, S / 32 KiB) CTAs of 512 threads, start flag handshake with the peer's CTA, "
+        "16-byte loads of the peer's S bytes (4 in flight per thread, next tile prefetched) stored locally, finish "
+        "handshake; PDL launches in per-GPU graphs of 20, replayed as the harness does (bytes per direction)",
+        opt_.max_bytes, [&](int g, cudaStream_t st, int64_t b) {
+          const int64_t nvec = b / 16, tile = int64_t(kPullThreads) * kPullUnroll;
+          const int G = int(std::clamp<int64_t>((nvec + tile - 1) / tile, 1, std::min(sms, kMaxCtas)));
+          launch_pdl(k_pull, G, kPullThreads, st, reinterpret_cast<const uint4*>(s_[1 - g].in),
+                     reinterpret_cast<uint4*>(s_[g].out), nvec, s_[g].ctl, s_[1 - g].ctl);
+        });
+  sweep("bidir.push",
+        "both GPUs at once: G = min(2 x SMs, S / 16 KiB) CTAs of 512 threads; half store 16 KiB tiles into the "
+        "peer's receive buffer (by launch parity) and release a flag per tile, half wait for the peer's flag and "
+        "copy the tile out; PDL launches in per-GPU graphs of 20, replayed as the harness does (bytes per direction)",
+        opt_.max_bytes, [&](int g, cudaStream_t st, int64_t b) {
+          const int64_t nvec = std::max<int64_t>(1, b / 16), tile = int64_t(kPushThreads / 2) * kPushUnroll;
+          const int G = int(std::clamp<int64_t>((nvec + tile - 1) / tile, 1, std::min(2 * sms, kMaxCtas)));
+          const int64_t stride = max_ / 16;
+          launch_pdl(k_push, G, kPushThreads, st, reinterpret_cast<const uint4*>(s_[g].in),
+                     reinterpret_cast<uint4*>(s_[1 - g].recv), reinterpret_cast<const uint4*>(s_[g].recv), stride,
+                     reinterpret_cast<uint4*>(s_[g].out), nvec, s_[g].ctl, s_[1 - g].ctl);
+        });
+  for (const bool pdl : {true, false})
+    sweep(pdl ? "bidir.ll" : "bidir.ll_plain",
+          std::string("both GPUs at once: LL words (4 data + 4 flag bytes), two per thread in a 16-byte store into the "
+                      "peer, each thread polling its own received pair; 256 threads, G = min(SMs, pairs / 256) CTAs; "
+                      "the last CTA advances the epoch; ") +
+              (pdl ? "PDL launches" : "plain launches (no PDL)") +
+              " in per-GPU graphs of 20, replayed as the harness does (data bytes per direction)",
+          kLLMaxBytes, [&](int g, cudaStream_t st, int64_t b) {
+            const int64_t words = (b + 3) / 4, pairs = (words + 1) / 2;
+            const int G = int(std::clamp<int64_t>((pairs + kLLThreads - 1) / kLLThreads, 1, std::min(sms, kMaxCtas)));
+            const int64_t ll_words = (kLLMaxBytes / 4 + 2) & ~int64_t(1);
+            auto* own = reinterpret_cast<const uint32_t*>(s_[g].in);
+            auto* peer_ll = reinterpret_cast<unsigned long long*>(s_[1 - g].recv);
+            auto* my_ll = reinterpret_cast<unsigned long long*>(s_[g].recv);
+            auto* out = reinterpret_cast<uint32_t*>(s_[g].out);
+            if (pdl) {
+              launch_pdl(k_ll, G, kLLThreads, st, own, peer_ll, my_ll, ll_words, out, words, s_[g].ctl);
+            } else {
+              k_ll<<<G, kLLThreads, 0, st>>>(own, peer_ll, my_ll, ll_words, out, words, s_[g].ctl);
+              CCLAB_CUDA(cudaGetLastError());
+            }
+          });
+  // The stream mode's defaults: 256 KiB slots, 4 per lane (BidirParams slot_bytes, slots).
+  constexpr int64_t kSlot = 256 << 10;
+  constexpr int kSlots = 4;
+  if (2 * max_ < int64_t(std::min(sms, kMaxCtas)) * kSlots * kSlot) {
+    warnings_.push_back("bidir.ring: not measured (the ring needs more than twice --max-bytes)");
+  } else {
+    sweep("bidir.ring",
+          "both GPUs at once: L = min(SMs, S / 256 KiB) lanes of 512 threads, 256 KiB units through a ring of 4 "
+          "slots in the peer (producer half: wait for a free slot, 16-byte stores, fence.sys, release; consumer "
+          "half: wait for the peer's unit, copy it out, release the slot); plain launches in per-GPU graphs of 20, "
+          "replayed as the harness does (bytes per direction)",
+          opt_.max_bytes, [&](int g, cudaStream_t st, int64_t b) {
+            const int L = int(std::clamp<int64_t>((b + kSlot - 1) / kSlot, 1, std::min(sms, kMaxCtas)));
+            k_ring<<<L, 512, 0, st>>>(reinterpret_cast<const uint8_t*>(s_[g].in),
+                                      reinterpret_cast<uint8_t*>(s_[1 - g].recv),
+                                      reinterpret_cast<const uint8_t*>(s_[g].recv), reinterpret_cast<uint8_t*>(s_[g].out),
+                                      b, kSlot, kSlots, s_[g].ctl, s_[1 - g].ctl);
+            CCLAB_CUDA(cudaGetLastError());
+          });
+  }
+  bench_nccl();
+}
+
+}  // namespace
+
+void run_bidir_microbenchmarks(const MicrobenchOptions& opt, std::vector<BenchSeries>& out,
+                               std::vector<std::string>& warnings) {
+  if (opt.gpus < 2) return;
+  BidirBench b(opt, out, warnings);
+  b.run();
+}
+
+}  // namespace cclab::exec
