@@ -229,6 +229,74 @@ __global__ void k_ll_store(const uint2* __restrict__ src, ulonglong2* dst, int64
   }
 }
 
+// The fused path's per-op cost (exec/fused_workload.cu): one kernel runs `steps` ops back to back on a
+// lane of gridDim.x CTAs, each op as the fused kernel makes it: (with `wait_prev`) thread 0 of every CTA
+// polls the local flag of the previous op (a group wait), the CTA's share of `bytes` is copied with
+// 16-byte ld.cg / st.cg (4 in flight per thread), a barrier, and the publish: with several CTAs each
+// counts its arrival (fence + atomic), the last one stores the op's flag with st.release.sys into
+// `pub` (the peer's memory for the per-step series, local memory for the group waits). Op i uses bytes
+// [i * stride, i * stride + bytes) of src and dst. state[0]: the launch's epoch, state[1]: CTAs done.
+__global__ void k_fused_steps(const uint8_t* src, uint8_t* dst, int64_t bytes, int64_t stride, int steps,
+                              unsigned long long* state, unsigned long long* local_flags, unsigned long long* pub,
+                              unsigned* arrive, int wait_prev, int* err) {
+  __shared__ unsigned long long e_s;
+  const int t = threadIdx.x, nt = blockDim.x, g = blockIdx.x, k = gridDim.x;
+  if (t == 0) e_s = *reinterpret_cast<volatile unsigned long long*>(state) + 1;
+  __syncthreads();
+  const unsigned long long e = e_s;
+  for (int i = 0; i < steps; ++i) {
+    if (wait_prev && i > 0) {
+      if (t == 0) {
+        const unsigned long long want = e * 64 + unsigned(i), t0 = global_ns();
+        for (;;) {
+          unsigned long long v;
+          asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(local_flags + (i - 1)) : "memory");
+          if (v >= want) break;
+          if (global_ns() - t0 > kFlagTimeout_ns) {
+            atomicCAS(err, 0, i);
+            break;
+          }
+        }
+      }
+      __syncthreads();
+    }
+    const int64_t units = (bytes + 15) / 16, per = (units + k - 1) / k;
+    const int64_t lo = min(bytes, int64_t(g) * per * 16), hi = min(bytes, int64_t(g + 1) * per * 16);
+    const uint4* s = reinterpret_cast<const uint4*>(src + int64_t(i) * stride);
+    uint4* d = reinterpret_cast<uint4*>(dst + int64_t(i) * stride);
+    const int64_t v1 = hi / 16;
+    int64_t v = lo / 16 + t;
+    for (; v + 3 * nt < v1; v += 4 * nt) {
+      uint4 x[4];
+#pragma unroll
+      for (int u = 0; u < 4; ++u) x[u] = __ldcg(s + v + u * nt);
+#pragma unroll
+      for (int u = 0; u < 4; ++u) __stcg(d + v + u * nt, x[u]);
+    }
+    for (; v < v1; v += nt) __stcg(d + v, __ldcg(s + v));
+    for (int64_t b = v1 * 16 + t; b < hi; b += nt)
+      reinterpret_cast<uint8_t*>(d)[b] = __ldcg(reinterpret_cast<const uint8_t*>(s) + b);
+    __syncthreads();
+    if (t == 0) {
+      bool last = true;
+      if (k > 1) {
+        asm volatile("fence.acq_rel.sys;" ::: "memory");
+        last = (atomicAdd(&arrive[i], 1u) + 1u) % unsigned(k) == 0;
+        if (last) asm volatile("fence.acq_rel.sys;" ::: "memory");
+      }
+      if (last) asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(pub + i), "l"(e * 64 + unsigned(i) + 1) : "memory");
+    }
+  }
+  if (t == 0) {
+    // The last CTA to finish advances the epoch (every CTA read it before any finished).
+    __threadfence();
+    if (atomicAdd(reinterpret_cast<unsigned*>(state + 1), 1u) == unsigned(k) - 1) {
+      *reinterpret_cast<volatile unsigned*>(state + 1) = 0;
+      *reinterpret_cast<volatile unsigned long long*>(state) = e;
+    }
+  }
+}
+
 // --- host side -----------------------------------------------------------------------------------------
 
 struct Gpu {
@@ -307,6 +375,7 @@ class Bench {
   void bench_latency();
   void bench_graph();
   void bench_flag_chain();
+  void bench_fused_steps();
   void bench_nccl_p2p();
   void bench_matmul();
   void bench_bidir() { run_bidir_microbenchmarks(opt_, res_.series, res_.warnings); }  // microbench_bidir.cu
@@ -957,6 +1026,44 @@ void Bench::bench_graph() {
            CCLAB_CUDA(cudaEventRecord(joins[0][0], x));
            CCLAB_CUDA(cudaStreamWaitEvent(o, joins[0][0], 0));
          });
+  // One stream on each GPU with a copy within that GPU and then a copy into the other (a 2-rank all-gather
+  // or all-to-all lowers so: the rank's own part, then the peer's), all forked from and joined to GPU0.
+  series("graph.fork_both_mix.1",
+         "per iteration: fork from GPU0's origin to 1 stream on each of the 2 GPUs, an 8-byte copy within the GPU "
+         "then an 8-byte copy into the other GPU on each, join all back",
+         [&](cudaStream_t o) {
+           CCLAB_CUDA(cudaSetDevice(g0.dev));
+           CCLAB_CUDA(cudaEventRecord(fork0, o));
+           for (int g = 0; g < 2; ++g) {
+             Gpu& me = gpus_[size_t(g)];
+             Gpu& peer = gpus_[size_t(1 - g)];
+             cudaStream_t x = extra[g][0];
+             CCLAB_CUDA(cudaSetDevice(me.dev));
+             CCLAB_CUDA(cudaStreamWaitEvent(x, fork0, 0));
+             copy8(x, me.buf[1] + 384, me.buf[0] + 384);
+             copy8(x, peer.buf[1] + 448, me.buf[0] + 448);
+             CCLAB_CUDA(cudaEventRecord(joins[g][0], x));
+           }
+           CCLAB_CUDA(cudaSetDevice(g0.dev));
+           for (int g = 0; g < 2; ++g) CCLAB_CUDA(cudaStreamWaitEvent(o, joins[g][0], 0));
+         });
+  // A reduce kernel that reads the peer, on a forked stream of GPU0 (a 2-rank reduce lowers to one): the
+  // kernel node with the NVLink round trips of its loads, as the general lowering replays it.
+  series("graph.fork_reduce_peer",
+         "per iteration: fork to a stream of GPU0, one reduce kernel there (dst = GPU1's 16 float bytes + GPU0's, "
+         "one CTA of 512 threads), join",
+         [&](cudaStream_t o) {
+           CCLAB_CUDA(cudaSetDevice(g0.dev));
+           CCLAB_CUDA(cudaEventRecord(fork0, o));
+           cudaStream_t x = extra[0][0];
+           CCLAB_CUDA(cudaStreamWaitEvent(x, fork0, 0));
+           k_reduce<float><<<1, kThreads, 0, x>>>(reinterpret_cast<const int4*>(g1.buf[0]),
+                                                  reinterpret_cast<const int4*>(g0.buf[2]),
+                                                  reinterpret_cast<int4*>(g0.buf[1]), 1, 0);
+           CCLAB_CUDA_LAUNCHED();
+           CCLAB_CUDA(cudaEventRecord(joins[0][0], x));
+           CCLAB_CUDA(cudaStreamWaitEvent(o, joins[0][0], 0));
+         });
   // A chain of copies alternating between a stream of GPU0 and one of GPU1, each waiting for the last.
   constexpr int kHops = 4;
   series("graph.hop_peer",
@@ -1083,6 +1190,104 @@ void Bench::bench_flag_chain() {
     log(os.str());
     res_.series.push_back(std::move(series));
   }
+}
+
+// The fused path's cost per op (k_fused_steps), as the time of a launch of 9 ops less that of a launch of
+// 1 op, over 8 (the launch and its epoch update cancel). fused.step.<kind>: a lane of one CTA (the fused
+// kernel's lanes whose ops are at most cta_bytes), each op published into GPU1's memory. fused.group.<kind>:
+// ceil(bytes / 32 KiB) CTAs (FusedOptions::cta_bytes: the executor's CTAs for a lane of ops that size, up to
+// 32), each op waiting for the previous op's flag (a group wait: it touches what that op wrote) and
+// publishing it locally. Kinds: put (GPU0 stores into GPU1), get (GPU0 loads from GPU1), local (in GPU0).
+void Bench::bench_fused_steps() {
+  if (gpus_.size() < 2) return;
+  constexpr int kSteps = 9;
+  constexpr int64_t kCtaBytes = 32 << 10;
+  constexpr int kMaxGroup = 32;
+  Gpu& g0 = gpus_[0];
+  Gpu& g1 = gpus_[1];
+  // GPU0: state (2 words), 64 flags, 64 arrival counters; GPU1: 64 flags the single-CTA ops publish into.
+  unsigned long long* ctl = nullptr;
+  unsigned long long* peer_flags = nullptr;
+  CCLAB_CUDA(cudaSetDevice(g1.dev));
+  CCLAB_CUDA(cudaMalloc(&peer_flags, 64 * sizeof(unsigned long long)));
+  CCLAB_CUDA(cudaMemset(peer_flags, 0, 64 * sizeof(unsigned long long)));
+  CCLAB_CUDA(cudaSetDevice(g0.dev));
+  struct FreeCtl {
+    unsigned long long **a, **b;
+    ~FreeCtl() {
+      cudaFree(*a);
+      cudaFree(*b);
+    }
+  } free_ctl{&ctl, &peer_flags};
+  constexpr size_t kCtlBytes = (2 + 64) * sizeof(unsigned long long) + 64 * sizeof(unsigned);
+  CCLAB_CUDA(cudaMalloc(&ctl, kCtlBytes));
+  CCLAB_CUDA(cudaMemset(ctl, 0, kCtlBytes));
+  CCLAB_CUDA(cudaMemset(g0.err, 0, sizeof(int)));
+  CCLAB_CUDA(cudaDeviceSynchronize());
+  unsigned long long* local_flags = ctl + 2;
+  unsigned* arrive = reinterpret_cast<unsigned*>(ctl + 2 + 64);
+  log("fused path ops (one kernel, ops back to back, flags as exec/fused_workload.cu)");
+  struct Kind {
+    const char* name;
+    const char* what;
+    const char* src;
+    char* dst;
+  };
+  const Kind kinds[] = {{"put", "GPU0 storing into GPU1's memory", g0.buf[0], g1.buf[1]},
+                        {"get", "GPU0 loading GPU1's memory", g1.buf[0], g0.buf[1]},
+                        {"local", "a copy within GPU0", g0.buf[0], g0.buf[1]}};
+  for (bool group : {false, true})
+    for (const Kind& kind : kinds) {
+      const std::string name = std::string(group ? "fused.group." : "fused.step.") + kind.name;
+      BenchSeries s{name,
+                    std::string("per op of one kernel on GPU0, ") + kind.what +
+                        (group ? ": ceil(bytes / 32 KiB) CTAs of 512 threads, each op waits for the previous op's "
+                                 "local flag, arrival count, the last CTA publishes locally"
+                               : ": one CTA of 512 threads, barrier + st.release.sys of the op's flag into GPU1") +
+                        "; (launch of 9 ops - launch of 1 op) / 8",
+                    {}};
+      for (int64_t b = 8; b <= (int64_t(1) << 20); b *= group ? 2 : 4) {
+        if (b < opt_.min_bytes || kSteps * (b + 256) > opt_.max_bytes) continue;
+        if (group && b <= kCtaBytes) continue;
+        if (over_budget()) {
+          res_.warnings.push_back(name + ": stopped at " + fmt_bytes(b) + " (time budget spent)");
+          break;
+        }
+        const int ctas = group ? int(std::min<int64_t>(kMaxGroup, (b + kCtaBytes - 1) / kCtaBytes)) : 1;
+        const int64_t stride = (b + 255) / 256 * 256;
+        unsigned long long* pub = group ? local_flags : peer_flags;
+        CCLAB_CUDA(cudaSetDevice(g0.dev));
+        CCLAB_CUDA(cudaMemset(arrive, 0, 64 * sizeof(unsigned)));  // counts are modulo the CTAs of the launch
+        CCLAB_CUDA(cudaDeviceSynchronize());
+        auto lanes = [&, b, ctas, stride, pub](int steps) {
+          return std::vector<Lane>{Lane{g0.dev, g0.stream[0], [=, &g0, &kind] {
+                                          k_fused_steps<<<ctas, kThreads, 0, g0.stream[0]>>>(
+                                              reinterpret_cast<const uint8_t*>(kind.src),
+                                              reinterpret_cast<uint8_t*>(kind.dst), b, stride, steps, ctl,
+                                              local_flags, pub, arrive, group ? 1 : 0, g0.err);
+                                          CCLAB_CUDA_LAUNCHED();
+                                        }}};
+        };
+        const BenchPoint one = point(b, lanes(1));
+        const BenchPoint many = point(b, lanes(kSteps));
+        int e = 0;
+        CCLAB_CUDA(cudaMemcpy(&e, g0.err, sizeof(int), cudaMemcpyDeviceToHost));
+        if (e) throw_env(name + ": a group wait timed out at op " + std::to_string(e));
+        const double per_op = (many.seconds - one.seconds) / (kSteps - 1);
+        if (!(per_op > 0)) {
+          res_.warnings.push_back(name + ": no time per op at " + fmt_bytes(b) + " (noise), point dropped");
+          continue;
+        }
+        s.points.push_back({b, per_op, many.reps});
+      }
+      if (s.points.empty()) continue;
+      std::ostringstream os;
+      os.precision(3);
+      os << "  " << name << ": " << s.points.front().seconds * 1e6 << " us per op at " << fmt_bytes(s.points.front().bytes)
+         << ", " << s.points.back().seconds * 1e6 << " us at " << fmt_bytes(s.points.back().bytes);
+      log(os.str());
+      res_.series.push_back(std::move(s));
+    }
 }
 
 // NCCL point-to-point (ncclSend on GPU0, ncclRecv on GPU1, and both ways at once) against size, with
@@ -1242,6 +1447,7 @@ MicrobenchResult Bench::run() {
   group("latencies", &Bench::bench_latency);
   group("graph nodes", &Bench::bench_graph);
   group("flag chain", &Bench::bench_flag_chain);
+  group("fused steps", &Bench::bench_fused_steps);
   group("peer bandwidth", &Bench::bench_p2p);
   group("NCCL send/recv", &Bench::bench_nccl_p2p);
   group("local bandwidth", &Bench::bench_local);
