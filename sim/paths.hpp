@@ -32,6 +32,7 @@ struct ExecPath {
   int64_t tail = 0;        // bidir copy: the last chunk halved down to pieces of at least this
   int64_t slot_bytes = 0;  // bidir stream: ring-buffer slot
   bool pdl = false;        // kernels launched with programmatic dependent launch
+  int iters = 0;           // launches per replayed graph (the record's iters column; 0: not recorded)
   int fused_ctas = 0;      // fused: CTAs of the largest launch
   int fused_lanes = 0;     // fused: lanes over all GPUs
 };

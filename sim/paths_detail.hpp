@@ -24,4 +24,9 @@ struct ExecPath;
 Seconds bidir_kernel_time(const model::ModelParams& P, const ExecPath& path, int64_t bytes, DType dtype,
                           std::string& how);
 
+// What a record timed with `iters` launches per replayed graph pays beyond the bidir.* tables (timed with
+// 20): the per-replay fixed cost (fork, graph launches, join) spread over its launches. 0 without the
+// bidir.replay series or when iters is 0 or 20; appends to `how` when it applies.
+Seconds replay_correction(const model::ModelParams& P, int iters, std::string& how);
+
 }  // namespace cclab::sim

@@ -1,5 +1,7 @@
 #include "sim/paths_detail.hpp"
 
+#include <string>
+
 namespace cclab::sim {
 
 // ---- NCCL on two GPUs through its measured transport ----------------------------------------------------
@@ -11,20 +13,26 @@ namespace cclab::sim {
 std::optional<Seconds> nccl_two_gpus(const model::ModelParams& P, std::string_view coll, int64_t bytes, int nranks,
                                      std::string& how) {
   if (nranks != 2) return std::nullopt;
-  const model::PathTable* uni = P.table("nccl.p2p.uni");
-  const model::PathTable* bi = P.table("nccl.p2p.bidir");
+  // Send/recv captured in per-GPU graphs and replayed (nccl.p2p.graph.*) is how the records of NCCL's
+  // collectives are timed (graph nodes instead of back-to-back launches: smaller fixed cost); profiles
+  // from before that series: send/recv launched back to back.
+  const bool graph = P.table("nccl.p2p.graph.uni") && P.table("nccl.p2p.graph.bidir");
+  const std::string uni_name = graph ? "nccl.p2p.graph.uni" : "nccl.p2p.uni";
+  const std::string bi_name = graph ? "nccl.p2p.graph.bidir" : "nccl.p2p.bidir";
+  const model::PathTable* uni = P.table(uni_name);
+  const model::PathTable* bi = P.table(bi_name);
   if (!uni || !bi) return std::nullopt;
   const double S = double(bytes);
   if (coll == "broadcast" || coll == "reduce") {
-    how = "nccl 2 GPUs: nccl.p2p.uni(S)";
+    how = "nccl 2 GPUs: " + uni_name + "(S)";
     return uni->time(S);
   }
   if (coll == "allgather" || coll == "reducescatter" || coll == "alltoall") {
-    how = "nccl 2 GPUs: nccl.p2p.bidir(S/2)";
+    how = "nccl 2 GPUs: " + bi_name + "(S/2)";
     return bi->time(S / 2);
   }
   if (coll == "allreduce") {
-    how = "nccl 2 GPUs: nccl.p2p.bidir(S) (reduce-scatter + all-gather, S/2 each way per phase)";
+    how = "nccl 2 GPUs: " + bi_name + "(S) (reduce-scatter + all-gather, S/2 each way per phase)";
     return bi->time(S);
   }
   return std::nullopt;

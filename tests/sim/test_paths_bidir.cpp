@@ -1,0 +1,169 @@
+// The bidir kernels' model (sim/paths_bidir.cpp) and NCCL's 2-GPU model (sim/paths_nccl.cpp) on the
+// microbenchmarks of exec/microbench_bidir.cu: each mode is its transfer's series (launches, handshakes,
+// transfer as the harness times them), the reduction where it is slower than the transfer, and the
+// per-replay cost for records timed with another --iters; without those series, the general pieces.
+#include <gtest/gtest.h>
+
+#include "core/error.hpp"
+#include "model/params.hpp"
+#include "model/profile.hpp"
+#include "sim/compare.hpp"
+#include "sim/paths.hpp"
+#include "sim/paths_detail.hpp"
+#include "sim/simulator.hpp"
+#include "topology/topology.hpp"
+
+namespace cclab::sim {
+namespace {
+
+constexpr int64_t kMiB = 1 << 20;
+
+// t(S) = a + S / r at powers of two from 8 B to 1 GiB.
+model::PathTable line_table(double a, double r, int64_t max = int64_t(1) << 30) {
+  model::PathTable t;
+  for (int64_t b = 8; b <= max; b *= 2) t.points.push_back({b, a + double(b) / r});
+  t.source = "synthetic";
+  return t;
+}
+
+model::ModelParams params_with_bidir_series(const topo::Topology& t) {
+  model::ModelParams p = model::defaults_for(t);
+  p.exec.kernel_node = {microseconds(2), "test"};
+  p.exec.kernel_pdl = {microseconds(1), "test"};
+  p.exec.flag_rtt = {microseconds(1.6), "test"};
+  p.launch_latency = {microseconds(1.5), "test"};
+  p.tables["p2p.sm.bidir"] = line_table(3e-6, 280e9);
+  p.tables["p2p.sm_store.bidir"] = line_table(3e-6, 250e9);
+  p.tables["p2p.sm_store.cta"] = line_table(3e-6, 20e9);
+  p.tables["reduce.local.float"] = line_table(2e-6, 1000e9);
+  p.tables["bidir.pull"] = line_table(5e-6, 300e9);
+  p.tables["bidir.push"] = line_table(4e-6, 290e9);
+  p.tables["bidir.ll"] = line_table(2.5e-6, 120e9, kMiB);
+  p.tables["bidir.ll_plain"] = line_table(3.5e-6, 120e9, kMiB);
+  p.tables["bidir.ring"] = line_table(10e-6, 200e9);
+  // t(N) = 1 us + 20 us / N: a 20 us per-replay cost.
+  model::PathTable replay;
+  for (int n : {5, 10, 20, 40}) replay.points.push_back({n, 1e-6 + 20e-6 / n});
+  p.tables["bidir.replay"] = replay;
+  return p;
+}
+
+AlgoArgs args2(int64_t bytes) {
+  AlgoArgs a;
+  a.nranks = 2;
+  a.count = bytes / 4;
+  a.dtype = DType::f32;
+  return a;
+}
+
+double predict_note(const model::ModelParams& p, const std::string& algo, int64_t bytes, const std::string& note,
+                    int iters = 0) {
+  const topo::Topology t = topo::load_topology("h200x2");
+  Simulator sim(t, p);
+  ExecPath path = parse_exec_note(note, algo);
+  path.iters = iters;
+  return predict_exec_path(sim, algo, args2(bytes), path).result.time.value;
+}
+
+TEST(BidirModel, EachModeIsItsTransfersSeries) {
+  const topo::Topology t = topo::load_topology("h200x2");
+  const model::ModelParams p = params_with_bidir_series(t);
+  const int64_t S = 4 * kMiB;
+  const std::string flash = "mode=flash engine=ldg pdl threads=512 stages=4 unroll=4 grid=128";
+  EXPECT_NEAR(predict_note(p, "allreduce.bidir.flash", S, flash), p.tables.at("bidir.pull").time(S).value, 1e-12);
+  EXPECT_NEAR(predict_note(p, "allreduce.bidir.push", S, "mode=push threads=512 unroll=4 pdl grid=256"),
+              p.tables.at("bidir.push").time(S).value, 1e-12);
+  // ll: PDL launches or plain ones, as the note says.
+  EXPECT_NEAR(predict_note(p, "allreduce.bidir.ll", 4096, "mode=ll threads=256 pdl grid=2"),
+              p.tables.at("bidir.ll").time(4096).value, 1e-12);
+  EXPECT_NEAR(predict_note(p, "allreduce.bidir", 4096, "mode=ll threads=256 grid=2"),
+              p.tables.at("bidir.ll_plain").time(4096).value, 1e-12);
+  // stream: the ring series where the slots are the microbenchmark's, the general pieces otherwise.
+  const double ring = predict_note(p, "allreduce.bidir.stream", S, "mode=stream slots=4 slot_bytes=262144 grid=16");
+  EXPECT_NEAR(ring, p.tables.at("bidir.ring").time(S).value, 1e-12);
+  const double other_slots =
+      predict_note(p, "allreduce.bidir.stream", S, "mode=stream slots=4 slot_bytes=65536 grid=64");
+  EXPECT_GT(std::abs(other_slots - ring), 1e-7);
+  EXPECT_THROW(predict_note(p, "allreduce.bidir.magic", S, "mode=magic"), Error);
+}
+
+TEST(BidirModel, ReductionSlowerThanTheTransferShows) {
+  const topo::Topology t = topo::load_topology("h200x2");
+  model::ModelParams p = params_with_bidir_series(t);
+  const int64_t S = 64 * kMiB;
+  const std::string note = "mode=flash engine=ldg pdl threads=512 grid=132";
+  const double fast = predict_note(p, "allreduce.bidir.flash", S, note);
+  // A local reduction at 100 GB/s (slower than the 300 GB/s pull): its size part replaces the pull's.
+  p.tables["reduce.local.float"] = line_table(2e-6, 100e9);
+  const double slow = predict_note(p, "allreduce.bidir.flash", S, note);
+  const auto& pull = p.tables.at("bidir.pull");
+  EXPECT_NEAR(fast, pull.time(S).value, 1e-12);
+  EXPECT_NEAR(slow, pull.time(S).value + (double(S) / 100e9 - pull.size_part(S).value), 1e-9);
+}
+
+TEST(BidirModel, RecordsOfOtherIterationCountsPayTheirShareOfTheReplay) {
+  const topo::Topology t = topo::load_topology("h200x2");
+  const model::ModelParams p = params_with_bidir_series(t);
+  const std::string note = "mode=ll threads=256 pdl grid=1";
+  const double at20 = predict_note(p, "allreduce.bidir", 64, note, 20);
+  EXPECT_NEAR(at20, p.tables.at("bidir.ll").time(64).value, 1e-12);
+  EXPECT_NEAR(predict_note(p, "allreduce.bidir", 64, note, 0), at20, 1e-12);  // not recorded: as the tables
+  // 20 us per replay: 2 us per launch at 10 launches instead of 1 us at 20.
+  EXPECT_NEAR(predict_note(p, "allreduce.bidir", 64, note, 10) - at20, 1e-6, 1e-9);
+  EXPECT_NEAR(predict_note(p, "allreduce.bidir", 64, note, 40) - at20, -0.5e-6, 1e-9);
+  std::string how;
+  EXPECT_NEAR(replay_correction(p, 5, how).value, 20e-6 * (1.0 / 5 - 1.0 / 20), 1e-12);
+  model::ModelParams q = p;
+  q.tables.erase("bidir.replay");
+  EXPECT_EQ(replay_correction(q, 10, how).value, 0.0);
+}
+
+TEST(BidirModel, WithoutTheSeriesTheGeneralPiecesRemain) {
+  const topo::Topology t = topo::load_topology("h200x2");
+  model::ModelParams p = params_with_bidir_series(t);
+  for (const char* s : {"bidir.pull", "bidir.push", "bidir.ll", "bidir.ll_plain", "bidir.ring"}) p.tables.erase(s);
+  const int64_t S = 4 * kMiB;
+  // flash: node (PDL) + the peer-load body less a bare launch + two flag round trips.
+  EXPECT_NEAR(predict_note(p, "allreduce.bidir.flash", S, "mode=flash engine=ldg pdl grid=128"),
+              1e-6 + (p.tables.at("p2p.sm.bidir").time(S).value - 1.5e-6) + 3.2e-6, 1e-12);
+}
+
+TEST(NcclModel, GraphReplayedSendRecvWhenMeasured) {
+  const topo::Topology t = topo::load_topology("h200x2");
+  model::ModelParams p = params_with_bidir_series(t);
+  p.tables["nccl.p2p.uni"] = line_table(6e-6, 200e9);
+  p.tables["nccl.p2p.bidir"] = line_table(7e-6, 180e9);
+  const int64_t S = 8;
+  EXPECT_NEAR(predict_note(p, "allgather.nccl", S, "NCCL 2.28.3"), p.tables.at("nccl.p2p.bidir").time(S / 2.0).value,
+              1e-12);
+  p.tables["nccl.p2p.graph.uni"] = line_table(4.5e-6, 200e9);
+  p.tables["nccl.p2p.graph.bidir"] = line_table(5e-6, 180e9);
+  EXPECT_NEAR(predict_note(p, "allgather.nccl", S, "NCCL 2.28.3"),
+              p.tables.at("nccl.p2p.graph.bidir").time(S / 2.0).value, 1e-12);
+  EXPECT_NEAR(predict_note(p, "reduce.nccl", S, "NCCL 2.28.3"), p.tables.at("nccl.p2p.graph.uni").time(S).value,
+              1e-12);
+  EXPECT_NEAR(predict_note(p, "allreduce.nccl", S, "NCCL 2.28.3"), p.tables.at("nccl.p2p.graph.bidir").time(S).value,
+              1e-12);
+}
+
+TEST(BidirModel, CompareReadsTheRecordsIterations) {
+  model::Target target;
+  target.topology = topo::load_topology("h200x2");
+  target.params = params_with_bidir_series(target.topology);
+  target.label = "test";
+  Record r{.algo = "allreduce.bidir",
+           .collective = "allreduce",
+           .backend = "gpu",
+           .ranks = 2,
+           .bytes = 64,
+           .count = 16,
+           .time_us = 3,
+           .note = "mode=ll threads=256 pdl grid=1"};
+  r.extra = {{"iters", "20"}};
+  const double at20 = predict(r, target).time_us;
+  r.extra = {{"iters", "10"}};
+  EXPECT_NEAR(predict(r, target).time_us - at20, 1.0, 1e-6);
+}
+
+}  // namespace
+}  // namespace cclab::sim
