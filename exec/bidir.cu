@@ -439,11 +439,11 @@ __global__ void __launch_bounds__(512, 2) push_kernel(BidirArgs a) {
 // that one NaN pattern to another NaN, so "no element is the sentinel" means "the whole vector has
 // arrived", checked element by element (each element is stored atomically, so a vector that lands
 // in pieces is simply polled again). No flag, no fence, no handshake: the cost is one one-way trip,
-// as ll, with full 16-byte payloads, as push. Three buffers by epoch % 3: a launch resets the one
-// the launch before it received; a peer writes that buffer again two launches later, and it cannot
-// get there before this launch is over (its next launch needs our data of the next launch).
-// In place is safe as is: a rank reads its own input before it writes the output, and peers never
-// read it. Every CTA polls data the same CTA of each peer stores: the grid stays resident.
+// as ll, with full 16-byte payloads, as push. The receiver resets what it read to the sentinel.
+// Two buffers by epoch parity: a peer writes this launch's buffer again two launches later, which
+// it cannot start before this launch is over (its next launch needs our data of the next launch).
+// Peers never read our input: in place needs no more than each thread reading its vectors before
+// writing them. Every CTA polls data the same CTA of each peer stores: the grid stays resident.
 
 template <typename T>
 __device__ __forceinline__ bool has_sentinel(const uint4& v) {
@@ -498,6 +498,22 @@ __device__ __forceinline__ bool receive_vec(const BidirArgs& a, const uint4* p, 
   }
 }
 
+template <typename T>
+__device__ __forceinline__ T unsentinel_elem(T v) {
+  if constexpr (sizeof(T) == 4) {
+    uint32_t w;
+    memcpy(&w, &v, 4);
+    w = unsentinel_word<T>(w);
+    memcpy(&v, &w, 4);
+  } else {
+    uint16_t h;
+    memcpy(&h, &v, 2);
+    if (h == 0xFFFFu) h = 0x7FFFu;
+    memcpy(&v, &h, 2);
+  }
+  return v;
+}
+
 template <typename T, RedOp Op, int U>
 __global__ void __launch_bounds__(512) lamport_kernel(BidirArgs a) {
   __shared__ uint32_t e_s;
@@ -509,22 +525,22 @@ __global__ void __launch_bounds__(512) lamport_kernel(BidirArgs a) {
   if (t == 0) e_s = *reinterpret_cast<volatile uint32_t*>(&me->lamport_epoch) + 1;
   __syncthreads();
   const uint32_t e = e_s;
-  const int phase = int(e % 3), stale = int((e + 2) % 3);
-  const int64_t stale_vecs = (me->lamport_dirty[stale] + 15) / 16;  // what launch e - 1 received
-  if (b == 0 && t == 0) me->lamport_dirty[phase] = a.bytes;           // read by launch e + 2
-  auto region = [&](int q, int ph, int j) {  // what q receives from its j-th source in phase ph
-    return reinterpret_cast<uint4*>(a.lamport[q] + (int64_t(ph) * (n - 1) + (j - 1)) * a.lamport_stride);
+  const int phase = int(e & 1);
+  auto region = [&](int q, int j) {  // what q receives from its j-th source in this launch
+    return reinterpret_cast<uint4*>(a.lamport[q] + (int64_t(phase) * (n - 1) + (j - 1)) * a.lamport_stride);
   };
   auto send_to = [&](int j) {  // our slot in peer (r + j) % n
     const int q = (r + j) % n;
-    return region(q, phase, (r - q + n) % n);
+    return region(q, (r - q + n) % n);
   };
   constexpr int N = 16 / sizeof(T);
+  constexpr uint32_t kSentinelElem = sizeof(T) == 4 ? 0xFFFFFFFFu : 0xFFFFu;
   const int64_t nvec = a.bytes / 16;
   const int64_t tail0 = nvec * N, tail_n = a.count - tail0;  // elements after the last whole vector
   const int64_t tile_vecs = int64_t(U) * nt;
   const int64_t tiles = (nvec + tile_vecs - 1) / tile_vecs;
   const int64_t J = tiles > b ? (tiles - b + G - 1) / G : 0;
+  const int D = a.ahead > 0 ? a.ahead : 1;
   const uint4* own = reinterpret_cast<const uint4*>(a.in[r]);
   uint4* out = reinterpret_cast<uint4*>(a.out);
   const uint4 sentinel = make_uint4(~0u, ~0u, ~0u, ~0u);
@@ -532,84 +548,63 @@ __global__ void __launch_bounds__(512) lamport_kernel(BidirArgs a) {
   T tail_own = T();
   if (b == 0 && t < tail_n) {
     tail_own = reinterpret_cast<const T*>(a.in[r])[tail0 + t];
-    uint16_t bits16;
-    uint32_t bits32;
-    T v = tail_own;
-    if constexpr (sizeof(T) == 4) {
-      memcpy(&bits32, &v, 4);
-      bits32 = unsentinel_word<T>(bits32);
-      memcpy(&v, &bits32, 4);
-    } else {
-      memcpy(&bits16, &v, 2);
-      if (bits16 == 0xFFFFu) bits16 = 0x7FFFu;
-      memcpy(&v, &bits16, 2);
-    }
-    for (int j = 1; j < n; ++j) reinterpret_cast<T*>(send_to(j))[tail0 + t] = v;
+    for (int j = 1; j < n; ++j) reinterpret_cast<T*>(send_to(j))[tail0 + t] = unsentinel_elem(tail_own);
   }
-  // Tile by tile: send tile k, reset tile k of the stale buffer, then receive tile k - 1 (its data
-  // had a tile's time to arrive) and reduce it with our part, still in registers.
-  uint4 mine[2][U];
-  for (int64_t k = 0; k <= J; ++k) {
-    const int cur = int(k & 1), prev = cur ^ 1;
+  // Each thread sends its vectors of tile k, then receives those of tile k - D (they had D tiles'
+  // time to arrive), reduces them with its own (read again, from L2) and resets what it read to the
+  // sentinel. A thread reads its input before it writes the same vectors of the output: in place is safe.
+  for (int64_t k = 0; k < J + D; ++k) {
     if (k < J) {
       const int64_t base = (b + k * G) * tile_vecs + t;
+      uint4 mine[U];
 #pragma unroll
       for (int u = 0; u < U; ++u) {
         const int64_t v = base + int64_t(u) * nt;
-        if (v < nvec) mine[cur][u] = __ldcg(own + v);
+        if (v < nvec) mine[u] = unsentinel<T>(__ldcg(own + v));
       }
       for (int j = 1; j < n; ++j) {
         uint4* dst = send_to(j);
 #pragma unroll
         for (int u = 0; u < U; ++u) {
           const int64_t v = base + int64_t(u) * nt;
-          if (v < nvec) __stcg(dst + v, unsentinel<T>(mine[cur][u]));
-        }
-      }
-      for (int j = 1; j < n; ++j) {
-        uint4* old = region(r, stale, j);
-#pragma unroll
-        for (int u = 0; u < U; ++u) {
-          const int64_t v = base + int64_t(u) * nt;
-          if (v < stale_vecs) __stcg(old + v, sentinel);
+          if (v < nvec) __stcg(dst + v, mine[u]);
         }
       }
     }
-    if (k > 0) {
-      const int64_t base = (b + (k - 1) * G) * tile_vecs + t;
+    if (k >= D) {
+      const int64_t base = (b + (k - D) * G) * tile_vecs + t;
 #pragma unroll
       for (int u = 0; u < U; ++u) {
         const int64_t v = base + int64_t(u) * nt;
         if (v >= nvec) continue;
         Acc<T> acc;
-        acc.load(mine[prev][u]);
+        acc.load(__ldcg(own + v));
         for (int j = 1; j < n; ++j) {
+          uint4* src = region(r, j) + v;
           uint4 x;
-          if (!receive_vec<T>(a, region(r, phase, j) + v, b, v, x)) return;
+          if (!receive_vec<T>(a, src, b, v, x)) return;
+          __stcg(src, sentinel);
           acc.template add<Op>(x);
         }
         out[v] = acc.store(a.divisor);
       }
     }
   }
-  // The stale buffer beyond this launch's tiles (the launch before was larger).
-  for (int64_t v = tiles * tile_vecs + int64_t(b) * nt + t; v < stale_vecs; v += int64_t(G) * nt)
-    for (int j = 1; j < n; ++j) __stcg(region(r, stale, j) + v, sentinel);
   if (b == 0 && t < tail_n) {
     float x = Elem<T>::to(tail_own);
     for (int j = 1; j < n; ++j) {
-      const volatile T* p = reinterpret_cast<const volatile T*>(region(r, phase, j)) + tail0 + t;
+      T* p = reinterpret_cast<T*>(region(r, j)) + tail0 + t;
       const uint64_t start = dev::globaltimer_ns();
       for (;;) {
-        T got;
-        uint32_t bits = 0;
-        if constexpr (sizeof(T) == 4) {
-          bits = *reinterpret_cast<const volatile uint32_t*>(p);
-        } else {
-          bits = *reinterpret_cast<const volatile uint16_t*>(p);
-        }
-        if (bits != (sizeof(T) == 4 ? 0xFFFFFFFFu : 0xFFFFu)) {
+        const uint32_t bits =
+            sizeof(T) == 4 ? *reinterpret_cast<volatile uint32_t*>(p) : *reinterpret_cast<volatile uint16_t*>(p);
+        if (bits != kSentinelElem) {
+          T got;
           memcpy(&got, &bits, sizeof(T));
+          if constexpr (sizeof(T) == 4)
+            *reinterpret_cast<uint32_t*>(p) = kSentinelElem;
+          else
+            *reinterpret_cast<uint16_t*>(p) = uint16_t(kSentinelElem);
           x = dev::combine<Op>(x, Elem<T>::to(got));
           break;
         }
@@ -943,6 +938,8 @@ void BidirParams::apply(const std::string& tune) {
       lamport_threads = i(64, 512);
     else if (k == "lamport_unroll")
       lamport_unroll = i(1, 4);
+    else if (k == "lamport_ahead")
+      lamport_ahead = i(1, 64);
     else if (k == "lamport_pdl")
       lamport_pdl = i(0, 1) != 0;
     else if (k == "lamport_max_bytes")
@@ -983,7 +980,8 @@ std::string BidirParams::describe(BidirMode m) const {
       os << " threads=" << push_threads << " unroll=" << push_unroll << (push_pdl ? " pdl" : "");
       break;
     case BidirMode::lamport:
-      os << " threads=" << lamport_threads << " unroll=" << lamport_unroll << (lamport_pdl ? " pdl" : "");
+      os << " threads=" << lamport_threads << " unroll=" << lamport_unroll << " ahead=" << lamport_ahead
+         << (lamport_pdl ? " pdl" : "");
       break;
     case BidirMode::copy:
       os << (ce_split ? " reduce-scatter+all-gather" : " one-shot") << " chunk="
@@ -1058,7 +1056,7 @@ void BidirContext::ensure_push(int64_t stride) {
 
 void BidirContext::ensure_lamport(int64_t stride) {
   if (stride <= lamport_stride_) return;
-  const size_t bytes = size_t(3) * size_t(std::max(comm_.nranks() - 1, 1)) * size_t(stride);
+  const size_t bytes = size_t(2) * size_t(std::max(comm_.nranks() - 1, 1)) * size_t(stride);
   for (int r = 0; r < comm_.nranks(); ++r) {
     DeviceGuard g(comm_.device_of(r));
     CCLAB_CUDA(cudaDeviceSynchronize());  // no kernel may still use the old buffers
@@ -1101,7 +1099,7 @@ BidirWorkload::BidirWorkload(BidirContext& ctx, BidirMode mode, CollSpec spec)
     throw_input("ll mode handles at most " + std::to_string(ctx.params().ll_max_bytes) + " bytes");
   if (mode_ == BidirMode::lamport && bytes > ctx.params().lamport_max_bytes)
     throw_input("lamport mode handles at most " + std::to_string(ctx.params().lamport_max_bytes) +
-                " bytes (--tune lamport_max_bytes; it keeps 3 receive buffers of that size per peer)");
+                " bytes (--tune lamport_max_bytes; it keeps 2 receive buffers of that size per peer)");
   std::vector<BufferSizes> sizes(size_t(spec_.nranks), BufferSizes{bytes, bytes, 0});
   buffers_ = std::make_unique<RankBuffers>(comm, sizes);
   for (int r = 0; r < spec_.nranks; ++r) {
@@ -1222,6 +1220,7 @@ void BidirWorkload::enqueue() {
     a.lamport[q] = static_cast<uint8_t*>(ctx_.lamport(q));
   }
   a.lamport_stride = ctx_.lamport_stride();
+  a.ahead = p.lamport_ahead;
   a.push_stride = ctx_.push_stride();
   a.in_place = spec_.in_place;
   a.ll_words = ll_words(p);

@@ -16,7 +16,7 @@
 //  - lamport: one-shot push where the data is its own flag: receive buffers hold a NaN sentinel
 //            until a peer's 16-byte stores land (senders rewrite that one NaN pattern), so a
 //            receiver polls the data itself: one one-way trip and full payloads, no flag, no
-//            fence, no handshake; three buffers by epoch % 3, each reset two launches later.
+//            fence, no handshake; receivers reset what they read; two buffers by epoch parity.
 //  - copy:   copy engines pull peer chunks into local scratch, pipelined with a local reduce kernel
 //            (cross-GPU dependencies as CUDA events), for the largest sizes where copy engines reach
 //            more of the link than SM loads do.
@@ -65,8 +65,9 @@ struct BidirParams {
   int lamport_blocks = 0;  // 0: one per SM (fewer when ranks share a GPU)
   int lamport_threads = 512;
   int lamport_unroll = 2;  // 16-byte vectors per thread per tile
+  int lamport_ahead = 2;   // tiles a thread sends before it receives the first
   bool lamport_pdl = true;
-  int64_t lamport_max_bytes = 64 << 20;  // 3 receive buffers of this per peer, allocated as used
+  int64_t lamport_max_bytes = 64 << 20;  // 2 receive buffers of this per peer, allocated as used
   // stream
   int lanes = 0;  // 0: one per SM
   int slots = 4;
@@ -128,7 +129,7 @@ class BidirContext {
   void ensure_push(int64_t stride);
   void* push(int rank) const { return push_[size_t(rank)].get(); }
   int64_t push_stride() const { return push_stride_; }
-  // Lamport-mode receive buffers: 3 phases x (nranks - 1) sources x stride bytes per rank, all
+  // Lamport-mode receive buffers: 2 parities x (nranks - 1) sources x stride bytes per rank, all
   // sentinel when (re)allocated, grown (never shrunk) to the largest message; callers synchronise.
   void ensure_lamport(int64_t stride);
   void* lamport(int rank) const { return lamport_[size_t(rank)].get(); }

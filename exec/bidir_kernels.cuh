@@ -17,9 +17,6 @@ constexpr int kMaxLanes = 512;    // stream lanes
 struct Ctrl {
   uint32_t ll_epoch, ll_done, flash_epoch, flash_done, stream_epoch, stream_done, push_epoch, push_done;
   uint32_t lamport_epoch, lamport_done;
-  // Lamport mode: bytes per source a launch of each phase (epoch % 3) received, so the launch two
-  // later knows how much of that phase's receive buffer to reset to the sentinel.
-  int64_t lamport_dirty[3];
   uint64_t flash_start[kMaxBlocks][kMaxRanks];
   uint64_t flash_fin[kMaxBlocks][kMaxRanks];
   uint64_t flash_prog[kMaxBlocks][kMaxRanks];
@@ -68,9 +65,10 @@ struct BidirArgs {
   uint8_t* push[kMaxRanks] = {};
   int64_t push_stride = 0;
   // Lamport mode receive buffers: lamport[q] + ((phase * (nranks - 1) + j - 1) * lamport_stride), phase =
-  // epoch % 3, holds what rank (q + j) % nranks stored into q; every byte is the sentinel until written.
+  // epoch parity, holds what rank (q + j) % nranks stored into q; the sentinel wherever not yet written.
   uint8_t* lamport[kMaxRanks] = {};
   int64_t lamport_stride = 0;
+  int ahead = 1;  // lamport: tiles a thread sends before it receives the first
   int unroll = 1;
   bool in_place = false;  // push: the output is the input (consumers wait for their own producers)
   ErrWord* err = nullptr;
