@@ -993,6 +993,32 @@ void Bench::bench_graph() {
          "per iteration: fork to 2 streams on each GPU, an 8-byte peer copy on one and an empty kernel on the other, "
          "join all back",
          fork_kinds(1, 1));
+  // Two streams on each GPU where the copy waits for the kernel through an event (a 2-rank tree all-reduce
+  // lowers so: a reduce kernel, then the put of its result on the copy stream): the same fork / join as
+  // graph.fork_mix.1 with a dependency between the streams of each GPU.
+  series("graph.fork_mix_chain.1",
+         "per iteration: fork to 2 streams on each GPU, an empty kernel on one and an 8-byte peer copy on the "
+         "other that waits for the kernel (event), join all back",
+         [&](cudaStream_t o) {
+           CCLAB_CUDA(cudaSetDevice(g0.dev));
+           CCLAB_CUDA(cudaEventRecord(fork0, o));
+           for (int g = 0; g < 2; ++g) {
+             Gpu& me = gpus_[size_t(g)];
+             Gpu& peer = gpus_[size_t(1 - g)];
+             cudaStream_t kx = extra[g][0], cx = extra[g][1];
+             CCLAB_CUDA(cudaSetDevice(me.dev));
+             CCLAB_CUDA(cudaStreamWaitEvent(kx, fork0, 0));
+             CCLAB_CUDA(cudaStreamWaitEvent(cx, fork0, 0));
+             k_empty<<<1, 32, 0, kx>>>();
+             CCLAB_CUDA_LAUNCHED();
+             CCLAB_CUDA(cudaEventRecord(joins[g][0], kx));
+             CCLAB_CUDA(cudaStreamWaitEvent(cx, joins[g][0], 0));
+             copy8(cx, peer.buf[1] + 512, me.buf[0] + 512);
+             CCLAB_CUDA(cudaEventRecord(joins[g][1], cx));
+           }
+           CCLAB_CUDA(cudaSetDevice(g0.dev));
+           for (int g = 0; g < 2; ++g) CCLAB_CUDA(cudaStreamWaitEvent(o, joins[g][1], 0));
+         });
   // Plans that stay on GPU0 with two streams (a local copy beside a copy into the peer, as a 2-rank
   // broadcast lowers): fork to two streams of GPU0, one copy on each, join.
   series("graph.fork_local2",

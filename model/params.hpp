@@ -148,6 +148,8 @@ struct ExecutorParams {
   Sourced<Seconds> fork_both_mix;
   // A kernel node that reads the peer (a reduce of 16 bytes), on a forked stream of GPU0, fork aside.
   Sourced<Seconds> reduce_peer_node;
+  // A dependency between two streams of one GPU (kernel -> copy) while streams of both GPUs run.
+  Sourced<Seconds> local_edge_busy;
 };
 
 struct ModelParams {

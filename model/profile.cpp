@@ -197,6 +197,11 @@ Derived derive_params(const Calibration& cal, const topo::Topology& topology) {
                 "run side by side)",
             series + " - graph.copy", f->fit.rms_rel_residual, f->fit.max_rel_residual);
     }
+    if (const auto* c = lat_of("graph.fork_mix_chain.1"), *m = lat_of("graph.fork_mix.1"); c && m)
+      add("exec.local_edge_busy_us", std::max(0.0, c->fit.value.us() - m->fit.value.us()),
+          "a kernel -> copy dependency between two streams of each GPU while both GPUs run streams: the fork "
+          "with it minus the same fork without it",
+          "graph.fork_mix_chain.1 - graph.fork_mix.1", c->fit.rms_rel_residual, c->fit.max_rel_residual);
     if (const auto* m = lat_of("graph.fork_mix.1"))
       add("exec.fork_mix_us", std::max(0.0, m->fit.value.us() - copy),
           "fork to a copy stream and a kernel stream on each GPU and join back, minus the copy node",
