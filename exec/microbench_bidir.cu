@@ -61,7 +61,8 @@ struct Ctl {
   unsigned long long start[kMaxCtas];  // peer CTA b began this launch (pull)
   unsigned long long fin[kMaxCtas];    // peer CTA b finished reading (pull)
   unsigned long long prog[kMaxCtas];   // peer CTA b's tiles stored (push): epoch << 32 | tiles
-  unsigned long long epoch[kMaxCtas];  // per-CTA launch counter (pull, push)
+  unsigned long long epoch;            // pull, push: the launch's epoch (advanced by its last CTA)
+  unsigned done;                       // pull, push: CTAs done with the launch
   unsigned long long prod[kMaxCtas];   // ring: units the peer's lane stored into our ring
   unsigned long long cons[kMaxCtas];   // ring: units of ours the peer's lane consumed
   unsigned long long seq[kMaxCtas];    // ring: units this lane moved in earlier launches
@@ -99,15 +100,30 @@ __device__ bool wait_ge(const unsigned long long* p, unsigned long long want, in
   }
 }
 
+// The last CTA of a launch advances the epoch the next launch reads (as the bidir kernels' finish_launch).
+__device__ void finish_launch(Ctl* me, unsigned long long e, unsigned ctas) {
+  if (ctas == 1) {
+    *reinterpret_cast<volatile unsigned long long*>(&me->epoch) = e;
+    return;
+  }
+  __threadfence();
+  if (atomicAdd(&me->done, 1u) == ctas - 1) {
+    me->done = 0;
+    *reinterpret_cast<volatile unsigned long long*>(&me->epoch) = e;
+  }
+}
+
 // One-shot pull with start / finish handshakes (the flash kernel's transfer, no reduction).
 __global__ void __launch_bounds__(kPullThreads) k_pull(const uint4* __restrict__ peer, uint4* __restrict__ out,
                                                          int64_t nvec, Ctl* me, Ctl* other) {
+  __shared__ unsigned long long e_s;
   __shared__ int abort_s;
   pdl_enter();
   const int t = threadIdx.x, nt = blockDim.x, b = blockIdx.x, G = gridDim.x;
+  if (t == 0) e_s = *reinterpret_cast<volatile unsigned long long*>(&me->epoch) + 1;
+  __syncthreads();
+  const unsigned long long e = e_s;
   if (t == 0) {
-    const unsigned long long e = me->epoch[b] + 1;
-    me->epoch[b] = e;
     st_release(&other->start[b], e);
     abort_s = !wait_ge(&me->start[b], e, &me->err);
   }
@@ -135,8 +151,9 @@ __global__ void __launch_bounds__(kPullThreads) k_pull(const uint4* __restrict__
   }
   __syncthreads();
   if (t == 0) {
-    st_release(&other->fin[b], me->epoch[b]);
-    wait_ge(&me->fin[b], me->epoch[b], &me->err);
+    st_release(&other->fin[b], e);
+    wait_ge(&me->fin[b], e, &me->err);
+    finish_launch(me, e, G);
   }
 }
 
@@ -152,8 +169,7 @@ __global__ void __launch_bounds__(kPushThreads, 2) k_push(const uint4* __restric
   const bool producer = threadIdx.x < H;
   const int t = producer ? threadIdx.x : threadIdx.x - H;
   if (threadIdx.x == 0) {
-    e_s = me->epoch[b] + 1;
-    me->epoch[b] = e_s;
+    e_s = *reinterpret_cast<volatile unsigned long long*>(&me->epoch) + 1;
     abort_s = 0;
   }
   __syncthreads();
@@ -186,6 +202,8 @@ __global__ void __launch_bounds__(kPushThreads, 2) k_push(const uint4* __restric
         if (base + int64_t(u) * H < nvec) out[base + int64_t(u) * H] = __ldcg(my_recv + par + base + int64_t(u) * H);
     }
   }
+  __syncthreads();
+  if (threadIdx.x == 0) finish_launch(me, e_s, G);
 }
 
 // LL exchange (the ll kernel's transfer, no reduction): words of 4 data bytes + the launch epoch, two per
