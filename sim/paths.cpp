@@ -242,13 +242,22 @@ SimResult run_general(Simulator& sim, const Schedule& schedule, std::string* how
   // graph.fork_both.<k> / fork_kernels.<k> / fork_mix.1 / fork_local* measured that by streams per GPU and
   // what they run; a stream that copies both within its GPU and into the other pays graph.fork_local_mix's
   // extra.
+  // Where streams of both GPUs mix local and peer copies, graph.fork_both_mix.1 measured that extra against
+  // graph.fork_both.1 (older profiles: the GPU0-only graph.fork_local_mix's extra).
+  const Seconds mix_extra =
+      !mixed_stream ? Seconds(0)
+      : other_gpu && P.exec.fork_both_mix.value.value > 0
+          ? Seconds(std::max(0.0, (P.exec.fork_both_mix.value - P.exec.fork_streams[0].value).value))
+          : P.exec.fork_local_mix.value;
   ro.start_latency = (other_gpu                            ? P.exec.fork_for(copy_streams, kernel_streams)
                       : copy_streams + kernel_streams >= 2 ? P.exec.fork_local2.value
                                                            : P.exec.fork_local.value) +
-                     (mixed_stream ? P.exec.fork_local_mix.value : Seconds(0));
+                     mix_extra;
   ro.sync_latency = P.exec.event_peer.value;
-  // Between two streams of one GPU: one edge of the measured local fork / join pair.
-  ro.local_dep_latency = P.exec.fork_local.value / 2;
+  // Between two streams of one GPU: with streams of both GPUs running, the measured kernel -> copy edge
+  // (graph.fork_mix_chain.1); otherwise (and in older profiles) one edge of the local fork / join pair.
+  ro.local_dep_latency = other_gpu && P.exec.local_edge_busy.value.value > 0 ? P.exec.local_edge_busy.value
+                                                                             : P.exec.fork_local.value / 2;
   ro.copy_latency = kernels ? P.exec.kernel_node.value : P.exec.copy_node.value;
   ro.local_copy_latency = kernels ? P.exec.kernel_node.value : P.exec.copy_local_node.value;
   // A kernel node costs its node plus what the kernel itself takes on a tiny input: the measured kernel's
@@ -259,7 +268,9 @@ SimResult run_general(Simulator& sim, const Schedule& schedule, std::string* how
     return P.exec.kernel_node.value + Seconds(body);
   };
   ro.kernel_latency = kernel_cost("reduce.local." + dtype_key(s.dtype));
-  ro.peer_kernel_latency = kernel_cost("reduce.peer." + dtype_key(s.dtype));
+  // A kernel reading the peer: its node as measured in a graph (graph.fork_reduce_peer), where measured.
+  ro.peer_kernel_latency = P.exec.reduce_peer_node.value.value > 0 ? P.exec.reduce_peer_node.value
+                                                                   : kernel_cost("reduce.peer." + dtype_key(s.dtype));
   if (how)
     *how = "general lowering model: " + std::to_string(s.ops.size()) + " ops after coalescing, " +
            (pr.copy ? copy_table : std::string("protocol")) + " rates, fork/join " +
@@ -290,8 +301,219 @@ Schedule sol_bidir_copy(int nranks, int64_t count, DType dtype) {
 
 // ---- the fused path (exec/fused*) ------------------------------------------------------------------------
 
+// The fused encoding's choices (exec/fused_program.cpp encode_fused with the FusedOptions the executor
+// uses): which lane each op runs on, how many CTAs each lane gets, and which ops of a lane of several CTAs
+// wait for an earlier op of their own lane (a group wait).
+namespace fused_layout {
+constexpr int kMaxCtas = 132;            // FusedParams::max_ctas 0: one CTA per SM (H200: 132)
+constexpr int kMaxLanesPerRank = 16;     // FusedOptions::max_lanes_per_rank
+constexpr int64_t kCtaBytes = 32 << 10;  // FusedOptions::cta_bytes
+constexpr int kConflictWindow = 64;      // FusedOptions::conflict_window
+// FusedOptions::group_wait_s / cta_bytes_per_s: the executor's own estimates in its rule for giving a lane
+// several CTAs (not a model constant: the model only repeats the executor's choice).
+constexpr double kRuleGroupWait_s = 3e-6, kRuleCtaBytesPerSec = 25e9;
+}  // namespace fused_layout
+
+struct FusedLayout {
+  std::vector<int> lane;                 // per op
+  std::vector<int> lane_gpu;             // per lane (rank r runs on GPU r)
+  std::vector<int> lane_ctas;            // per lane
+  std::vector<std::vector<OpId>> waits;  // per op: the ops whose flags it waits for
+  int max_device_ctas = 0;               // the largest launch (the record's note says "up to C CTAs")
+};
+
+struct Access {
+  Ref ref;
+  int64_t bytes;
+  bool write;
+};
+
+std::vector<Access> fused_accesses(const Schedule& s, const Op& op) {
+  if (op.bytes <= 0) return {};
+  std::vector<Access> a = {{s.resolve(op.src), op.bytes, false}, {s.resolve(op.dst), op.bytes, true}};
+  if (op.kind == OpKind::reduce) a.push_back({s.resolve(op.src2), op.bytes, false});
+  return a;
+}
+
+bool fused_conflict(const Schedule& s, const Op& a, const Op& b) {
+  for (const Access& x : fused_accesses(s, a))
+    for (const Access& y : fused_accesses(s, b))
+      if ((x.write || y.write) && x.ref.rank == y.ref.rank && x.ref.buf == y.ref.buf &&
+          x.ref.offset < y.ref.offset + y.bytes && y.ref.offset < x.ref.offset + x.bytes)
+        return true;
+  return false;
+}
+
+FusedLayout fused_layout_of(const Schedule& s) {
+  using namespace fused_layout;
+  FusedLayout f;
+  const size_t n = s.ops.size();
+  const int per_rank = std::max(1, std::min(kMaxLanesPerRank, kMaxCtas));  // one rank per GPU
+  std::map<std::pair<int, int>, int> lane_of;
+  std::vector<std::vector<size_t>> ops_of;
+  std::vector<int> pos(n);
+  for (size_t i = 0; i < n; ++i) {
+    const Op& op = s.ops[i];
+    auto [it, added] = lane_of.try_emplace({op.rank, op.channel % per_rank}, int(f.lane_gpu.size()));
+    if (added) {
+      f.lane_gpu.push_back(op.rank);
+      ops_of.emplace_back();
+    }
+    f.lane.push_back(it->second);
+    pos[i] = int(ops_of[size_t(it->second)].size());
+    ops_of[size_t(it->second)].push_back(i);
+  }
+  const size_t L = f.lane_gpu.size();
+  std::map<int, int> lanes_on;
+  for (int g : f.lane_gpu) ++lanes_on[g];
+  f.lane_ctas.assign(L, 1);
+  for (size_t l = 0; l < L; ++l) {
+    int64_t most = 0, total = 0;
+    int conflicts = 0;
+    const auto& ops = ops_of[l];
+    for (size_t j = 0; j < ops.size(); ++j) {
+      most = std::max(most, s.ops[ops[j]].bytes);
+      total += s.ops[ops[j]].bytes;
+      for (size_t b = j, scanned = 0; b-- > 0 && scanned < size_t(kConflictWindow); ++scanned)
+        if (fused_conflict(s, s.ops[ops[b]], s.ops[ops[j]])) {
+          ++conflicts;
+          break;
+        }
+    }
+    const int share = std::max(1, kMaxCtas / std::max(1, lanes_on[f.lane_gpu[l]]));
+    const int64_t k = std::clamp<int64_t>((most + kCtaBytes - 1) / kCtaBytes, 1, share);
+    const double saved = double(total) / kRuleCtaBytesPerSec * (1.0 - 1.0 / double(k));
+    f.lane_ctas[l] = int(k > 1 && saved > double(conflicts) * kRuleGroupWait_s ? k : 1);
+  }
+  // Waits as encode_fused places them: vector clocks (clock[l][m]: the last position of lane m known to be
+  // complete at the current point of lane l); a dependency already known costs no wait. A lane of one CTA
+  // runs its ops in order; a lane of several waits for the latest earlier op of its own it conflicts with.
+  std::vector<std::vector<int>> clock(L, std::vector<int>(L, -1)), snapshot(n);
+  f.waits.assign(n, {});
+  std::vector<std::vector<size_t>> placed(L);
+  for (size_t j = 0; j < n; ++j) {
+    const size_t l = size_t(f.lane[j]);
+    const bool group = f.lane_ctas[l] > 1;
+    auto& clk = clock[l];
+    auto wait_on = [&](size_t d) {
+      f.waits[j].push_back(OpId(d));
+      for (size_t m = 0; m < L; ++m) clk[m] = std::max(clk[m], snapshot[d][m]);
+    };
+    std::vector<OpId> deps;
+    for (OpId d : s.deps(s.ops[j]))
+      if (d >= 0 && size_t(d) < j) deps.push_back(d);
+    std::sort(deps.begin(), deps.end(), std::greater<OpId>());
+    deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+    for (OpId d : deps) {
+      const size_t m = size_t(f.lane[size_t(d)]);
+      if ((m == l && !group) || clk[m] >= pos[size_t(d)]) continue;
+      wait_on(size_t(d));
+    }
+    if (group) {
+      int scanned = 0;
+      for (auto it = placed[l].rbegin(); it != placed[l].rend(); ++it) {
+        if (pos[*it] <= clk[l]) break;
+        if (++scanned > kConflictWindow) {
+          wait_on(placed[l].back());
+          break;
+        }
+        if (fused_conflict(s, s.ops[*it], s.ops[j])) {
+          wait_on(*it);
+          break;
+        }
+      }
+    } else {
+      clk[l] = pos[j];
+    }
+    snapshot[j] = clk;
+    snapshot[j][l] = pos[j];
+    placed[l].push_back(j);
+  }
+  std::map<int, int> device_ctas;
+  for (size_t l = 0; l < L; ++l) device_ctas[f.lane_gpu[l]] += f.lane_ctas[l];
+  for (const auto& [g, c] : device_ctas) f.max_device_ctas = std::max(f.max_device_ctas, c);
+  return f;
+}
+
+// The fused kernels from the profile's measurements of their own ops (fused.step.* / fused.group.*, made by
+// a kernel that runs ops as exec/fused_workload.cu does): per lane, its ops one after the other, each for
+// the measured time of that op (copy + barrier + flag release) at its size and by its lane's CTAs; a wait
+// for an op of another lane costs a flag hop (graph.flag_chain.*); every GPU launches once
+// (graph.flag_chain.*), a lane's first touch of a peer GPU waits for that GPU's start flag, and a GPU is done
+// once the peers' last ops on its memory are (one more hop). Empty when the profile lacks those tables.
+std::optional<Seconds> fused_from_op_tables(const model::ModelParams& P, const Schedule& s, std::string* how) {
+  const char* moves[] = {"put", "get", "local"};
+  const model::PathTable *step[3], *group[3];
+  for (int m = 0; m < 3; ++m) {
+    step[m] = table(P, std::string("fused.step.") + moves[m]);
+    group[m] = table(P, std::string("fused.group.") + moves[m]);
+    if (!step[m]) return std::nullopt;
+  }
+  const FusedLayout f = fused_layout_of(s);
+  const size_t n = s.ops.size();
+  const double hop = P.exec.flag_hop.value.value, launch = P.exec.flag_launch.value.value;
+  // Which memory an op moves: into a peer (put), out of a peer (get), within its GPU (local). A reduction
+  // moves 3 bytes per byte (two reads, a write) where a copy moves 2: a local one costs as a copy of 1.5x.
+  auto move_of = [&](const Op& op) {
+    const Ref d = s.resolve(op.dst), a = s.resolve(op.src), b = s.resolve(op.src2);
+    if (d.rank != op.rank) return 0;
+    if (a.rank != op.rank || (op.kind == OpKind::reduce && b.rank != op.rank)) return 1;
+    return 2;
+  };
+  std::vector<double> end(n, 0);
+  std::vector<double> lane_free(f.lane_gpu.size(), launch);
+  std::vector<std::set<int>> lane_started(f.lane_gpu.size());
+  // Per GPU g: when the last op of another GPU's lane touching g's memory ends.
+  std::map<int, double> touched_until, gpu_end;
+  int counted[3] = {0, 0, 0}, group_ops = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const Op& op = s.ops[i];
+    const int l = f.lane[i], g = f.lane_gpu[size_t(l)], k = f.lane_ctas[size_t(l)];
+    double t = lane_free[size_t(l)];
+    bool own_wait = false;  // a wait for an earlier op of its own CTA group
+    for (OpId d : f.waits[i]) {
+      own_wait = own_wait || f.lane[size_t(d)] == l;
+      t = std::max(t, end[size_t(d)] + (f.lane[size_t(d)] == l ? 0.0 : hop));
+    }
+    for (const Access& a : fused_accesses(s, op))
+      if (a.ref.rank != g && lane_started[size_t(l)].insert(a.ref.rank).second) t = std::max(t, launch + hop);
+    const int m = move_of(op);
+    const double bytes = double(op.bytes) * (m == 2 && op.kind == OpKind::reduce ? 1.5 : 1.0);
+    double dur;
+    if (k == 1) {
+      dur = step[m]->time(bytes).value;
+    } else if (own_wait && group[m]) {
+      dur = group[m]->time(bytes).value;  // measured with the wait for the previous op's flag in it
+      ++group_ops;
+    } else {
+      dur = step[m]->time(bytes / k).value;  // the CTAs' shares side by side
+    }
+    ++counted[m];
+    end[i] = t + dur;
+    lane_free[size_t(l)] = end[i];
+    gpu_end[g] = std::max(gpu_end[g], end[i]);
+    for (const Access& a : fused_accesses(s, op))
+      if (a.ref.rank != g) touched_until[a.ref.rank] = std::max(touched_until[a.ref.rank], end[i]);
+  }
+  double total = launch;
+  for (const auto& [g, e] : gpu_end) total = std::max(total, e);
+  for (const auto& [g, e] : touched_until) total = std::max(total, e + hop);
+  if (how)
+    *how = "fused model: one launch per GPU (graph.flag_chain), " + std::to_string(f.lane_gpu.size()) +
+           " lanes of up to " + std::to_string(f.max_device_ctas) + " CTAs per GPU, ops at fused.step.put/get/local (" +
+           std::to_string(counted[0]) + "/" + std::to_string(counted[1]) + "/" + std::to_string(counted[2]) + ")" +
+           (group_ops ? ", " + std::to_string(group_ops) + " group waits at fused.group.*" : std::string()) +
+           ", a flag hop per wait across lanes";
+  return Seconds(total);
+}
+
 SimResult run_fused(Simulator& sim, const Schedule& s, const ExecPath& path, std::string* how) {
   const model::ModelParams& P = sim.params();
+  if (auto t = fused_from_op_tables(P, s, how)) {
+    SimResult r;
+    r.time = *t;
+    return r;
+  }
   const Rates rt = rates_of(sim);
   // GPUs whose memory the ops touch (ranks on distinct GPUs): every one of them launches the kernel, and a
   // lane's first touch of another GPU waits for that GPU's start flag.

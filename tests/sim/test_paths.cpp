@@ -196,6 +196,94 @@ TEST(ExecPaths, FusedPathIsOneLaunchAndAFlagHopPerCrossGpuWait) {
   EXPECT_NEAR(r8, 2.5e-6 + 2.0e-6 + wire + 2.0e-6 + wire + 2.0e-6, 0.05e-6);
 }
 
+// The fused path from the profile's measurements of the fused kernel's own ops (fused.step.*, fused.group.*).
+model::ModelParams fused_params(const topo::Topology& t, double put_scale = 1.0) {
+  model::ModelParams p = test_params(t);
+  p.exec.flag_launch = {microseconds(2.5), "test"};
+  p.exec.flag_hop = {microseconds(2.0), "test"};
+  p.tables["fused.step.put"] = line_table(put_scale * 1.0e-6, 20e9);
+  p.tables["fused.step.get"] = line_table(1.5e-6, 15e9);
+  p.tables["fused.step.local"] = line_table(0.5e-6, 40e9);
+  p.tables["fused.group.put"] = line_table(4e-6, 200e9);
+  p.tables["fused.group.get"] = line_table(4.5e-6, 150e9);
+  p.tables["fused.group.local"] = line_table(3.5e-6, 400e9);
+  return p;
+}
+
+TEST(ExecPaths, FusedPathFromTheMeasuredOpsOfItsKernel) {
+  const topo::Topology t = topo::load_topology("h200x2");
+  const model::ModelParams p = fused_params(t);
+  Simulator sim(t, p);
+  const ExecPath fused = parse_exec_note("lowering=fused: 6 ops in 2 lanes, one launch per GPU of up to 1 CTAs", "");
+  auto put = [&](double b) { return p.tables.at("fused.step.put").time(b).value; };
+  auto get = [&](double b) { return p.tables.at("fused.step.get").time(b).value; };
+  auto local = [&](double b) { return p.tables.at("fused.step.local").time(b).value; };
+  // reduce.direct: rank 0 reduces rank 1's input into its output (loads from the peer): launch, GPU1's start
+  // flag, the op, GPU1's end wait.
+  EXPECT_NEAR(predict_exec_path(sim, "reduce.direct", args2(8), fused).result.time.value,
+              2.5e-6 + 2e-6 + get(8) + 2e-6, 1e-12);
+  // allreduce.ring on 2 GPUs, per lane: put half, (wait for the peer's put) reduce locally (1.5x the bytes of
+  // a copy), put the result: launch, start flag, put, hop, reduce, put, end wait.
+  const Prediction ring = predict_exec_path(sim, "allreduce.ring", args2(8), fused);
+  EXPECT_NEAR(ring.result.time.value, 2.5e-6 + 2e-6 + put(4) + 2e-6 + local(6) + put(4) + 2e-6, 1e-12);
+  EXPECT_NE(ring.record.note.find("fused.step.put/get/local"), std::string::npos) << ring.record.note;
+  // More ops, more time: a 64 KiB pipelined broadcast in 16 chunks pays 14 more measured op costs (1 us
+  // each at least) than in 2 chunks.
+  AlgoArgs a16 = args2(64 << 10), a2 = args2(64 << 10);
+  a16.chunk_bytes = 4 << 10;
+  a2.chunk_bytes = 32 << 10;
+  EXPECT_GT(predict_exec_path(sim, "broadcast.pipeline", a16, fused).result.time.value,
+            predict_exec_path(sim, "broadcast.pipeline", a2, fused).result.time.value + 14e-6);
+  // The named microbenchmark drives it: slower measured puts, a slower ring by exactly the two puts.
+  Simulator slow(t, fused_params(t, 2.0));
+  EXPECT_NEAR(predict_exec_path(slow, "allreduce.ring", args2(8), fused).result.time.value - ring.result.time.value,
+              2 * 1.0e-6, 1e-12);
+}
+
+TEST(ExecPaths, FusedLanesAndGroupWaitsAsTheExecutorEncodesThem) {
+  const topo::Topology t = topo::load_topology("h200x2");
+  const model::ModelParams p = fused_params(t);
+  Simulator sim(t, p);
+  const ExecPath fused = parse_exec_note("lowering=fused: 6 ops in 2 lanes, one launch per GPU of up to 8 CTAs", "");
+  // 512 KiB: ops of 256 KiB, 8 CTAs per lane (the record's note says "up to 8 CTAs"); the put of the reduced
+  // half reads what the reduce wrote: a group wait, costed at fused.group.put.
+  const Prediction big = predict_exec_path(sim, "allreduce.ring", args2(512 << 10), fused);
+  EXPECT_NE(big.record.note.find("up to 8 CTAs"), std::string::npos) << big.record.note;
+  EXPECT_NE(big.record.note.find("2 group waits"), std::string::npos) << big.record.note;  // one per lane
+  // Below 32 KiB per op a lane keeps one CTA (and no group wait).
+  const Prediction small = predict_exec_path(sim, "allreduce.ring", args2(32 << 10), fused);
+  EXPECT_NE(small.record.note.find("up to 1 CTAs"), std::string::npos) << small.record.note;
+  EXPECT_EQ(small.record.note.find("group waits"), std::string::npos) << small.record.note;
+  // Without the fused op tables (older profiles) the flow model of the fused path still answers.
+  model::ModelParams q = test_params(t);
+  Simulator old(t, q);
+  EXPECT_GT(predict_exec_path(old, "allreduce.ring", args2(8), fused).result.time.value, 0);
+}
+
+TEST(ExecPaths, GeneralPathUsesTheGraphShapesMeasuredForIt) {
+  const topo::Topology t = topo::load_topology("h200x2");
+  model::ModelParams p = test_params(t);
+  const ExecPath general = parse_exec_note("general lowering: 1 ops on 1 streams, 0 events", "");
+  Simulator before(t, p);
+  const double reduce0 = predict_exec_path(before, "reduce.direct", args2(16), general).result.time.value;
+  const double gather0 = predict_exec_path(before, "allgather.ring", args2(16), general).result.time.value;
+  const double tree0 = predict_exec_path(before, "allreduce.tree", args2(16), general).result.time.value;
+  // graph.fork_reduce_peer: the peer-reading reduce node; graph.fork_both_mix.1: a local then a peer copy on
+  // a stream of each GPU (10 us beyond graph.fork_both.1 here); graph.fork_mix_chain.1: kernel -> copy edge.
+  p.exec.reduce_peer_node = {microseconds(7), "test"};
+  p.exec.fork_both_mix = {microseconds(20), "test"};
+  p.exec.local_edge_busy = {microseconds(3), "test"};
+  Simulator after(t, p);
+  // reduce.direct on 2 ranks: the root's kernel reads its peer; fork to one stream of GPU0 (2 us) + the node.
+  EXPECT_NEAR(predict_exec_path(after, "reduce.direct", args2(16), general).result.time.value, 2e-6 + 7e-6, 0.05e-6);
+  EXPECT_NE(reduce0, 9e-6);
+  // allgather.ring on 2 ranks: each GPU's stream copies its own part, then puts it into the peer.
+  EXPECT_NEAR(predict_exec_path(after, "allgather.ring", args2(16), general).result.time.value - gather0, 10e-6,
+              0.05e-6);
+  // allreduce.tree on 2 ranks: each GPU's put waits for its reduce kernel on another stream.
+  EXPECT_GT(predict_exec_path(after, "allreduce.tree", args2(16), general).result.time.value, tree0 + 2.9e-6);
+}
+
 TEST(ExecPaths, NcclOnTwoGpusIsItsMeasuredTransport) {
   const topo::Topology t = topo::load_topology("h200x2");
   const model::ModelParams p = test_params(t);
