@@ -19,6 +19,9 @@
 //                 lane's 256 KiB units through a ring of 4 slots in the peer: half the threads wait for a free
 //                 slot, store the unit into the peer's ring, fence (system scope) and release a flag; half wait
 //                 for the peer's unit and copy it out, then release the slot; plain launches (as stream's).
+//   bidir.lamport lamport's transfer: G = min(SMs, S / 16 KiB) CTAs of 512 threads, each thread stores tile k
+//                 into the peer and polls tile k - 2 of its own buffer until no word is the sentinel (the data
+//                 is the flag), resets it; PDL launches. 8 B .. 64 MiB.
 //   bidir.replay  empty PDL kernels in per-GPU graphs of N launches, N = 5, 10, 20, 40 (the "bytes" of a
 //                 point are N): the per-replay fixed cost (fork, graph launches, join) is the slope in 1/N.
 //   nccl.p2p.graph.uni / .bidir   ncclSend/ncclRecv (one way, both ways) captured in per-GPU graphs of 20
@@ -296,6 +299,7 @@ __global__ void __launch_bounds__(512) k_ring(const uint8_t* __restrict__ in, ui
         dst[v + 3 * half] = x3;
       }
       for (; v < nv; v += half) dst[v] = src[v];
+      for (int64_t i = nv * 16 + t; i < len; i += half) reinterpret_cast<uint8_t*>(dst)[i] = in[off + i];
       __threadfence_system();
       bar(1, half);
       if (t == 0) {
@@ -318,12 +322,71 @@ __global__ void __launch_bounds__(512) k_ring(const uint8_t* __restrict__ in, ui
       const uint4* src = reinterpret_cast<const uint4*>(slot(my_ring, seq));
       uint4* dst = reinterpret_cast<uint4*>(out + off);
       for (int64_t v = t; v < len / 16; v += half) dst[v] = __ldcg(src + v);
+      for (int64_t i = len / 16 * 16 + t; i < len; i += half) out[off + i] = slot(my_ring, seq)[i];
       bar(2, half);
       if (t == 0) st_release(&other->cons[lane], seq + 1);
     }
   }
   __syncthreads();
   if (threadIdx.x == 0 && !abort_s) me->seq[lane] = base + mine;
+}
+
+// Lamport exchange (the lamport kernel's transfer, no reduction): the data is its own flag. Receive buffers
+// (by launch parity) hold all-ones words (the sentinel, a NaN) until the peer's 16-byte stores land; each
+// thread stores its vectors of tile k into the peer, then polls those of tile k - D in its own buffer
+// until no word is the sentinel, resets them to the sentinel and copies them out.
+template <int U>
+__global__ void __launch_bounds__(512) k_lamport(const uint4* __restrict__ own, uint4* peer_buf, uint4* my_buf,
+                                                 int64_t stride_vec, uint4* __restrict__ out, int64_t nvec, int D,
+                                                 Ctl* me) {
+  __shared__ unsigned long long e_s;
+  pdl_enter();
+  const int t = threadIdx.x, nt = blockDim.x, b = blockIdx.x, G = gridDim.x;
+  if (t == 0) e_s = *reinterpret_cast<volatile unsigned long long*>(&me->epoch) + 1;
+  __syncthreads();
+  const unsigned long long e = e_s;
+  const int64_t par = int64_t(e & 1) * stride_vec;
+  const int64_t tile = int64_t(U) * nt, tiles = (nvec + tile - 1) / tile;
+  const int64_t J = tiles > b ? (tiles - b + G - 1) / G : 0;
+  const uint4 sentinel = make_uint4(~0u, ~0u, ~0u, ~0u);
+  for (int64_t k = 0; k < J + D; ++k) {
+    if (k < J) {
+      const int64_t base = (b + k * G) * tile + t;
+      uint4 mine[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        if (base + int64_t(u) * nt < nvec) mine[u] = __ldcg(own + base + int64_t(u) * nt);
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        if (base + int64_t(u) * nt < nvec) __stcg(peer_buf + par + base + int64_t(u) * nt, mine[u]);
+    }
+    if (k >= D) {
+      const int64_t base = (b + (k - D) * G) * tile + t;
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int64_t v = base + int64_t(u) * nt;
+        if (v >= nvec) continue;
+        uint4* src = my_buf + par + v;
+        uint4 x;
+        const unsigned long long t0 = now_ns();
+        for (uint32_t it = 0;; ++it) {
+          asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+                       : "=r"(x.x), "=r"(x.y), "=r"(x.z), "=r"(x.w)
+                       : "l"(src)
+                       : "memory");
+          if (x.x != ~0u && x.y != ~0u && x.z != ~0u && x.w != ~0u) break;
+          if ((it & 255u) == 255u && now_ns() - t0 > kTimeoutNs) {
+            atomicExch(&me->err, 1);
+            return;
+          }
+        }
+        __stcg(src, sentinel);
+        out[v] = x;
+      }
+    }
+  }
+  __syncthreads();
+  if (t == 0) finish_launch(me, e, G);
 }
 
 __global__ void k_empty_pdl_b() { pdl_enter(); }
@@ -583,7 +646,8 @@ void BidirBench::run() {
         "16-byte loads of the peer's S bytes (4 in flight per thread, next tile prefetched) stored locally, finish "
         "handshake; PDL launches in per-GPU graphs of 20, replayed as the harness does (bytes per direction)",
         opt_.max_bytes, [&](int g, cudaStream_t st, int64_t b) {
-          const int64_t nvec = b / 16, tile = int64_t(kPullThreads) * kPullUnroll;
+          // Sizes below a vector move one (the kernels' tail: a peer access all the same).
+          const int64_t nvec = (b + 15) / 16, tile = int64_t(kPullThreads) * kPullUnroll;
           const int G = int(std::clamp<int64_t>((nvec + tile - 1) / tile, 1, std::min(sms, kMaxCtas)));
           launch_pdl(k_pull, G, kPullThreads, st, reinterpret_cast<const uint4*>(s_[1 - g].in),
                      reinterpret_cast<uint4*>(s_[g].out), nvec, s_[g].ctl, s_[1 - g].ctl);
@@ -642,6 +706,27 @@ void BidirBench::run() {
             CCLAB_CUDA(cudaGetLastError());
           });
   }
+  // lamport: its defaults (512 threads, 2 vectors per thread per tile, 2 tiles ahead), receive buffers of
+  // up to 64 MiB (BidirParams lamport_*); the buffers start as the sentinel.
+  constexpr int64_t kLamportMax = int64_t(64) << 20;
+  constexpr int kLamportAhead = 2;
+  for (Side& sd : s_) {
+    CCLAB_CUDA(cudaSetDevice(sd.dev));
+    CCLAB_CUDA(cudaMemset(sd.recv, 0xFF, 2 * size_t(max_)));
+    CCLAB_CUDA(cudaDeviceSynchronize());
+  }
+  sweep("bidir.lamport",
+        "both GPUs at once: G = min(SMs, S / 16 KiB) CTAs of 512 threads; each thread stores its 2 vectors of tile k "
+        "into the peer's receive buffer (by launch parity), then polls those of tile k - 2 in its own until no word "
+        "is the all-ones sentinel, resets them and copies them out; PDL launches in per-GPU graphs of 20, replayed "
+        "as the harness does (bytes per direction)",
+        std::min(opt_.max_bytes, kLamportMax), [&](int g, cudaStream_t st, int64_t b) {
+          const int64_t nvec = (b + 15) / 16, tile = int64_t(512) * 2;
+          const int G = int(std::clamp<int64_t>((nvec + tile - 1) / tile, 1, std::min(sms, kMaxCtas)));
+          launch_pdl(k_lamport<2>, G, 512, st, reinterpret_cast<const uint4*>(s_[g].in),
+                     reinterpret_cast<uint4*>(s_[1 - g].recv), reinterpret_cast<uint4*>(s_[g].recv), max_ / 16,
+                     reinterpret_cast<uint4*>(s_[g].out), nvec, kLamportAhead, s_[g].ctl);
+        });
   bench_nccl();
 }
 

@@ -235,8 +235,8 @@ const std::vector<std::string>& bench_names() {
         "fused.step.put", "fused.step.get", "fused.step.local", "fused.group.put", "fused.group.get",
         "fused.group.local"};
     // the bidir kernels' transfers and NCCL send/recv under graph replay (exec/microbench_bidir.cu)
-    for (const char* b : {"bidir.pull", "bidir.push", "bidir.ll", "bidir.ll_plain", "bidir.ring", "bidir.replay",
-                          "nccl.p2p.graph.uni", "nccl.p2p.graph.bidir"})
+    for (const char* b : {"bidir.pull", "bidir.push", "bidir.ll", "bidir.ll_plain", "bidir.ring", "bidir.lamport",
+                          "bidir.replay", "nccl.p2p.graph.uni", "nccl.p2p.graph.bidir"})
       v.push_back(b);
     for (const char* d : kDtypes) {
       v.push_back(std::string("reduce.local.") + d);

@@ -84,6 +84,13 @@ TEST(BidirModel, EachModeIsItsTransfersSeries) {
   const double other_slots =
       predict_note(p, "allreduce.bidir.stream", S, "mode=stream slots=4 slot_bytes=65536 grid=64");
   EXPECT_GT(std::abs(other_slots - ring), 1e-7);
+  // lamport: its series, or push's where the profile has none.
+  const std::string lamport = "mode=lamport threads=512 unroll=2 ahead=2 pdl grid=128";
+  EXPECT_NEAR(predict_note(p, "allreduce.bidir.lamport", S, lamport), p.tables.at("bidir.push").time(S).value, 1e-12);
+  model::ModelParams q = p;
+  q.tables["bidir.lamport"] = line_table(3e-6, 310e9);
+  EXPECT_NEAR(predict_note(q, "allreduce.bidir.lamport", S, lamport), q.tables.at("bidir.lamport").time(S).value,
+              1e-12);
   EXPECT_THROW(predict_note(p, "allreduce.bidir.magic", S, "mode=magic"), Error);
 }
 
