@@ -376,6 +376,7 @@ class Bench {
   void bench_graph();
   void bench_flag_chain();
   void bench_fused_steps();
+  void bench_graph_copies();
   void bench_nccl_p2p();
   void bench_matmul();
   void bench_bidir() { run_bidir_microbenchmarks(opt_, res_.series, res_.warnings); }  // microbench_bidir.cu
@@ -1218,6 +1219,69 @@ void Bench::bench_flag_chain() {
   }
 }
 
+// Copy-engine copies of every size as the general lowering replays them (graph_time: 20 iterations per
+// graph): per iteration one peer copy GPU0 -> GPU1 on the origin stream (p2p.ce.graph.uni), or one each way
+// at once, GPU1's on a stream of GPU1 forked from the origin and joined back (p2p.ce.graph.bidir, bytes per
+// direction). What a copy node of that size costs in a replayed graph, its setup overlapped or not.
+void Bench::bench_graph_copies() {
+  if (gpus_.size() < 2) return;
+  constexpr int64_t kMaxGraphCopy = 256LL << 20;  // 20 copies per replay: ~14 ms at the link's rate
+  Gpu& g0 = gpus_[0];
+  Gpu& g1 = gpus_[1];
+  cudaEvent_t fork = nullptr, join = nullptr;
+  CCLAB_CUDA(cudaSetDevice(g0.dev));
+  CCLAB_CUDA(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
+  CCLAB_CUDA(cudaSetDevice(g1.dev));
+  CCLAB_CUDA(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
+  struct FreeEvents {
+    cudaEvent_t a, b;
+    ~FreeEvents() {
+      cudaEventDestroy(a);
+      cudaEventDestroy(b);
+    }
+  } free_events{fork, join};
+  log("copy-engine copies in replayed graphs (" + fmt_bytes(opt_.min_bytes) + " .. " +
+      fmt_bytes(std::min(opt_.max_bytes, kMaxGraphCopy)) + ")");
+  for (bool both : {false, true}) {
+    const std::string name = both ? "p2p.ce.graph.bidir" : "p2p.ce.graph.uni";
+    BenchSeries s{name,
+                  both ? "per iteration of a replayed graph (20 per replay): GPU0 -> GPU1 copy on the origin stream "
+                         "and GPU1 -> GPU0 copy on a GPU1 stream forked from it and joined back (bytes per direction)"
+                       : "per iteration of a replayed graph (20 per replay): one cudaMemcpyAsync GPU0 -> GPU1 on the "
+                         "origin stream",
+                  {}};
+    for (int64_t b : sizes()) {
+      if (b > kMaxGraphCopy) break;
+      if (over_budget()) {
+        res_.warnings.push_back(name + ": stopped at " + fmt_bytes(b) + " (time budget spent)");
+        break;
+      }
+      const double t = graph_time([&, b, both](cudaStream_t o) {
+        if (both) {
+          CCLAB_CUDA(cudaSetDevice(g0.dev));
+          CCLAB_CUDA(cudaEventRecord(fork, o));
+          CCLAB_CUDA(cudaSetDevice(g1.dev));
+          CCLAB_CUDA(cudaStreamWaitEvent(g1.stream[1], fork, 0));
+          CCLAB_CUDA(cudaMemcpyAsync(g0.buf[1], g1.buf[0], size_t(b), cudaMemcpyDeviceToDevice, g1.stream[1]));
+          CCLAB_CUDA(cudaEventRecord(join, g1.stream[1]));
+          CCLAB_CUDA(cudaSetDevice(g0.dev));
+        }
+        CCLAB_CUDA(cudaMemcpyAsync(g1.buf[1], g0.buf[0], size_t(b), cudaMemcpyDeviceToDevice, o));
+        if (both) CCLAB_CUDA(cudaStreamWaitEvent(o, join, 0));
+      });
+      s.points.push_back({b, t, 20});
+    }
+    if (s.points.empty()) continue;
+    std::ostringstream os;
+    os.precision(4);
+    os << "  " << name << ": " << s.points.size() << " sizes, " << s.points.front().seconds * 1e6 << " us at "
+       << fmt_bytes(s.points.front().bytes) << ", " << double(s.points.back().bytes) / s.points.back().seconds / 1e9
+       << " GB/s at " << fmt_bytes(s.points.back().bytes);
+    log(os.str());
+    res_.series.push_back(std::move(s));
+  }
+}
+
 // The fused path's cost per op (k_fused_steps), as the time of a launch of 9 ops less that of a launch of
 // 1 op, over 8 (the launch and its epoch update cancel). fused.step.<kind>: a lane of one CTA (the fused
 // kernel's lanes whose ops are at most cta_bytes), each op published into GPU1's memory. fused.group.<kind>:
@@ -1472,6 +1536,7 @@ MicrobenchResult Bench::run() {
   };
   group("latencies", &Bench::bench_latency);
   group("graph nodes", &Bench::bench_graph);
+  group("graph copies", &Bench::bench_graph_copies);
   group("flag chain", &Bench::bench_flag_chain);
   group("fused steps", &Bench::bench_fused_steps);
   group("peer bandwidth", &Bench::bench_p2p);
