@@ -526,14 +526,28 @@ double BidirBench::replay(int iters, const std::function<void(int, cudaStream_t)
     CCLAB_CUDA(cudaSetDevice(s.dev));
     CCLAB_CUDA(cudaStreamBeginCapture(s.work, cudaStreamCaptureModeThreadLocal));
   }
-  for (int i = 0; i < iters; ++i)
-    for (int g = 0; g < 2; ++g) {
-      CCLAB_CUDA(cudaSetDevice(s_[g].dev));
-      enqueue(g, s_[g].work);
+  try {
+    for (int i = 0; i < iters; ++i)
+      for (int g = 0; g < 2; ++g) {
+        CCLAB_CUDA(cudaSetDevice(s_[g].dev));
+        enqueue(g, s_[g].work);
+      }
+  } catch (...) {
+    for (int g = 0; g < 2; ++g) {  // close both captures before the error goes on
+      cudaSetDevice(s_[g].dev);
+      cudaStreamEndCapture(s_[g].work, &graph[g]);
     }
+    cudaGetLastError();
+    throw;
+  }
+  // Every capture of this thread ends before any graph is instantiated (instantiating is not permitted
+  // while a capture is open, as exec/harness.cpp's capture_per_device does it).
   for (int g = 0; g < 2; ++g) {
     CCLAB_CUDA(cudaSetDevice(s_[g].dev));
     CCLAB_CUDA(cudaStreamEndCapture(s_[g].work, &graph[g]));
+  }
+  for (int g = 0; g < 2; ++g) {
+    CCLAB_CUDA(cudaSetDevice(s_[g].dev));
     CCLAB_CUDA(cudaGraphInstantiate(&exec[g], graph[g], 0));
   }
   Side& o = s_[0];
@@ -601,6 +615,20 @@ void BidirBench::bench_nccl() {
         if (c[i]) ncclCommDestroy(c[i]);
     }
   } free_comms{comms};
+  // One send/recv both ways outside any capture, small and large, so that NCCL's lazy connection setup
+  // and buffers happen here rather than during the first capture.
+  for (const int64_t warm : {int64_t(8), opt_.max_bytes}) {
+    CCLAB_NCCL_MB(ncclGroupStart());
+    for (int r = 0; r < 2; ++r) {
+      CCLAB_NCCL_MB(ncclSend(s_[r].in, size_t(warm), ncclChar, 1 - r, comms[r], s_[r].work));
+      CCLAB_NCCL_MB(ncclRecv(s_[r].out, size_t(warm), ncclChar, 1 - r, comms[r], s_[r].work));
+    }
+    CCLAB_NCCL_MB(ncclGroupEnd());
+    for (Side& sd : s_) {
+      CCLAB_CUDA(cudaSetDevice(sd.dev));
+      CCLAB_CUDA(cudaStreamSynchronize(sd.work));
+    }
+  }
   for (const bool both : {false, true}) {
     // One group call per iteration covering both GPUs' streams (captured on both at once).
     int64_t bytes = 0;
