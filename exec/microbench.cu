@@ -1326,14 +1326,20 @@ void Bench::bench_fused_steps() {
   const Kind kinds[] = {{"put", "GPU0 storing into GPU1's memory", g0.buf[0], g1.buf[1]},
                         {"get", "GPU0 loading GPU1's memory", g1.buf[0], g0.buf[1]},
                         {"local", "a copy within GPU0", g0.buf[0], g0.buf[1]}};
-  for (bool group : {false, true})
+  // 0: one CTA; 1: a CTA group whose ops each wait for the previous one; 2: a CTA group without waits.
+  for (int variant : {0, 1, 2})
     for (const Kind& kind : kinds) {
-      const std::string name = std::string(group ? "fused.group." : "fused.step.") + kind.name;
+      const bool group = variant > 0, wait = variant == 1;
+      const std::string name =
+          std::string(variant == 0 ? "fused.step." : variant == 1 ? "fused.group." : "fused.group_free.") + kind.name;
       BenchSeries s{name,
                     std::string("per op of one kernel on GPU0, ") + kind.what +
-                        (group ? ": ceil(bytes / 32 KiB) CTAs of 512 threads, each op waits for the previous op's "
-                                 "local flag, arrival count, the last CTA publishes locally"
-                               : ": one CTA of 512 threads, barrier + st.release.sys of the op's flag into GPU1") +
+                        (variant == 1 ? ": ceil(bytes / 32 KiB) CTAs of 512 threads, each op waits for the previous "
+                                        "op's local flag, arrival count, the last CTA publishes locally"
+                         : variant == 2
+                             ? ": ceil(bytes / 32 KiB) CTAs of 512 threads, no waits, arrival count, the last CTA "
+                               "publishes the op's flag into GPU1"
+                             : ": one CTA of 512 threads, barrier + st.release.sys of the op's flag into GPU1") +
                         "; (launch of 9 ops - launch of 1 op) / 8",
                     {}};
       for (int64_t b = 8; b <= (int64_t(1) << 20); b *= group ? 2 : 4) {
@@ -1345,7 +1351,7 @@ void Bench::bench_fused_steps() {
         }
         const int ctas = group ? int(std::min<int64_t>(kMaxGroup, (b + kCtaBytes - 1) / kCtaBytes)) : 1;
         const int64_t stride = (b + 255) / 256 * 256;
-        unsigned long long* pub = group ? local_flags : peer_flags;
+        unsigned long long* pub = wait ? local_flags : peer_flags;
         CCLAB_CUDA(cudaSetDevice(g0.dev));
         CCLAB_CUDA(cudaMemset(arrive, 0, 64 * sizeof(unsigned)));  // counts are modulo the CTAs of the launch
         CCLAB_CUDA(cudaDeviceSynchronize());
@@ -1354,7 +1360,7 @@ void Bench::bench_fused_steps() {
                                           k_fused_steps<<<ctas, kThreads, 0, g0.stream[0]>>>(
                                               reinterpret_cast<const uint8_t*>(kind.src),
                                               reinterpret_cast<uint8_t*>(kind.dst), b, stride, steps, ctl,
-                                              local_flags, pub, arrive, group ? 1 : 0, g0.err);
+                                              local_flags, pub, arrive, wait ? 1 : 0, g0.err);
                                           CCLAB_CUDA_LAUNCHED();
                                         }}};
         };
