@@ -202,7 +202,11 @@ SimResult run_general(Simulator& sim, const Schedule& schedule, std::string* how
   const bool kernels = s.lowering == Lowering::kernel;  // copies as kernels of SM loads / stores
   PathProtos pr;
   const std::string dir = bidir ? ".bidir" : ".uni";
-  const std::string copy_table = (kernels ? "p2p.sm_store" : "p2p.ce") + dir;
+  // Copy-engine copies at their measured size part inside replayed graphs where the profile has it
+  // (p2p.ce.graph.*), else back to back on a stream (p2p.ce.*).
+  const std::string copy_table = kernels                                 ? "p2p.sm_store" + dir
+                                 : table(P, "p2p.ce.graph" + dir) != nullptr ? "p2p.ce.graph" + dir
+                                                                           : "p2p.ce" + dir;
   if (const auto* t = table(P, copy_table); t && rt.link > 0) pr.copy = link_proto(*t, rt.link, 1, copy_table);
   if (const auto* t = table(P, "reduce.peer." + dtype_key(s.dtype)); t && rt.link > 0)
     pr.peer_reduce = link_proto(*t, rt.link, 1, "reduce.peer." + dtype_key(s.dtype));
@@ -435,18 +439,20 @@ FusedLayout fused_layout_of(const Schedule& s) {
   return f;
 }
 
-// The fused kernels from the profile's measurements of their own ops (fused.step.* / fused.group.*, made by
-// a kernel that runs ops as exec/fused_workload.cu does): per lane, its ops one after the other, each for
-// the measured time of that op (copy + barrier + flag release) at its size and by its lane's CTAs; a wait
+// The fused kernels from the profile's measurements of their own ops (fused.step.* for lanes of one CTA,
+// fused.group.* for ops of a CTA group that wait for an earlier op of their lane, fused.group_free.* for the
+// group's other ops; made by a kernel that runs ops as exec/fused_workload.cu does): per lane, its ops one
+// after the other, each for the measured time of that op (copy + barrier + flag release) at its size; a wait
 // for an op of another lane costs a flag hop (graph.flag_chain.*); every GPU launches once
 // (graph.flag_chain.*), a lane's first touch of a peer GPU waits for that GPU's start flag, and a GPU is done
 // once the peers' last ops on its memory are (one more hop). Empty when the profile lacks those tables.
 std::optional<Seconds> fused_from_op_tables(const model::ModelParams& P, const Schedule& s, std::string* how) {
   const char* moves[] = {"put", "get", "local"};
-  const model::PathTable *step[3], *group[3];
+  const model::PathTable *step[3], *group[3], *group_free[3];
   for (int m = 0; m < 3; ++m) {
     step[m] = table(P, std::string("fused.step.") + moves[m]);
     group[m] = table(P, std::string("fused.group.") + moves[m]);
+    group_free[m] = table(P, std::string("fused.group_free.") + moves[m]);
     if (!step[m]) return std::nullopt;
   }
   const FusedLayout f = fused_layout_of(s);
@@ -465,7 +471,7 @@ std::optional<Seconds> fused_from_op_tables(const model::ModelParams& P, const S
   std::vector<std::set<int>> lane_started(f.lane_gpu.size());
   // Per GPU g: when the last op of another GPU's lane touching g's memory ends.
   std::map<int, double> touched_until, gpu_end;
-  int counted[3] = {0, 0, 0}, group_ops = 0;
+  int counted[3] = {0, 0, 0}, group_ops = 0, free_ops = 0;
   for (size_t i = 0; i < n; ++i) {
     const Op& op = s.ops[i];
     const int l = f.lane[i], g = f.lane_gpu[size_t(l)], k = f.lane_ctas[size_t(l)];
@@ -485,8 +491,11 @@ std::optional<Seconds> fused_from_op_tables(const model::ModelParams& P, const S
     } else if (own_wait && group[m]) {
       dur = group[m]->time(bytes).value;  // measured with the wait for the previous op's flag in it
       ++group_ops;
+    } else if (group_free[m]) {
+      dur = group_free[m]->time(bytes).value;  // a CTA group's op with no wait of its own (arrivals, publish)
+      ++free_ops;
     } else {
-      dur = step[m]->time(bytes / k).value;  // the CTAs' shares side by side
+      dur = step[m]->time(bytes / k).value;  // older profiles: the CTAs' shares side by side
     }
     ++counted[m];
     end[i] = t + dur;
@@ -503,6 +512,7 @@ std::optional<Seconds> fused_from_op_tables(const model::ModelParams& P, const S
            " lanes of up to " + std::to_string(f.max_device_ctas) + " CTAs per GPU, ops at fused.step.put/get/local (" +
            std::to_string(counted[0]) + "/" + std::to_string(counted[1]) + "/" + std::to_string(counted[2]) + ")" +
            (group_ops ? ", " + std::to_string(group_ops) + " group waits at fused.group.*" : std::string()) +
+           (free_ops ? ", " + std::to_string(free_ops) + " CTA-group ops at fused.group_free.*" : std::string()) +
            ", a flag hop per wait across lanes";
   return Seconds(total);
 }

@@ -207,6 +207,9 @@ model::ModelParams fused_params(const topo::Topology& t, double put_scale = 1.0)
   p.tables["fused.group.put"] = line_table(4e-6, 200e9);
   p.tables["fused.group.get"] = line_table(4.5e-6, 150e9);
   p.tables["fused.group.local"] = line_table(3.5e-6, 400e9);
+  p.tables["fused.group_free.put"] = line_table(2.5e-6, 200e9);
+  p.tables["fused.group_free.get"] = line_table(3e-6, 150e9);
+  p.tables["fused.group_free.local"] = line_table(2e-6, 400e9);
   return p;
 }
 
@@ -250,6 +253,16 @@ TEST(ExecPaths, FusedLanesAndGroupWaitsAsTheExecutorEncodesThem) {
   const Prediction big = predict_exec_path(sim, "allreduce.ring", args2(512 << 10), fused);
   EXPECT_NE(big.record.note.find("up to 8 CTAs"), std::string::npos) << big.record.note;
   EXPECT_NE(big.record.note.find("2 group waits"), std::string::npos) << big.record.note;  // one per lane
+  // The other ops of those lanes wait for nothing of their own lane: fused.group_free.*.
+  EXPECT_NE(big.record.note.find("4 CTA-group ops at fused.group_free"), std::string::npos) << big.record.note;
+  // Per lane: put (no wait of its own), hop, reduce (waits for the peer's put), put of the reduced half
+  // (waits for the reduce: a group wait); launch, start flag and end wait around them.
+  const double h = 2e-6;
+  EXPECT_NEAR(big.result.time.value,
+              2.5e-6 + h + p.tables.at("fused.group_free.put").time(256 << 10).value + h +
+                  p.tables.at("fused.group_free.local").time(1.5 * (256 << 10)).value +
+                  p.tables.at("fused.group.put").time(256 << 10).value + h,
+              1e-12);
   // Below 32 KiB per op a lane keeps one CTA (and no group wait).
   const Prediction small = predict_exec_path(sim, "allreduce.ring", args2(32 << 10), fused);
   EXPECT_NE(small.record.note.find("up to 1 CTAs"), std::string::npos) << small.record.note;
