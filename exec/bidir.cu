@@ -537,10 +537,17 @@ __global__ void __launch_bounds__(512) lamport_kernel(BidirArgs a) {
   constexpr uint32_t kSentinelElem = sizeof(T) == 4 ? 0xFFFFFFFFu : 0xFFFFu;
   const int64_t nvec = a.bytes / 16;
   const int64_t tail0 = nvec * N, tail_n = a.count - tail0;  // elements after the last whole vector
-  const int64_t tile_vecs = int64_t(U) * nt;
+  // Out of place, `split` gives the first half of the threads the sending and the second half the
+  // receiving (stores stream without waiting on polls); in place one thread must read its vectors
+  // before it writes them, so every thread does both, receiving D tiles behind its sends.
+  const bool split = a.split_roles && !a.in_place;
+  const int W = split ? nt / 2 : nt;  // threads per role
+  const int tt = split && t >= W ? t - W : t;
+  const bool sends = !split || t < W, receives = !split || t >= W;
+  const int D = split ? 0 : (a.ahead > 0 ? a.ahead : 1);
+  const int64_t tile_vecs = int64_t(U) * W;
   const int64_t tiles = (nvec + tile_vecs - 1) / tile_vecs;
   const int64_t J = tiles > b ? (tiles - b + G - 1) / G : 0;
-  const int D = a.ahead > 0 ? a.ahead : 1;
   const uint4* own = reinterpret_cast<const uint4*>(a.in[r]);
   uint4* out = reinterpret_cast<uint4*>(a.out);
   const uint4 sentinel = make_uint4(~0u, ~0u, ~0u, ~0u);
@@ -550,32 +557,31 @@ __global__ void __launch_bounds__(512) lamport_kernel(BidirArgs a) {
     tail_own = reinterpret_cast<const T*>(a.in[r])[tail0 + t];
     for (int j = 1; j < n; ++j) reinterpret_cast<T*>(send_to(j))[tail0 + t] = unsentinel_elem(tail_own);
   }
-  // Each thread sends its vectors of tile k, then receives those of tile k - D (they had D tiles'
-  // time to arrive), reduces them with its own (read again, from L2) and resets what it read to the
-  // sentinel. A thread reads its input before it writes the same vectors of the output: in place is safe.
+  // A sender sends its vectors of tile k; a receiver then takes those of tile k - D, reduces them
+  // with its own (read again, from L2) and resets what it read to the sentinel.
   for (int64_t k = 0; k < J + D; ++k) {
-    if (k < J) {
-      const int64_t base = (b + k * G) * tile_vecs + t;
+    if (sends && k < J) {
+      const int64_t base = (b + k * G) * tile_vecs + tt;
       uint4 mine[U];
 #pragma unroll
       for (int u = 0; u < U; ++u) {
-        const int64_t v = base + int64_t(u) * nt;
+        const int64_t v = base + int64_t(u) * W;
         if (v < nvec) mine[u] = unsentinel<T>(__ldcg(own + v));
       }
       for (int j = 1; j < n; ++j) {
         uint4* dst = send_to(j);
 #pragma unroll
         for (int u = 0; u < U; ++u) {
-          const int64_t v = base + int64_t(u) * nt;
+          const int64_t v = base + int64_t(u) * W;
           if (v < nvec) __stcg(dst + v, mine[u]);
         }
       }
     }
-    if (k >= D) {
-      const int64_t base = (b + (k - D) * G) * tile_vecs + t;
+    if (receives && k >= D) {
+      const int64_t base = (b + (k - D) * G) * tile_vecs + tt;
 #pragma unroll
       for (int u = 0; u < U; ++u) {
-        const int64_t v = base + int64_t(u) * nt;
+        const int64_t v = base + int64_t(u) * W;
         if (v >= nvec) continue;
         Acc<T> acc;
         acc.load(__ldcg(own + v));
@@ -940,6 +946,8 @@ void BidirParams::apply(const std::string& tune) {
       lamport_unroll = i(1, 4);
     else if (k == "lamport_ahead")
       lamport_ahead = i(1, 64);
+    else if (k == "lamport_split")
+      lamport_split = i(0, 1) != 0;
     else if (k == "lamport_pdl")
       lamport_pdl = i(0, 1) != 0;
     else if (k == "lamport_max_bytes")
@@ -981,7 +989,7 @@ std::string BidirParams::describe(BidirMode m) const {
       break;
     case BidirMode::lamport:
       os << " threads=" << lamport_threads << " unroll=" << lamport_unroll << " ahead=" << lamport_ahead
-         << (lamport_pdl ? " pdl" : "");
+         << (lamport_split ? " split" : "") << (lamport_pdl ? " pdl" : "");
       break;
     case BidirMode::copy:
       os << (ce_split ? " reduce-scatter+all-gather" : " one-shot") << " chunk="
@@ -1139,7 +1147,7 @@ BidirWorkload::BidirWorkload(BidirContext& ctx, BidirMode mode, CollSpec spec)
   } else if (mode_ == BidirMode::lamport) {
     threads_ = p.lamport_threads;
     unroll_ = p.lamport_unroll <= 1 ? 1 : p.lamport_unroll <= 2 ? 2 : 4;  // the kernel's instances
-    const int64_t tile = int64_t(threads_) * 16 * unroll_;
+    const int64_t tile = int64_t(p.lamport_split && !spec_.in_place ? threads_ / 2 : threads_) * 16 * unroll_;
     const int64_t tiles = std::max<int64_t>(1, (bytes / 16 * 16 + tile - 1) / tile);
     // A CTA polls data the same CTA of every peer stores: all CTAs stay resident.
     int blocks = p.lamport_blocks > 0 ? p.lamport_blocks : sms;
@@ -1221,6 +1229,7 @@ void BidirWorkload::enqueue() {
   }
   a.lamport_stride = ctx_.lamport_stride();
   a.ahead = p.lamport_ahead;
+  a.split_roles = p.lamport_split;
   a.push_stride = ctx_.push_stride();
   a.in_place = spec_.in_place;
   a.ll_words = ll_words(p);

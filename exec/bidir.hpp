@@ -66,8 +66,9 @@ struct BidirParams {
   int lamport_threads = 512;
   int lamport_unroll = 2;  // 16-byte vectors per thread per tile
   int lamport_ahead = 2;   // tiles a thread sends before it receives the first
+  bool lamport_split = false;  // out of place: half the threads send, half receive
   bool lamport_pdl = true;
-  int64_t lamport_max_bytes = 64 << 20;  // 2 receive buffers of this per peer, allocated as used
+  int64_t lamport_max_bytes = 256 << 20;  // 2 receive buffers of this per peer, allocated as used
   // stream
   int lanes = 0;  // 0: one per SM
   int slots = 4;

@@ -68,7 +68,8 @@ struct BidirArgs {
   // epoch parity, holds what rank (q + j) % nranks stored into q; the sentinel wherever not yet written.
   uint8_t* lamport[kMaxRanks] = {};
   int64_t lamport_stride = 0;
-  int ahead = 1;  // lamport: tiles a thread sends before it receives the first
+  int ahead = 1;             // lamport: tiles a thread sends before it receives the first
+  bool split_roles = false;  // lamport out of place: half the threads send, half receive
   int unroll = 1;
   bool in_place = false;  // push: the output is the input (consumers wait for their own producers)
   ErrWord* err = nullptr;

@@ -49,10 +49,15 @@ cal ll_nopdl 16 256K mode=ll,ll_pdl=0
 cal flash_ldg 64K 1G mode=flash,flash_engine=ldg
 cal flash_ldg2 256K 64M mode=flash,flash_engine=ldg,flash_ldg_unroll=2
 cal flash_ldg8 256K 64M mode=flash,flash_engine=ldg,flash_ldg_unroll=8
+cal flash66 256K 64M mode=flash,flash_engine=ldg,flash_blocks=66,flash_ldg_unroll=2
+cal lamport 64K 1G mode=lamport
+cal lamport_t256 64K 1G mode=lamport,lamport_threads=256
+cal lamport_split 64K 1G mode=lamport,lamport_split=1
 cal push 256K 1G mode=push
 cal push132 256K 64M mode=push,push_blocks=132
 cal copy 4M 1G mode=copy
 cal copy_p8 4M 1G mode=copy,ce_pieces=8
+cal copy_p2 4M 1G mode=copy,ce_pieces=2
 head -1 "$TMP/cal_ll.csv" >"$REC/calibration.csv"
 for f in "$TMP"/cal_*.csv; do tail -n +2 "$f" >>"$REC/calibration.csv"; done
 TUNE=$(python3 scripts/bidir_crossovers.py "$REC/calibration.csv" 2>>"$LOG" || echo "")
@@ -71,7 +76,7 @@ sweep() {  # file factor dtype algos...
     rm -f "$TMP/part.csv"
   done
 }
-AR=allreduce.nccl,sol.bidir_copy,allreduce.bidir,allreduce.bidir.ll,allreduce.bidir.flash,allreduce.bidir.push,allreduce.bidir.stream,allreduce.bidir.copy,allreduce.ring
+AR=allreduce.nccl,sol.bidir_copy,allreduce.bidir,allreduce.bidir.ll,allreduce.bidir.flash,allreduce.bidir.lamport,allreduce.bidir.push,allreduce.bidir.stream,allreduce.bidir.copy,allreduce.ring
 stamp "sweep: all-reduces and sol.bidir_copy, float, 8 B .. 1 GiB x2"
 sweep allreduce_float.csv 2 float $AR allreduce.tree,allreduce.rhd
 stamp "sweep: every other algorithm and its NCCL baseline, float, 8 B .. 1 GiB x4"
@@ -91,9 +96,9 @@ stamp "GPU tests (executor; ctest label gpu)"
 echo "  gpu tests rc=$?: $(grep -E '^\[  (PASSED|FAILED) ' "$LOG" | tail -2 | tr '\n' ' ')" | tee -a "$LOG"
 stamp "compute-sanitizer memcheck and racecheck, short run"
 SAN="-b 4100 -e 4100 -w 0 -n 1 --graph 0 --timeout 100 --tune kernel_timeout=60"
-[ "$(left)" -gt 25 ] && timeout $(($(left) > 80 ? 45 : $(left) - 20)) compute-sanitizer --tool memcheck "$CCLAB" run --algo allreduce.bidir.ll,allreduce.bidir.flash,allreduce.bidir.push,allreduce.bidir.stream,allreduce.bidir.copy,allreduce.ring $SAN >"$TMP/memcheck.log" 2>&1
+[ "$(left)" -gt 25 ] && timeout $(($(left) > 80 ? 45 : $(left) - 20)) compute-sanitizer --tool memcheck "$CCLAB" run --algo allreduce.bidir.ll,allreduce.bidir.flash,allreduce.bidir.lamport,allreduce.bidir.push,allreduce.bidir.stream,allreduce.bidir.copy,allreduce.ring $SAN >"$TMP/memcheck.log" 2>&1
 echo "  memcheck rc=$?: $(grep -E 'ERROR SUMMARY' "$TMP/memcheck.log" | tail -1)" | tee -a "$LOG"
-[ "$(left)" -gt 20 ] && timeout $(($(left) > 60 ? 35 : $(left) - 15)) compute-sanitizer --tool racecheck "$CCLAB" run --algo allreduce.bidir.flash,allreduce.bidir.push,allreduce.bidir.stream,allreduce.bidir.ll $SAN >"$TMP/racecheck.log" 2>&1
+[ "$(left)" -gt 20 ] && timeout $(($(left) > 60 ? 35 : $(left) - 15)) compute-sanitizer --tool racecheck "$CCLAB" run --algo allreduce.bidir.flash,allreduce.bidir.lamport,allreduce.bidir.push,allreduce.bidir.stream,allreduce.bidir.ll $SAN >"$TMP/racecheck.log" 2>&1
 echo "  racecheck rc=$?: $(grep -E 'RACECHECK SUMMARY' "$TMP/racecheck.log" | tail -1)" | tee -a "$LOG"
 cat "$TMP/memcheck.log" "$TMP/racecheck.log" >>"$LOG"
 
