@@ -108,6 +108,19 @@ TEST(ExecPaths, SolBidirCopyIsForkPlusCopyNodePlusMeasuredSizePart) {
   }
 }
 
+TEST(ExecPaths, GeneralPathCopiesAtTheirMeasuredSizeInReplayedGraphs) {
+  const topo::Topology t = topo::load_topology("h200x2");
+  model::ModelParams p = test_params(t);
+  p.tables["p2p.ce.graph.bidir"] = line_table(4e-6, 200e9);  // slower than p2p.ce.bidir: it must be the one used
+  Simulator sim(t, p);
+  for (int64_t bytes : {int64_t(8), 16 * kMiB, 512 * kMiB}) {
+    const Prediction pr = predict_exec_path(sim, "sol.bidir_copy", args2(bytes), parse_exec_note("", "sol.bidir_copy"));
+    const double want = 10e-6 + 4e-6 + p.tables.at("p2p.ce.graph.bidir").size_part(double(bytes)).value;
+    EXPECT_NEAR(pr.result.time.value, want, 0.01 * want) << bytes;
+    EXPECT_NE(pr.record.note.find("p2p.ce.graph.bidir"), std::string::npos) << pr.record.note;
+  }
+}
+
 TEST(ExecPaths, GeneralPathCoalescesAChainBroadcastIntoOneCopy) {
   const topo::Topology t = topo::load_topology("h200x2");
   const model::ModelParams p = test_params(t);
