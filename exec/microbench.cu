@@ -1020,6 +1020,37 @@ void Bench::bench_graph() {
            CCLAB_CUDA(cudaSetDevice(g0.dev));
            for (int g = 0; g < 2; ++g) CCLAB_CUDA(cudaStreamWaitEvent(o, joins[g][1], 0));
          });
+  // Two streams on each GPU where each GPU's kernel waits for the other GPU's copy through an event (a
+  // 2-rank hierarchical reduce-scatter lowers so: a put into the peer, the peer's reduce kernel after it).
+  series("graph.fork_mix_cross.1",
+         "per iteration: fork to 2 streams on each GPU, an 8-byte peer copy on one, an empty kernel on the other "
+         "that waits for the other GPU's copy (event), join all back",
+         [&](cudaStream_t o) {
+           CCLAB_CUDA(cudaSetDevice(g0.dev));
+           CCLAB_CUDA(cudaEventRecord(fork0, o));
+           for (int g = 0; g < 2; ++g) {
+             Gpu& me = gpus_[size_t(g)];
+             Gpu& peer = gpus_[size_t(1 - g)];
+             cudaStream_t cx = extra[g][1];
+             CCLAB_CUDA(cudaSetDevice(me.dev));
+             CCLAB_CUDA(cudaStreamWaitEvent(cx, fork0, 0));
+             copy8(cx, peer.buf[1] + 576, me.buf[0] + 576);
+             CCLAB_CUDA(cudaEventRecord(joins[g][1], cx));
+           }
+           for (int g = 0; g < 2; ++g) {
+             Gpu& me = gpus_[size_t(g)];
+             cudaStream_t kx = extra[g][0];
+             CCLAB_CUDA(cudaSetDevice(me.dev));
+             CCLAB_CUDA(cudaStreamWaitEvent(kx, fork0, 0));
+             CCLAB_CUDA(cudaStreamWaitEvent(kx, joins[1 - g][1], 0));
+             k_empty<<<1, 32, 0, kx>>>();
+             CCLAB_CUDA_LAUNCHED();
+             CCLAB_CUDA(cudaEventRecord(joins[g][0], kx));
+           }
+           CCLAB_CUDA(cudaSetDevice(g0.dev));
+           for (int g = 0; g < 2; ++g)
+             for (int j = 0; j < 2; ++j) CCLAB_CUDA(cudaStreamWaitEvent(o, joins[g][size_t(j)], 0));
+         });
   // Plans that stay on GPU0 with two streams (a local copy beside a copy into the peer, as a 2-rank
   // broadcast lowers): fork to two streams of GPU0, one copy on each, join.
   series("graph.fork_local2",

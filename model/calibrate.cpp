@@ -229,8 +229,9 @@ const std::vector<std::string>& bench_names() {
         "graph.fork_local_mix", "graph.flag_chain.2", "graph.flag_chain.6", "graph.kernel", "graph.kernel_pdl",
         "graph.fork_local", "graph.fork_peer", "graph.hop_peer", "nccl.p2p.uni", "nccl.p2p.bidir",
         // a local then a peer copy on a stream of each GPU; a reduce kernel reading the peer, forked; a kernel
-        // then a copy waiting for it on two streams of each GPU
+        // then a copy waiting for it on two streams of each GPU; a kernel waiting for the other GPU's copy
         "graph.fork_both_mix.1", "graph.fork_reduce_peer", "graph.fork_mix_chain.1",
+        "graph.fork_mix_cross.1",
         // the fused path's cost per op inside its kernel, one CTA and CTA groups with group waits
         "fused.step.put", "fused.step.get", "fused.step.local", "fused.group.put", "fused.group.get",
         "fused.group.local", "fused.group_free.put", "fused.group_free.get", "fused.group_free.local",

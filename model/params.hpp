@@ -150,6 +150,8 @@ struct ExecutorParams {
   Sourced<Seconds> reduce_peer_node;
   // A dependency between two streams of one GPU (kernel -> copy) while streams of both GPUs run.
   Sourced<Seconds> local_edge_busy;
+  // A dependency from a copy on one GPU to a kernel on the other, with a copy and a kernel stream per GPU.
+  Sourced<Seconds> event_peer_mix;
 };
 
 struct ModelParams {

@@ -202,6 +202,11 @@ Derived derive_params(const Calibration& cal, const topo::Topology& topology) {
           "a kernel -> copy dependency between two streams of each GPU while both GPUs run streams: the fork "
           "with it minus the same fork without it",
           "graph.fork_mix_chain.1 - graph.fork_mix.1", c->fit.rms_rel_residual, c->fit.max_rel_residual);
+    if (const auto* c = lat_of("graph.fork_mix_cross.1"), *m = lat_of("graph.fork_mix.1"); c && m)
+      add("exec.event_peer_mix_us", std::max(0.0, c->fit.value.us() - m->fit.value.us()),
+          "a copy -> kernel dependency from each GPU to the other with a copy and a kernel stream per GPU: the "
+          "fork with it minus the same fork without it",
+          "graph.fork_mix_cross.1 - graph.fork_mix.1", c->fit.rms_rel_residual, c->fit.max_rel_residual);
     if (const auto* m = lat_of("graph.fork_mix.1"))
       add("exec.fork_mix_us", std::max(0.0, m->fit.value.us() - copy),
           "fork to a copy stream and a kernel stream on each GPU and join back, minus the copy node",

@@ -257,7 +257,11 @@ SimResult run_general(Simulator& sim, const Schedule& schedule, std::string* how
                       : copy_streams + kernel_streams >= 2 ? P.exec.fork_local2.value
                                                            : P.exec.fork_local.value) +
                      mix_extra;
-  ro.sync_latency = P.exec.event_peer.value;
+  // Between streams of the two GPUs: with a copy and a kernel stream per GPU, the measured copy -> kernel
+  // edge of that shape (graph.fork_mix_cross.1); otherwise the edge of a stream per GPU (graph.fork_both.1).
+  ro.sync_latency = other_gpu && copy_streams > 0 && kernel_streams > 0 && P.exec.event_peer_mix.value.value > 0
+                        ? P.exec.event_peer_mix.value
+                        : P.exec.event_peer.value;
   // Between two streams of one GPU: with streams of both GPUs running, the measured kernel -> copy edge
   // (graph.fork_mix_chain.1); otherwise (and in older profiles) one edge of the local fork / join pair.
   ro.local_dep_latency = other_gpu && P.exec.local_edge_busy.value.value > 0 ? P.exec.local_edge_busy.value

@@ -308,6 +308,13 @@ TEST(ExecPaths, GeneralPathUsesTheGraphShapesMeasuredForIt) {
               0.05e-6);
   // allreduce.tree on 2 ranks: each GPU's put waits for its reduce kernel on another stream.
   EXPECT_GT(predict_exec_path(after, "allreduce.tree", args2(16), general).result.time.value, tree0 + 2.9e-6);
+  // reducescatter.hier on 2 ranks: each GPU's reduce kernel waits for the other GPU's put: the measured
+  // cross-GPU edge of that shape (graph.fork_mix_cross.1) instead of graph.fork_both.1's (6 us here).
+  const double hier0 = predict_exec_path(after, "reducescatter.hier", args2(16), general).result.time.value;
+  p.exec.event_peer_mix = {microseconds(1), "test"};
+  Simulator mix(t, p);
+  EXPECT_NEAR(predict_exec_path(mix, "reducescatter.hier", args2(16), general).result.time.value, hier0 - 5e-6,
+              0.05e-6);
 }
 
 TEST(ExecPaths, NcclOnTwoGpusIsItsMeasuredTransport) {
