@@ -1311,6 +1311,30 @@ void Bench::bench_graph_copies() {
     log(os.str());
     res_.series.push_back(std::move(s));
   }
+  // The same for a copy within GPU0 (the local copies of the general lowering's plans).
+  BenchSeries local{"copy.local.graph",
+                    "per iteration of a replayed graph (20 per replay): one cudaMemcpyAsync within GPU0 on the "
+                    "origin stream (bytes copied)",
+                    {}};
+  for (int64_t b : sizes()) {
+    if (b > kMaxGraphCopy) break;
+    if (over_budget()) {
+      res_.warnings.push_back("copy.local.graph: stopped at " + fmt_bytes(b) + " (time budget spent)");
+      break;
+    }
+    const double t = graph_time([&, b](cudaStream_t o) {
+      CCLAB_CUDA(cudaMemcpyAsync(g0.buf[1], g0.buf[0], size_t(b), cudaMemcpyDeviceToDevice, o));
+    });
+    local.points.push_back({b, t, 20});
+  }
+  if (!local.points.empty()) {
+    std::ostringstream os;
+    os.precision(4);
+    os << "  copy.local.graph: " << local.points.size() << " sizes, " << local.points.front().seconds * 1e6
+       << " us at " << fmt_bytes(local.points.front().bytes);
+    log(os.str());
+    res_.series.push_back(std::move(local));
+  }
 }
 
 // The fused path's cost per op (k_fused_steps), as the time of a launch of 9 ops less that of a launch of
@@ -1373,7 +1397,7 @@ void Bench::bench_fused_steps() {
                              : ": one CTA of 512 threads, barrier + st.release.sys of the op's flag into GPU1") +
                         "; (launch of 9 ops - launch of 1 op) / 8",
                     {}};
-      for (int64_t b = 8; b <= (int64_t(1) << 20); b *= group ? 2 : 4) {
+      for (int64_t b = 8; b <= (int64_t(1) << 20); b *= group || b >= 4096 ? 2 : 4) {
         if (b < opt_.min_bytes || kSteps * (b + 256) > opt_.max_bytes) continue;
         if (group && b <= kCtaBytes) continue;
         if (over_budget()) {

@@ -236,10 +236,12 @@ const std::vector<std::string>& bench_names() {
         "fused.step.put", "fused.step.get", "fused.step.local", "fused.group.put", "fused.group.get",
         "fused.group.local", "fused.group_free.put", "fused.group_free.get", "fused.group_free.local",
         // copy-engine copies of every size inside replayed graphs (the general lowering's copy nodes)
-        "p2p.ce.graph.uni", "p2p.ce.graph.bidir"};
+        "p2p.ce.graph.uni", "p2p.ce.graph.bidir", "copy.local.graph"};
     // the bidir kernels' transfers and NCCL send/recv under graph replay (exec/microbench_bidir.cu)
-    for (const char* b : {"bidir.pull", "bidir.push", "bidir.ll", "bidir.ll_plain", "bidir.ring", "bidir.lamport",
-                          "bidir.replay", "nccl.p2p.graph.uni", "nccl.p2p.graph.bidir"})
+    for (const char* b : {"bidir.pull", "bidir.pull.u2", "bidir.pull.u8", "bidir.pull.u2.g66", "bidir.push",
+                          "bidir.push.g132", "bidir.ll", "bidir.ll_plain", "bidir.ring", "bidir.lamport",
+                          "bidir.lamport.t256", "bidir.lamport.split", "bidir.replay", "nccl.p2p.graph.uni",
+                          "nccl.p2p.graph.bidir"})
       v.push_back(b);
     for (const char* d : kDtypes) {
       v.push_back(std::string("reduce.local.") + d);

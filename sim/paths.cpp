@@ -210,7 +210,9 @@ SimResult run_general(Simulator& sim, const Schedule& schedule, std::string* how
   if (const auto* t = table(P, copy_table); t && rt.link > 0) pr.copy = link_proto(*t, rt.link, 1, copy_table);
   if (const auto* t = table(P, "reduce.peer." + dtype_key(s.dtype)); t && rt.link > 0)
     pr.peer_reduce = link_proto(*t, rt.link, 1, "reduce.peer." + dtype_key(s.dtype));
-  if (const auto* t = table(P, "copy.local"); t && rt.hbm > 0) pr.local_copy = mem_proto(*t, rt.hbm, 2, "copy.local");
+  // Local copies as replayed in graphs where measured so (copy.local.graph), else back to back (copy.local).
+  const std::string local_table = table(P, "copy.local.graph") ? "copy.local.graph" : "copy.local";
+  if (const auto* t = table(P, local_table); t && rt.hbm > 0) pr.local_copy = mem_proto(*t, rt.hbm, 2, local_table);
   if (const auto* t = table(P, "reduce.local." + dtype_key(s.dtype)); t && rt.hbm > 0)
     pr.local_reduce = mem_proto(*t, rt.hbm, 3, "reduce.local." + dtype_key(s.dtype));
   RunOptions ro;
