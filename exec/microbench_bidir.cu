@@ -46,7 +46,7 @@ namespace {
 constexpr int kIters = 20;           // launches per graph: the harness's default --iters
 constexpr int kReplays = 5;          // timed replays per point; the median is kept
 constexpr int kMaxCtas = 1024;       // flag slots per GPU
-constexpr int kPullThreads = 512, kPullUnroll = 4;
+constexpr int kPullThreads = 512;
 constexpr int kPushThreads = 512, kPushUnroll = 4;
 constexpr int kLLThreads = 256;
 constexpr int64_t kLLMaxBytes = 1 << 20;  // ll mode's limit (BidirParams::ll_max_bytes)
@@ -117,6 +117,7 @@ __device__ void finish_launch(Ctl* me, unsigned long long e, unsigned ctas) {
 }
 
 // One-shot pull with start / finish handshakes (the flash kernel's transfer, no reduction).
+template <int U>
 __global__ void __launch_bounds__(kPullThreads) k_pull(const uint4* __restrict__ peer, uint4* __restrict__ out,
                                                          int64_t nvec, Ctl* me, Ctl* other) {
   __shared__ unsigned long long e_s;
@@ -132,7 +133,6 @@ __global__ void __launch_bounds__(kPullThreads) k_pull(const uint4* __restrict__
   }
   __syncthreads();
   if (abort_s) return;
-  constexpr int U = kPullUnroll;
   const int64_t tile = int64_t(U) * nt, tiles = (nvec + tile - 1) / tile;
   const int64_t J = tiles > b ? (tiles - b + G - 1) / G : 0;
   uint4 cur[U], nxt[U];
@@ -335,10 +335,12 @@ __global__ void __launch_bounds__(512) k_ring(const uint8_t* __restrict__ in, ui
 // (by launch parity) hold all-ones words (the sentinel, a NaN) until the peer's 16-byte stores land; each
 // thread stores its vectors of tile k into the peer, then polls those of tile k - D in its own buffer
 // until no word is the sentinel, resets them to the sentinel and copies them out.
+// With `split`, the first half of the threads only send and the second half only receive (D = 0), as the
+// lamport kernel's lamport_split out of place.
 template <int U>
 __global__ void __launch_bounds__(512) k_lamport(const uint4* __restrict__ own, uint4* peer_buf, uint4* my_buf,
                                                  int64_t stride_vec, uint4* __restrict__ out, int64_t nvec, int D,
-                                                 Ctl* me) {
+                                                 bool split, Ctl* me) {
   __shared__ unsigned long long e_s;
   pdl_enter();
   const int t = threadIdx.x, nt = blockDim.x, b = blockIdx.x, G = gridDim.x;
@@ -346,25 +348,29 @@ __global__ void __launch_bounds__(512) k_lamport(const uint4* __restrict__ own, 
   __syncthreads();
   const unsigned long long e = e_s;
   const int64_t par = int64_t(e & 1) * stride_vec;
-  const int64_t tile = int64_t(U) * nt, tiles = (nvec + tile - 1) / tile;
+  const int W = split ? nt / 2 : nt;  // threads per role
+  const int tt = split && t >= W ? t - W : t;
+  const bool sends = !split || t < W, receives = !split || t >= W;
+  if (split) D = 0;
+  const int64_t tile = int64_t(U) * W, tiles = (nvec + tile - 1) / tile;
   const int64_t J = tiles > b ? (tiles - b + G - 1) / G : 0;
   const uint4 sentinel = make_uint4(~0u, ~0u, ~0u, ~0u);
   for (int64_t k = 0; k < J + D; ++k) {
-    if (k < J) {
-      const int64_t base = (b + k * G) * tile + t;
+    if (sends && k < J) {
+      const int64_t base = (b + k * G) * tile + tt;
       uint4 mine[U];
 #pragma unroll
       for (int u = 0; u < U; ++u)
-        if (base + int64_t(u) * nt < nvec) mine[u] = __ldcg(own + base + int64_t(u) * nt);
+        if (base + int64_t(u) * W < nvec) mine[u] = __ldcg(own + base + int64_t(u) * W);
 #pragma unroll
       for (int u = 0; u < U; ++u)
-        if (base + int64_t(u) * nt < nvec) __stcg(peer_buf + par + base + int64_t(u) * nt, mine[u]);
+        if (base + int64_t(u) * W < nvec) __stcg(peer_buf + par + base + int64_t(u) * W, mine[u]);
     }
-    if (k >= D) {
-      const int64_t base = (b + (k - D) * G) * tile + t;
+    if (receives && k >= D) {
+      const int64_t base = (b + (k - D) * G) * tile + tt;
 #pragma unroll
       for (int u = 0; u < U; ++u) {
-        const int64_t v = base + int64_t(u) * nt;
+        const int64_t v = base + int64_t(u) * W;
         if (v >= nvec) continue;
         uint4* src = my_buf + par + v;
         uint4 x;
@@ -669,29 +675,53 @@ void BidirBench::run() {
       s.points.push_back({n, replay(n, [](int, cudaStream_t st) { launch_pdl(k_empty_pdl_b, 1, 32, st); }), n});
     out_.push_back(std::move(s));
   }
-  sweep("bidir.pull",
-        "both GPUs at once: G = min(SMs, S / 32 KiB) CTAs of 512 threads, start flag handshake with the peer's CTA, "
-        "16-byte loads of the peer's S bytes (4 in flight per thread, next tile prefetched) stored locally, finish "
-        "handshake; PDL launches in per-GPU graphs of 20, replayed as the harness does (bytes per direction)",
-        opt_.max_bytes, [&](int g, cudaStream_t st, int64_t b) {
-          // Sizes below a vector move one (the kernels' tail: a peer access all the same).
-          const int64_t nvec = (b + 15) / 16, tile = int64_t(kPullThreads) * kPullUnroll;
-          const int G = int(std::clamp<int64_t>((nvec + tile - 1) / tile, 1, std::min(sms, kMaxCtas)));
-          launch_pdl(k_pull, G, kPullThreads, st, reinterpret_cast<const uint4*>(s_[1 - g].in),
-                     reinterpret_cast<uint4*>(s_[g].out), nvec, s_[g].ctl, s_[1 - g].ctl);
-        });
-  sweep("bidir.push",
-        "both GPUs at once: G = min(2 x SMs, S / 16 KiB) CTAs of 512 threads; half store 16 KiB tiles into the "
-        "peer's receive buffer (by launch parity) and release a flag per tile, half wait for the peer's flag and "
-        "copy the tile out; PDL launches in per-GPU graphs of 20, replayed as the harness does (bytes per direction)",
-        opt_.max_bytes, [&](int g, cudaStream_t st, int64_t b) {
-          const int64_t nvec = std::max<int64_t>(1, b / 16), tile = int64_t(kPushThreads / 2) * kPushUnroll;
-          const int G = int(std::clamp<int64_t>((nvec + tile - 1) / tile, 1, std::min(2 * sms, kMaxCtas)));
-          const int64_t stride = max_ / 16;
-          launch_pdl(k_push, G, kPushThreads, st, reinterpret_cast<const uint4*>(s_[g].in),
-                     reinterpret_cast<uint4*>(s_[1 - g].recv), reinterpret_cast<const uint4*>(s_[g].recv), stride,
-                     reinterpret_cast<uint4*>(s_[g].out), nvec, s_[g].ctl, s_[1 - g].ctl);
-        });
+  // Pull at flash's default (4 vectors per thread) and at the variants scripts/measure.sh calibrates
+  // (flash_ldg_unroll 2 and 8; 2 with flash_blocks=66): G = min(cap, S / tile).
+  auto pull = [&](const std::string& name, int unroll, int cap, int64_t max_bytes) {
+    const int64_t tile_bytes = int64_t(kPullThreads) * 16 * unroll;
+    std::ostringstream m;
+    m << "both GPUs at once: G = min(" << (cap > 0 ? std::to_string(cap) : std::string("SMs")) << ", S / "
+      << tile_bytes / 1024 << " KiB) CTAs of 512 threads, start flag handshake with the peer's CTA, 16-byte loads "
+      << "of the peer's S bytes (" << unroll << " per thread in flight, next tile prefetched) stored locally, "
+      << "finish handshake; PDL launches in per-GPU graphs of 20, replayed as the harness does (bytes per direction)";
+    sweep(name, m.str(), max_bytes, [&, unroll, cap](int g, cudaStream_t st, int64_t b) {
+      // Sizes below a vector move one (the kernels' tail: a peer access all the same).
+      const int64_t nvec = (b + 15) / 16, tile = int64_t(kPullThreads) * unroll;
+      const int G = int(std::clamp<int64_t>((nvec + tile - 1) / tile, 1, std::min(cap > 0 ? cap : sms, kMaxCtas)));
+      auto* peer = reinterpret_cast<const uint4*>(s_[1 - g].in);
+      auto* out = reinterpret_cast<uint4*>(s_[g].out);
+      if (unroll == 2)
+        launch_pdl(k_pull<2>, G, kPullThreads, st, peer, out, nvec, s_[g].ctl, s_[1 - g].ctl);
+      else if (unroll == 8)
+        launch_pdl(k_pull<8>, G, kPullThreads, st, peer, out, nvec, s_[g].ctl, s_[1 - g].ctl);
+      else
+        launch_pdl(k_pull<4>, G, kPullThreads, st, peer, out, nvec, s_[g].ctl, s_[1 - g].ctl);
+    });
+  };
+  pull("bidir.pull", 4, 0, opt_.max_bytes);
+  const int64_t variants_max = std::min<int64_t>(opt_.max_bytes, int64_t(64) << 20);
+  pull("bidir.pull.u2", 2, 0, variants_max);
+  pull("bidir.pull.u8", 8, 0, variants_max);
+  pull("bidir.pull.u2.g66", 2, 66, variants_max);
+  // Push at its default grid (2 CTAs per SM) and with push_blocks=132 (scripts/measure.sh's variant).
+  auto push = [&](const std::string& name, int cap, int64_t max_bytes) {
+    sweep(name,
+          "both GPUs at once: G = min(" + (cap > 0 ? std::to_string(cap) : std::string("2 x SMs")) +
+              ", S / 16 KiB) CTAs of 512 threads; half store 16 KiB tiles into the peer's receive buffer (by launch "
+              "parity) and release a flag per tile, half wait for the peer's flag and copy the tile out; PDL launches "
+              "in per-GPU graphs of 20, replayed as the harness does (bytes per direction)",
+          max_bytes, [&, cap](int g, cudaStream_t st, int64_t b) {
+            const int64_t nvec = std::max<int64_t>(1, b / 16), tile = int64_t(kPushThreads / 2) * kPushUnroll;
+            const int G = int(
+                std::clamp<int64_t>((nvec + tile - 1) / tile, 1, std::min(cap > 0 ? cap : 2 * sms, kMaxCtas)));
+            const int64_t stride = max_ / 16;
+            launch_pdl(k_push, G, kPushThreads, st, reinterpret_cast<const uint4*>(s_[g].in),
+                       reinterpret_cast<uint4*>(s_[1 - g].recv), reinterpret_cast<const uint4*>(s_[g].recv), stride,
+                       reinterpret_cast<uint4*>(s_[g].out), nvec, s_[g].ctl, s_[1 - g].ctl);
+          });
+  };
+  push("bidir.push", 0, opt_.max_bytes);
+  push("bidir.push.g132", 132, variants_max);
   for (const bool pdl : {true, false})
     sweep(pdl ? "bidir.ll" : "bidir.ll_plain",
           std::string("both GPUs at once: LL words (4 data + 4 flag bytes), two per thread in a 16-byte store into the "
@@ -734,27 +764,38 @@ void BidirBench::run() {
             CCLAB_CUDA(cudaGetLastError());
           });
   }
-  // lamport: its defaults (512 threads, 2 vectors per thread per tile, 2 tiles ahead), receive buffers of
-  // up to 64 MiB (BidirParams lamport_*); the buffers start as the sentinel.
-  constexpr int64_t kLamportMax = int64_t(64) << 20;
+  // lamport: its defaults (512 threads, 2 vectors per thread per tile, 2 tiles ahead) and the variants
+  // scripts/measure.sh calibrates (lamport_threads=256; lamport_split=1: half the threads send, half
+  // receive); receive buffers of up to 256 MiB (BidirParams lamport_max_bytes); they start as the sentinel.
+  constexpr int64_t kLamportMax = int64_t(256) << 20;
   constexpr int kLamportAhead = 2;
   for (Side& sd : s_) {
     CCLAB_CUDA(cudaSetDevice(sd.dev));
     CCLAB_CUDA(cudaMemset(sd.recv, 0xFF, 2 * size_t(max_)));
     CCLAB_CUDA(cudaDeviceSynchronize());
   }
-  sweep("bidir.lamport",
-        "both GPUs at once: G = min(SMs, S / 16 KiB) CTAs of 512 threads; each thread stores its 2 vectors of tile k "
-        "into the peer's receive buffer (by launch parity), then polls those of tile k - 2 in its own until no word "
-        "is the all-ones sentinel, resets them and copies them out; PDL launches in per-GPU graphs of 20, replayed "
-        "as the harness does (bytes per direction)",
-        std::min(opt_.max_bytes, kLamportMax), [&](int g, cudaStream_t st, int64_t b) {
-          const int64_t nvec = (b + 15) / 16, tile = int64_t(512) * 2;
-          const int G = int(std::clamp<int64_t>((nvec + tile - 1) / tile, 1, std::min(sms, kMaxCtas)));
-          launch_pdl(k_lamport<2>, G, 512, st, reinterpret_cast<const uint4*>(s_[g].in),
-                     reinterpret_cast<uint4*>(s_[1 - g].recv), reinterpret_cast<uint4*>(s_[g].recv), max_ / 16,
-                     reinterpret_cast<uint4*>(s_[g].out), nvec, kLamportAhead, s_[g].ctl);
-        });
+  auto lamport = [&](const std::string& name, int threads, bool split) {
+    const int W = split ? threads / 2 : threads;
+    sweep(name,
+          "both GPUs at once: G = min(SMs, S / " + std::to_string(W * 32 / 1024) + " KiB) CTAs of " +
+              std::to_string(threads) + " threads; " +
+              (split ? std::string("half the threads store their 2 vectors of tile k into the peer's receive buffer "
+                                   "(by launch parity), the other half poll tile k in their own")
+                     : std::string("each thread stores its 2 vectors of tile k into the peer's receive buffer (by "
+                                   "launch parity), then polls those of tile k - 2 in its own")) +
+              " until no word is the all-ones sentinel, resets them and copies them out; PDL launches in per-GPU "
+              "graphs of 20, replayed as the harness does (bytes per direction)",
+          std::min(opt_.max_bytes, kLamportMax), [&, threads, split, W](int g, cudaStream_t st, int64_t b) {
+            const int64_t nvec = (b + 15) / 16, tile = int64_t(W) * 2;
+            const int G = int(std::clamp<int64_t>((nvec + tile - 1) / tile, 1, std::min(sms, kMaxCtas)));
+            launch_pdl(k_lamport<2>, G, threads, st, reinterpret_cast<const uint4*>(s_[g].in),
+                       reinterpret_cast<uint4*>(s_[1 - g].recv), reinterpret_cast<uint4*>(s_[g].recv), max_ / 16,
+                       reinterpret_cast<uint4*>(s_[g].out), nvec, kLamportAhead, split, s_[g].ctl);
+          });
+  };
+  lamport("bidir.lamport", 512, false);
+  lamport("bidir.lamport.t256", 256, false);
+  lamport("bidir.lamport.split", 512, true);
   bench_nccl();
 }
 
