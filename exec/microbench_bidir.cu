@@ -8,9 +8,12 @@
 //                 the peer's CTA, 16-byte loads of the peer's S bytes (4 per thread in flight, the next tile
 //                 prefetched in registers) stored to local memory, a finish handshake; PDL launches;
 //                 G = min(SMs, S / 32 KiB rounded up).
+//   bidir.pull.u2 / .u8 / .u2.g66   the same with 2 or 8 vectors per thread (tiles of 16 / 64 KiB), and 2 with
+//                 at most 66 CTAs: the flash variants scripts/measure.sh calibrates. 8 B .. 64 MiB.
 //   bidir.push    one-shot SM push (push's transfer): G CTAs of 512 threads, half store 16 KiB tiles into
 //                 the peer's receive buffer and release a flag per tile, half wait for the peer's flags and
 //                 copy the tile out; PDL launches; G = min(2 x SMs, S / 16 KiB rounded up).
+//   bidir.push.g132  the same with at most 132 CTAs (push_blocks=132). 8 B .. 64 MiB.
 //   bidir.ll      LL exchange (ll's transfer): 8-byte words of 4 data + 4 flag bytes, 16-byte stores into
 //                 the peer, each thread polls its own received words until their flags match; PDL launches;
 //                 256 threads, G = min(SMs, pairs of words / 256 rounded up); the last CTA advances the epoch.
@@ -21,7 +24,8 @@
 //                 for the peer's unit and copy it out, then release the slot; plain launches (as stream's).
 //   bidir.lamport lamport's transfer: G = min(SMs, S / 16 KiB) CTAs of 512 threads, each thread stores tile k
 //                 into the peer and polls tile k - 2 of its own buffer until no word is the sentinel (the data
-//                 is the flag), resets it; PDL launches. 8 B .. 64 MiB.
+//                 is the flag), resets it; PDL launches. 8 B .. 256 MiB. bidir.lamport.t256: 256 threads;
+//                 bidir.lamport.split: half the threads send, half receive (lamport_split).
 //   bidir.replay  empty PDL kernels in per-GPU graphs of N launches, N = 5, 10, 20, 40 (the "bytes" of a
 //                 point are N): the per-replay fixed cost (fork, graph launches, join) is the slope in 1/N.
 //   nccl.p2p.graph.uni / .bidir   ncclSend/ncclRecv (one way, both ways) captured in per-GPU graphs of 20
