@@ -234,7 +234,8 @@ __global__ void k_ll_store(const uint2* __restrict__ src, ulonglong2* dst, int64
 // polls the local flag of the previous op (a group wait), the CTA's share of `bytes` is copied with
 // 16-byte ld.cg / st.cg (4 in flight per thread), a barrier, and the publish: with several CTAs each
 // counts its arrival (fence + atomic), the last one stores the op's flag with st.release.sys into
-// `pub` (the peer's memory for the per-step series, local memory for the group waits). Op i uses bytes
+// `pub` (the peer's memory for the per-step series, local memory for the group waits; null: no flag, as
+// for ops nothing waits for). Op i uses bytes
 // [i * stride, i * stride + bytes) of src and dst. state[0]: the launch's epoch, state[1]: CTAs done.
 __global__ void k_fused_steps(const uint8_t* src, uint8_t* dst, int64_t bytes, int64_t stride, int steps,
                               unsigned long long* state, unsigned long long* local_flags, unsigned long long* pub,
@@ -284,7 +285,8 @@ __global__ void k_fused_steps(const uint8_t* src, uint8_t* dst, int64_t bytes, i
         last = (atomicAdd(&arrive[i], 1u) + 1u) % unsigned(k) == 0;
         if (last) asm volatile("fence.acq_rel.sys;" ::: "memory");
       }
-      if (last) asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(pub + i), "l"(e * 64 + unsigned(i) + 1) : "memory");
+      if (last && pub)
+        asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(pub + i), "l"(e * 64 + unsigned(i) + 1) : "memory");
     }
   }
   if (t == 0) {
@@ -1381,12 +1383,13 @@ void Bench::bench_fused_steps() {
   const Kind kinds[] = {{"put", "GPU0 storing into GPU1's memory", g0.buf[0], g1.buf[1]},
                         {"get", "GPU0 loading GPU1's memory", g1.buf[0], g0.buf[1]},
                         {"local", "a copy within GPU0", g0.buf[0], g0.buf[1]}};
-  // 0: one CTA; 1: a CTA group whose ops each wait for the previous one; 2: a CTA group without waits.
-  for (int variant : {0, 1, 2})
+  // 0: one CTA; 1: a CTA group whose ops each wait for the previous one; 2: a CTA group without waits;
+  // 3: one CTA whose ops publish no flag.
+  for (int variant : {0, 1, 2, 3})
     for (const Kind& kind : kinds) {
-      const bool group = variant > 0, wait = variant == 1;
-      const std::string name =
-          std::string(variant == 0 ? "fused.step." : variant == 1 ? "fused.group." : "fused.group_free.") + kind.name;
+      const bool group = variant == 1 || variant == 2, wait = variant == 1;
+      const char* prefix[] = {"fused.step.", "fused.group.", "fused.group_free.", "fused.step_quiet."};
+      const std::string name = std::string(prefix[variant]) + kind.name;
       BenchSeries s{name,
                     std::string("per op of one kernel on GPU0, ") + kind.what +
                         (variant == 1 ? ": ceil(bytes / 32 KiB) CTAs of 512 threads, each op waits for the previous "
@@ -1394,7 +1397,8 @@ void Bench::bench_fused_steps() {
                          : variant == 2
                              ? ": ceil(bytes / 32 KiB) CTAs of 512 threads, no waits, arrival count, the last CTA "
                                "publishes the op's flag into GPU1"
-                             : ": one CTA of 512 threads, barrier + st.release.sys of the op's flag into GPU1") +
+                         : variant == 3 ? ": one CTA of 512 threads, barrier, no flag"
+                                        : ": one CTA of 512 threads, barrier + st.release.sys of the op's flag into GPU1") +
                         "; (launch of 9 ops - launch of 1 op) / 8",
                     {}};
       for (int64_t b = 8; b <= (int64_t(1) << 20); b *= group || b >= 4096 ? 2 : 4) {
@@ -1406,7 +1410,7 @@ void Bench::bench_fused_steps() {
         }
         const int ctas = group ? int(std::min<int64_t>(kMaxGroup, (b + kCtaBytes - 1) / kCtaBytes)) : 1;
         const int64_t stride = (b + 255) / 256 * 256;
-        unsigned long long* pub = wait ? local_flags : peer_flags;
+        unsigned long long* pub = variant == 3 ? nullptr : wait ? local_flags : peer_flags;
         CCLAB_CUDA(cudaSetDevice(g0.dev));
         CCLAB_CUDA(cudaMemset(arrive, 0, 64 * sizeof(unsigned)));  // counts are modulo the CTAs of the launch
         CCLAB_CUDA(cudaDeviceSynchronize());

@@ -235,6 +235,7 @@ const std::vector<std::string>& bench_names() {
         // the fused path's cost per op inside its kernel, one CTA and CTA groups with group waits
         "fused.step.put", "fused.step.get", "fused.step.local", "fused.group.put", "fused.group.get",
         "fused.group.local", "fused.group_free.put", "fused.group_free.get", "fused.group_free.local",
+        "fused.step_quiet.put", "fused.step_quiet.get", "fused.step_quiet.local",
         // copy-engine copies of every size inside replayed graphs (the general lowering's copy nodes)
         "p2p.ce.graph.uni", "p2p.ce.graph.bidir", "copy.local.graph"};
     // the bidir kernels' transfers and NCCL send/recv under graph replay (exec/microbench_bidir.cu)

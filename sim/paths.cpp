@@ -329,6 +329,7 @@ struct FusedLayout {
   std::vector<int> lane_gpu;             // per lane (rank r runs on GPU r)
   std::vector<int> lane_ctas;            // per lane
   std::vector<std::vector<OpId>> waits;  // per op: the ops whose flags it waits for
+  std::vector<char> publishes;           // per op: stores a flag (something waits for it, or an end wait)
   int max_device_ctas = 0;               // the largest launch (the record's note says "up to C CTAs")
 };
 
@@ -439,6 +440,17 @@ FusedLayout fused_layout_of(const Schedule& s) {
     snapshot[j][l] = pos[j];
     placed[l].push_back(j);
   }
+  // Flags: the ops something waits for, and per lane the last op touching each other GPU (its end wait).
+  f.publishes.assign(n, 0);
+  for (const auto& w : f.waits)
+    for (OpId d : w) f.publishes[size_t(d)] = 1;
+  for (size_t l = 0; l < L; ++l) {
+    std::map<int, size_t> last_touch;
+    for (size_t i : placed[l])
+      for (const Access& a : fused_accesses(s, s.ops[i]))
+        if (a.ref.rank != f.lane_gpu[l]) last_touch[a.ref.rank] = i;
+    for (const auto& [g, i] : last_touch) f.publishes[i] = 1;
+  }
   std::map<int, int> device_ctas;
   for (size_t l = 0; l < L; ++l) device_ctas[f.lane_gpu[l]] += f.lane_ctas[l];
   for (const auto& [g, c] : device_ctas) f.max_device_ctas = std::max(f.max_device_ctas, c);
@@ -454,9 +466,10 @@ FusedLayout fused_layout_of(const Schedule& s) {
 // once the peers' last ops on its memory are (one more hop). Empty when the profile lacks those tables.
 std::optional<Seconds> fused_from_op_tables(const model::ModelParams& P, const Schedule& s, std::string* how) {
   const char* moves[] = {"put", "get", "local"};
-  const model::PathTable *step[3], *group[3], *group_free[3];
+  const model::PathTable *step[3], *group[3], *group_free[3], *quiet[3];
   for (int m = 0; m < 3; ++m) {
     step[m] = table(P, std::string("fused.step.") + moves[m]);
+    quiet[m] = table(P, std::string("fused.step_quiet.") + moves[m]);
     group[m] = table(P, std::string("fused.group.") + moves[m]);
     group_free[m] = table(P, std::string("fused.group_free.") + moves[m]);
     if (!step[m]) return std::nullopt;
@@ -477,7 +490,7 @@ std::optional<Seconds> fused_from_op_tables(const model::ModelParams& P, const S
   std::vector<std::set<int>> lane_started(f.lane_gpu.size());
   // Per GPU g: when the last op of another GPU's lane touching g's memory ends.
   std::map<int, double> touched_until, gpu_end;
-  int counted[3] = {0, 0, 0}, group_ops = 0, free_ops = 0;
+  int counted[3] = {0, 0, 0}, group_ops = 0, free_ops = 0, quiet_ops = 0;
   for (size_t i = 0; i < n; ++i) {
     const Op& op = s.ops[i];
     const int l = f.lane[i], g = f.lane_gpu[size_t(l)], k = f.lane_ctas[size_t(l)];
@@ -492,7 +505,13 @@ std::optional<Seconds> fused_from_op_tables(const model::ModelParams& P, const S
     const int m = move_of(op);
     const double bytes = double(op.bytes) * (m == 2 && op.kind == OpKind::reduce ? 1.5 : 1.0);
     double dur;
-    if (k == 1) {
+    // An op that stores no flag skips the release (and, in a CTA group, the arrival count): fused.step_quiet.*
+    // of its CTA's share, where measured.
+    const bool silent = !f.publishes[i] && quiet[m] != nullptr;
+    if (silent && !own_wait) {
+      dur = quiet[m]->time(bytes / k).value;
+      ++quiet_ops;
+    } else if (k == 1) {
       dur = step[m]->time(bytes).value;
     } else if (own_wait && group[m]) {
       dur = group[m]->time(bytes).value;  // measured with the wait for the previous op's flag in it
@@ -519,6 +538,7 @@ std::optional<Seconds> fused_from_op_tables(const model::ModelParams& P, const S
            std::to_string(counted[0]) + "/" + std::to_string(counted[1]) + "/" + std::to_string(counted[2]) + ")" +
            (group_ops ? ", " + std::to_string(group_ops) + " group waits at fused.group.*" : std::string()) +
            (free_ops ? ", " + std::to_string(free_ops) + " CTA-group ops at fused.group_free.*" : std::string()) +
+           (quiet_ops ? ", " + std::to_string(quiet_ops) + " ops without a flag at fused.step_quiet.*" : std::string()) +
            ", a flag hop per wait across lanes";
   return Seconds(total);
 }

@@ -256,6 +256,24 @@ TEST(ExecPaths, FusedPathFromTheMeasuredOpsOfItsKernel) {
               2 * 1.0e-6, 1e-12);
 }
 
+TEST(ExecPaths, FusedOpsThatStoreNoFlagAtTheirOwnMeasurement) {
+  const topo::Topology t = topo::load_topology("h200x2");
+  model::ModelParams p = fused_params(t);
+  Simulator before(t, p);
+  const ExecPath fused = parse_exec_note("lowering=fused: 6 ops in 2 lanes, one launch per GPU of up to 1 CTAs", "");
+  const double ring0 = predict_exec_path(before, "allreduce.ring", args2(8), fused).result.time.value;
+  for (const char* m : {"put", "get", "local"})
+    p.tables[std::string("fused.step_quiet.") + m] = line_table(0.1e-6, 40e9);
+  Simulator after(t, p);
+  // In the 2-rank ring only the reduce stores no flag (the peer waits for the first put, its end wait for the
+  // last): it alone moves to fused.step_quiet.local.
+  const Prediction ring = predict_exec_path(after, "allreduce.ring", args2(8), fused);
+  EXPECT_NEAR(ring0 - ring.result.time.value,
+              p.tables.at("fused.step.local").time(6).value - p.tables.at("fused.step_quiet.local").time(6).value,
+              1e-12);
+  EXPECT_NE(ring.record.note.find("2 ops without a flag"), std::string::npos) << ring.record.note;
+}
+
 TEST(ExecPaths, FusedLanesAndGroupWaitsAsTheExecutorEncodesThem) {
   const topo::Topology t = topo::load_topology("h200x2");
   const model::ModelParams p = fused_params(t);
