@@ -69,16 +69,15 @@ __device__ __forceinline__ void finish_launch(uint32_t* done, uint32_t* epoch, u
 
 template <typename T, RedOp Op>
 __global__ void __launch_bounds__(512) ll_kernel(BidirArgs a) {
-  __shared__ uint32_t e_s;
   // Programmatic dependent launch: this grid may start while the previous kernel of the stream
   // runs; wait here until that kernel completed (memory visible), then let the next one start.
   // No-ops when launched without the attribute.
   asm volatile("griddepcontrol.wait;" ::: "memory");
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   Ctrl* me = a.ctrl[a.rank];
-  if (threadIdx.x == 0) e_s = *reinterpret_cast<volatile uint32_t*>(&me->ll_epoch) + 1;
-  __syncthreads();
-  const uint32_t e = e_s;
+  // Every thread reads the epoch itself (no barrier), so the read overlaps its input loads; the
+  // epoch moves only after every CTA reached finish_launch.
+  const uint32_t e = *reinterpret_cast<volatile uint32_t*>(&me->ll_epoch) + 1;
   const uint64_t flag = uint64_t(e) << 32;
   const int parity = e & 1;
   const int n = a.nranks, r = a.rank;
@@ -516,15 +515,13 @@ __device__ __forceinline__ T unsentinel_elem(T v) {
 
 template <typename T, RedOp Op, int U>
 __global__ void __launch_bounds__(512) lamport_kernel(BidirArgs a) {
-  __shared__ uint32_t e_s;
   asm volatile("griddepcontrol.wait;" ::: "memory");
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   const int t = threadIdx.x, nt = blockDim.x, b = blockIdx.x, G = gridDim.x;
   const int n = a.nranks, r = a.rank;
   Ctrl* me = a.ctrl[r];
-  if (t == 0) e_s = *reinterpret_cast<volatile uint32_t*>(&me->lamport_epoch) + 1;
-  __syncthreads();
-  const uint32_t e = e_s;
+  // Every thread reads the epoch itself (as ll): it moves only after every CTA reached finish_launch.
+  const uint32_t e = *reinterpret_cast<volatile uint32_t*>(&me->lamport_epoch) + 1;
   const int phase = int(e & 1);
   auto region = [&](int q, int j) {  // what q receives from its j-th source in this launch
     return reinterpret_cast<uint4*>(a.lamport[q] + (int64_t(phase) * (n - 1) + (j - 1)) * a.lamport_stride);
