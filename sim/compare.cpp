@@ -93,7 +93,9 @@ Record RowPredictor::predict(const Record& measured) {
   // The record's note says which of the executor's paths ran (sim/paths.hpp); names the executor records
   // beside the registry's (allreduce.bidir.<mode>, sol.bidir_copy) are predicted on their path.
   ExecPath path = parse_exec_note(measured.note, measured.algo);
-  if (const std::string* it = extra(measured, "iters"); it && !it->empty()) path.iters = int(parse_int("iters", *it, 1, 1 << 20));
+  if (const std::string* it = extra(measured, "iters"); it && !it->empty())
+    path.iters = int(parse_int("iters", *it, 1, 1 << 20));
+  path.note = measured.note;
   const bool executor_only = is_executor_only_name(measured.algo);
   // Executor-only names take their arguments as a registry algorithm of the same shape of input would.
   const std::string stand_in = measured.algo.rfind("matmul.", 0) == 0 ? "allgather_matmul.ring" : "allreduce.bidir";

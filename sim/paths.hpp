@@ -29,10 +29,10 @@ struct ExecPath {
   int64_t chunk = 0;       // bidir copy: copy-engine chunk in bytes
   int pieces = 0;          // bidir copy: "chunk=part/N in [4M,64M]": the part in N pieces (0: `chunk`)
   int slots = 0;           // bidir copy: scratch slots per peer
-  int64_t tail = 0;        // bidir copy: the last chunk halved down to pieces of at least this
   int64_t slot_bytes = 0;  // bidir stream: ring-buffer slot
   bool pdl = false;        // kernels launched with programmatic dependent launch
   int iters = 0;           // launches per replayed graph (the record's iters column; 0: not recorded)
+  std::string note;        // the record's note (the bidir models read their kernels' variant parameters from it)
   int fused_ctas = 0;      // fused: CTAs of the largest launch
   int fused_lanes = 0;     // fused: lanes over all GPUs
 };

@@ -13,6 +13,7 @@ namespace {
 
 constexpr int kTableIters = 20;                   // launches per replayed graph in exec/microbench_bidir.cu
 constexpr int64_t kRingSlotBytes = int64_t(256) << 10;  // bidir.ring's slot (BidirParams::slot_bytes default)
+constexpr int kRingSlots = 4;                           // and slots per lane (BidirParams::slots default)
 
 // A table, or a fallback table where the profile predates the first (an older calibration); `used` names it.
 const model::PathTable& table_or(const model::ModelParams& P, const std::string& name, const std::string& fallback,
@@ -97,19 +98,72 @@ Seconds from_general_pieces(const model::ModelParams& P, const ExecPath& path, i
   throw_input("no model for bidir mode '" + path.mode + "'");
 }
 
+// The integer after `key` in the note ("unroll=2" -> 2), or `dflt`.
+int64_t note_number(const std::string& note, const std::string& key, int64_t dflt) {
+  const size_t at = note.find(key);
+  if (at == std::string::npos) return dflt;
+  size_t i = at + key.size();
+  int64_t v = 0;
+  bool any = false;
+  while (i < note.size() && note[i] >= '0' && note[i] <= '9' && v < (int64_t(1) << 40)) {
+    v = v * 10 + (note[i++] - '0');
+    any = true;
+  }
+  return any ? v : dflt;
+}
+
+// The grid cap of the capped variants' series (scripts/measure.sh's flash_blocks=66 and push_blocks=132).
+constexpr int kPullCapSeries = 66, kPushCapSeries = 132;
+
 // The microbenchmark of each mode's transfer and synchronisation (exec/microbench_bidir.cu), where the
-// profile has it and the kernel's parameters are those it was measured with; nullptr otherwise.
-const model::PathTable* transfer_table(const model::ModelParams& P, const ExecPath& path, std::string& name) {
-  if (path.mode == "ll") name = path.pdl ? "bidir.ll" : "bidir.ll_plain";
-  else if (path.mode == "flash") name = "bidir.pull";
-  else if (path.mode == "push") name = "bidir.push";
-  // lamport: its own series; profiles measured before it: push's (the same stores, a flag per tile
-  // instead of the data as its own flag).
-  else if (path.mode == "lamport") name = P.table("bidir.lamport") ? "bidir.lamport" : "bidir.push";
+// profile has it: the series measured with the kernel's own parameters (threads, vectors per thread,
+// grid cap, split roles) as the note gives them, else the mode's default series; nullptr without it.
+const model::PathTable* transfer_table(const model::ModelParams& P, const ExecPath& path, int64_t bytes,
+                                       std::string& name) {
+  const std::string& note = path.note;
+  const int64_t threads = note_number(note, "threads=", 512);
+  const int64_t unroll = note_number(note, "unroll=", 0);
+  const int64_t vecs = std::max<int64_t>(1, (bytes + 15) / 16);
+  auto capped = [&](int64_t tile_vecs) {  // the note's grid is below one CTA per tile: a grid cap
+    return path.grid > 0 && path.grid < (vecs + tile_vecs - 1) / tile_vecs;
+  };
+  auto pick = [&](const std::string& variant, const std::string& dflt) {
+    name = P.table(variant) ? variant : dflt;
+    return P.table(name);
+  };
+  if (path.mode == "ll") {
+    name = path.pdl ? "bidir.ll" : "bidir.ll_plain";
+    return P.table(name);
+  }
+  if (path.mode == "flash") {
+    if (note.find("engine=cp.async") != std::string::npos) return nullptr;  // the shared-memory engine
+    const int64_t u = unroll > 0 ? unroll : 4;
+    std::string variant = "bidir.pull";
+    if (threads == 512 && u == 2)
+      variant = capped(512 * 2) && path.grid == kPullCapSeries ? "bidir.pull.u2.g66" : "bidir.pull.u2";
+    else if (threads == 512 && u == 8)
+      variant = "bidir.pull.u8";
+    return pick(variant, "bidir.pull");
+  }
+  if (path.mode == "push")
+    return pick(capped(256 * 4) && path.grid == kPushCapSeries ? "bidir.push.g132" : "bidir.push", "bidir.push");
+  if (path.mode == "lamport") {
+    // lamport: its own series (its variants: split roles, 256 threads); profiles measured before it:
+    // push's (the same stores, a flag per tile instead of the data as its own flag).
+    const std::string variant = note.find(" split") != std::string::npos ? "bidir.lamport.split"
+                                : threads == 256                         ? "bidir.lamport.t256"
+                                                                         : "bidir.lamport";
+    if (const model::PathTable* t = pick(variant, "bidir.lamport")) return t;
+    name = "bidir.push";
+    return P.table(name);
+  }
   // stream: the ring of the microbenchmark has the executor's default slots (4 of 256 KiB).
-  else if (path.mode == "stream" && (path.slot_bytes == 0 || path.slot_bytes == kRingSlotBytes)) name = "bidir.ring";
-  else return nullptr;
-  return P.table(name);
+  if (path.mode == "stream" && (path.slot_bytes == 0 || path.slot_bytes == kRingSlotBytes) &&
+      (path.slots == 0 || path.slots == kRingSlots)) {
+    name = "bidir.ring";
+    return P.table(name);
+  }
+  return nullptr;
 }
 
 }  // namespace
@@ -136,7 +190,7 @@ Seconds replay_correction(const model::ModelParams& P, int iters, std::string& h
 Seconds bidir_kernel_time(const model::ModelParams& P, const ExecPath& path, int64_t bytes, DType dtype,
                           std::string& how) {
   std::string name;
-  const model::PathTable* t = transfer_table(P, path, name);
+  const model::PathTable* t = transfer_table(P, path, bytes, name);
   if (!t) {
     // No microbenchmark of this mode's transfer in the profile: the general pieces (then, like the
     // tables, as timed with 20 launches per replay).

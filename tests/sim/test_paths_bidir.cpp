@@ -62,6 +62,7 @@ double predict_note(const model::ModelParams& p, const std::string& algo, int64_
   Simulator sim(t, p);
   ExecPath path = parse_exec_note(note, algo);
   path.iters = iters;
+  path.note = note;
   return predict_exec_path(sim, algo, args2(bytes), path).result.time.value;
 }
 
@@ -92,6 +93,45 @@ TEST(BidirModel, EachModeIsItsTransfersSeries) {
   EXPECT_NEAR(predict_note(q, "allreduce.bidir.lamport", S, lamport), q.tables.at("bidir.lamport").time(S).value,
               1e-12);
   EXPECT_THROW(predict_note(p, "allreduce.bidir.magic", S, "mode=magic"), Error);
+}
+
+TEST(BidirModel, VariantsTakeTheSeriesMeasuredWithTheirParameters) {
+  const topo::Topology t = topo::load_topology("h200x2");
+  model::ModelParams p = params_with_bidir_series(t);
+  p.tables["bidir.pull.u2"] = line_table(6e-6, 300e9);
+  p.tables["bidir.pull.u8"] = line_table(7e-6, 300e9);
+  p.tables["bidir.pull.u2.g66"] = line_table(8e-6, 300e9);
+  p.tables["bidir.push.g132"] = line_table(9e-6, 300e9);
+  p.tables["bidir.lamport"] = line_table(3e-6, 310e9);
+  p.tables["bidir.lamport.t256"] = line_table(3.5e-6, 310e9);
+  p.tables["bidir.lamport.split"] = line_table(2.5e-6, 310e9);
+  auto at = [&](const char* series, int64_t s) { return p.tables.at(series).time(double(s)).value; };
+  const int64_t M = 64 * kMiB, K = 256 << 10;
+  // flash: vectors per thread from the note; 2 per thread on 66 CTAs where 66 caps the grid.
+  EXPECT_NEAR(predict_note(p, "allreduce.bidir", K, "mode=flash engine=ldg pdl threads=512 unroll=2 grid=16"),
+              at("bidir.pull.u2", K), 1e-12);
+  EXPECT_NEAR(predict_note(p, "allreduce.bidir", M, "mode=flash engine=ldg pdl threads=512 unroll=2 grid=66"),
+              at("bidir.pull.u2.g66", M), 1e-12);
+  EXPECT_NEAR(predict_note(p, "allreduce.bidir", M, "mode=flash engine=ldg pdl threads=512 unroll=8 grid=132"),
+              at("bidir.pull.u8", M), 1e-12);
+  EXPECT_NEAR(predict_note(p, "allreduce.bidir", M, "mode=flash engine=ldg pdl threads=512 unroll=4 grid=132"),
+              at("bidir.pull", M), 1e-12);
+  // push on 132 CTAs where that caps the grid; its default grid otherwise.
+  EXPECT_NEAR(predict_note(p, "allreduce.bidir", M, "mode=push threads=512 unroll=4 pdl grid=132"),
+              at("bidir.push.g132", M), 1e-12);
+  EXPECT_NEAR(predict_note(p, "allreduce.bidir", M, "mode=push threads=512 unroll=4 pdl grid=264"),
+              at("bidir.push", M), 1e-12);
+  // lamport: split roles, 256 threads, the default.
+  EXPECT_NEAR(predict_note(p, "allreduce.bidir", M, "mode=lamport threads=512 unroll=2 ahead=2 split pdl grid=132"),
+              at("bidir.lamport.split", M), 1e-12);
+  EXPECT_NEAR(predict_note(p, "allreduce.bidir", M, "mode=lamport threads=256 unroll=2 ahead=2 pdl grid=132"),
+              at("bidir.lamport.t256", M), 1e-12);
+  EXPECT_NEAR(predict_note(p, "allreduce.bidir", M, "mode=lamport threads=512 unroll=2 ahead=2 pdl grid=132"),
+              at("bidir.lamport", M), 1e-12);
+  // A variant the profile has no series for: the mode's default series.
+  p.tables.erase("bidir.pull.u8");
+  EXPECT_NEAR(predict_note(p, "allreduce.bidir", M, "mode=flash engine=ldg pdl threads=512 unroll=8 grid=132"),
+              at("bidir.pull", M), 1e-12);
 }
 
 TEST(BidirModel, ReductionSlowerThanTheTransferShows) {
