@@ -219,11 +219,9 @@ __global__ void __launch_bounds__(kPushThreads, 2) k_push(const uint4* __restric
 __global__ void __launch_bounds__(kLLThreads) k_ll(const uint32_t* __restrict__ own, unsigned long long* peer_ll,
                                                      unsigned long long* my_ll, int64_t ll_words,
                                                      uint32_t* __restrict__ out, int64_t words, Ctl* me) {
-  __shared__ unsigned e_s;
   pdl_enter();
-  if (threadIdx.x == 0) e_s = *reinterpret_cast<volatile unsigned*>(&me->ll_epoch) + 1;
-  __syncthreads();
-  const unsigned e = e_s;
+  // Every thread reads the epoch itself (as the ll kernel): it moves only after every CTA finished.
+  const unsigned e = *reinterpret_cast<volatile unsigned*>(&me->ll_epoch) + 1;
   const unsigned long long flag = (unsigned long long)e << 32;
   const int64_t par = int64_t(e & 1) * ll_words;
   const int64_t pairs = (words + 1) / 2, stride = int64_t(gridDim.x) * blockDim.x;
@@ -345,12 +343,10 @@ template <int U>
 __global__ void __launch_bounds__(512) k_lamport(const uint4* __restrict__ own, uint4* peer_buf, uint4* my_buf,
                                                  int64_t stride_vec, uint4* __restrict__ out, int64_t nvec, int D,
                                                  bool split, Ctl* me) {
-  __shared__ unsigned long long e_s;
   pdl_enter();
   const int t = threadIdx.x, nt = blockDim.x, b = blockIdx.x, G = gridDim.x;
-  if (t == 0) e_s = *reinterpret_cast<volatile unsigned long long*>(&me->epoch) + 1;
-  __syncthreads();
-  const unsigned long long e = e_s;
+  // Every thread reads the epoch itself (as the lamport kernel): it moves only after every CTA finished.
+  const unsigned long long e = *reinterpret_cast<volatile unsigned long long*>(&me->epoch) + 1;
   const int64_t par = int64_t(e & 1) * stride_vec;
   const int W = split ? nt / 2 : nt;  // threads per role
   const int tt = split && t >= W ? t - W : t;
