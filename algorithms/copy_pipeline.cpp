@@ -25,21 +25,10 @@ void emit_copy_split(Schedule& s, const CopyPipeline& p) {
   const int64_t slot = chunk;
   s.buffers.assign(size_t(n), BufferSizes{s.count * e, s.count * e, int64_t(n - 1) * K * slot});
   Transport t(s);
-  // Each part's chunks as (offset in the part, length): whole chunks, the last one halved down to the tail.
+  // Each part's chunks as (offset in the part, length).
   auto spans_of = [&](int64_t pb) {
     std::vector<std::pair<int64_t, int64_t>> v;
     for (int64_t at = 0; at < pb; at += chunk) v.emplace_back(at, std::min(chunk, pb - at));
-    if (p.tail > 0 && !v.empty()) {
-      auto [at, len] = v.back();
-      v.pop_back();
-      while (len / 2 / e * e >= p.tail) {
-        const int64_t half = len / 2 / e * e;
-        v.emplace_back(at, half);
-        at += half;
-        len -= half;
-      }
-      v.emplace_back(at, len);
-    }
     return v;
   };
   std::vector<std::vector<std::pair<int64_t, int64_t>>> spans;

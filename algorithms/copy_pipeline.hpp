@@ -13,9 +13,6 @@ struct CopyPipeline {
   // pieces > 0: chunk = (bytes of a rank's part) / pieces, clamped to [4 MiB, 64 MiB].
   int pieces = 0;
   int slots = 3;  // scratch slots per peer
-  // tail > 0: the last chunk of each part is halved again and again down to pieces of at least `tail`
-  // bytes, so the reduction and all-gather that nothing else overlaps at the end are short.
-  int64_t tail = 0;
   bool split = true;  // reduce-scatter + all-gather; false: one-shot (every rank reduces everything)
   bool push = false;  // one-shot only: copy engines push (put) instead of pull (get)
 };

@@ -904,8 +904,6 @@ void BidirParams::apply(const std::string& tune) {
       ce_pieces = i(0, 1024);
     else if (k == "ce_chunk")
       ce_chunk = parse_size(flag, v);
-    else if (k == "ce_tail")
-      ce_tail = parse_size(flag, v);
     else if (k == "ce_slots")
       ce_slots = i(1, 64);
     else if (k == "ce_push")
@@ -991,8 +989,7 @@ std::string BidirParams::describe(BidirMode m) const {
     case BidirMode::copy:
       os << (ce_split ? " reduce-scatter+all-gather" : " one-shot") << " chunk="
          << (ce_pieces > 0 ? "part/" + std::to_string(ce_pieces) + " in [4M,64M]" : std::to_string(ce_chunk))
-         << " slots=" << ce_slots << (ce_tail > 0 ? " tail=" + std::to_string(ce_tail) : "")
-         << (ce_push ? " push" : " pull");
+         << " slots=" << ce_slots << (ce_push ? " push" : " pull");
       break;
   }
   return os.str();

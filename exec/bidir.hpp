@@ -88,9 +88,6 @@ struct BidirParams {
   // large messages get large copies while the pipeline still has ce_pieces stages to overlap.
   int ce_pieces = 0;  // 0: fixed ce_chunk
   int ce_slots = 3;
-  // > 0: the last chunk of each part is halved down to pieces of at least ce_tail bytes, so the
-  // reduction and all-gather left at the end of the pipeline are short (CopyPipeline::tail).
-  int64_t ce_tail = 0;
   // CTAs of the copy pipeline's reduce kernels: few, so the copy engines keep their share of HBM
   // (2 x H200, session 2 call 1: 256 MiB went from 0.87 to 0.92 x sol.bidir_copy with 32 instead of
   // 2 per SM). `--tune reduce_blocks=` overrides it.

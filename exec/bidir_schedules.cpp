@@ -14,7 +14,6 @@ Schedule bidir_copy_schedule(int nranks, int64_t count, DType dtype, RedOp op, b
   c.chunk = p.ce_chunk;
   c.pieces = p.ce_pieces;
   c.slots = p.ce_slots;
-  c.tail = p.ce_tail;
   c.split = p.ce_split;
   c.push = p.ce_push;
   return copy_pipeline_allreduce(nranks, count, dtype, op, in_place, c);

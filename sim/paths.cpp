@@ -652,7 +652,6 @@ ExecPath parse_exec_note(std::string_view note, std::string_view algo) {
     p.chunk = number_after(note, "chunk=", int64_t(32) << 20);
     p.pieces = int(number_after(note, "chunk=part/", 0));
     p.slots = int(number_after(note, "slots=", 3));
-    p.tail = number_after(note, "tail=", 0);
     p.slot_bytes = number_after(note, "slot_bytes=", 256 << 10);
     p.pdl = has(note, " pdl");
   } else if (has(note, "general lowering")) {
@@ -708,7 +707,6 @@ Prediction predict_exec_path(Simulator& sim, const std::string& algo_name, AlgoA
       c.chunk = std::max<int64_t>(path.chunk, 1);
       c.pieces = path.pieces;
       c.slots = path.slots;
-      c.tail = path.tail;
       const Schedule s = copy_pipeline_allreduce(args.nranks, args.count, args.dtype, args.redop, args.in_place, c);
       const SimResult r = run_general(sim, s, &how);
       return make_prediction(sim, algo_name, "allreduce", args, args.count, r.time, "copy mode, " + how, false);

@@ -29,7 +29,6 @@ struct ExecPath {
   int64_t chunk = 0;       // bidir copy: copy-engine chunk in bytes
   int pieces = 0;          // bidir copy: "chunk=part/N in [4M,64M]": the part in N pieces (0: `chunk`)
   int slots = 0;           // bidir copy: scratch slots per peer
-  int64_t tail = 0;        // bidir copy: the last chunk halved down to pieces of at least this
   int64_t slot_bytes = 0;  // bidir stream: ring-buffer slot
   bool pdl = false;        // kernels launched with programmatic dependent launch
   int iters = 0;           // launches per replayed graph (the record's iters column; 0: not recorded)
