@@ -41,7 +41,7 @@ CCLAB="$BIN/cclab"
 
 stamp "calibration: allreduce.bidir modes by size (picks the crossovers of the sweep below)"
 cal() {  # name min max tune
-  timeout 60 "$CCLAB" run --algo allreduce.bidir -b "$2" -e "$3" -f 4 -w 2 -n 10 --inplace 0 --tune "$4" \
+  timeout 60 "$CCLAB" run --algo allreduce.bidir -b "$2" -e "$3" -f 2 -w 2 -n 10 --inplace 0 --tune "$4" \
     --csv "$TMP/cal_$1.csv" >>"$LOG" 2>&1 || echo "calibration $1: rc=$?" | tee -a "$LOG"
 }
 cal ll 16 1M mode=ll,ll_max_bytes=1M
@@ -53,6 +53,7 @@ cal flash66 256K 64M mode=flash,flash_engine=ldg,flash_blocks=66,flash_ldg_unrol
 cal lamport 64K 1G mode=lamport
 cal lamport_t256 64K 1G mode=lamport,lamport_threads=256
 cal lamport_split 64K 1G mode=lamport,lamport_split=1
+cal lamport_a1 64K 1G mode=lamport,lamport_ahead=1
 cal push 256K 1G mode=push
 cal push132 256K 64M mode=push,push_blocks=132
 cal copy 4M 1G mode=copy
