@@ -50,11 +50,12 @@ struct BidirParams {
   std::string flash_engine = "ldg";
   int flash_ldg_unroll = 4;
   // allreduce.bidir's choice by size: ll up to auto_ll_max bytes, flash up to auto_flash_max, then
-  // auto_large. Defaults: the crossovers scripts/measure.sh calibrated on 2 x H200 at commit 4084c5b
-  // (results/h200x2/exec_calibration.csv); measure.sh refits them in every run.
-  int64_t auto_ll_max = 256 << 10;
+  // auto_large. Defaults: the choice scripts/measure.sh calibrated on 2 x H200 at commit 469b293
+  // (results/h200x2/exec_calibration.csv, with lamport_threads=256 and ce_pieces=2); measure.sh
+  // refits them in every run.
+  int64_t auto_ll_max = 32 << 10;
   int64_t auto_flash_max = 64 << 20;
-  BidirMode auto_mid = BidirMode::flash;  // the mode between auto_ll_max and auto_flash_max
+  BidirMode auto_mid = BidirMode::lamport;  // the mode between auto_ll_max and auto_flash_max
   BidirMode auto_large = BidirMode::copy;
   // push
   int push_blocks = 0;     // 0: 2 per SM (divided among ranks sharing a GPU)
@@ -63,7 +64,7 @@ struct BidirParams {
   bool push_pdl = true;
   // lamport
   int lamport_blocks = 0;  // 0: one per SM (fewer when ranks share a GPU)
-  int lamport_threads = 512;
+  int lamport_threads = 256;
   int lamport_unroll = 2;  // 16-byte vectors per thread per tile
   int lamport_ahead = 2;   // tiles a thread sends before it receives the first
   bool lamport_split = false;  // out of place: half the threads send, half receive
@@ -86,7 +87,7 @@ struct BidirParams {
   // ce_pieces > 0: chunk = (bytes of a rank's part) / ce_pieces, clamped to [4 MiB, 64 MiB]
   // (copy engines reach ~366 GB/s on 16 MiB copies and ~389 on 64 MiB: hardware/h200x2.md), so
   // large messages get large copies while the pipeline still has ce_pieces stages to overlap.
-  int ce_pieces = 0;  // 0: fixed ce_chunk
+  int ce_pieces = 2;  // 0: fixed ce_chunk
   int ce_slots = 3;
   // CTAs of the copy pipeline's reduce kernels: few, so the copy engines keep their share of HBM
   // (2 x H200, session 2 call 1: 256 MiB went from 0.87 to 0.92 x sol.bidir_copy with 32 instead of

@@ -256,11 +256,11 @@ TEST(BidirParams, TuneKeysAndErrors) {
   EXPECT_EQ(parse_bidir_mode("push"), BidirMode::push);
   EXPECT_EQ(parse_bidir_mode("lamport"), BidirMode::lamport);
   BidirParams l;
-  l.apply("lamport_blocks=66,lamport_threads=256,lamport_unroll=4,lamport_ahead=3,lamport_split=1,lamport_max_bytes=16M,auto_mid=lamport");
+  l.apply("lamport_blocks=66,lamport_threads=128,lamport_unroll=4,lamport_ahead=3,lamport_split=1,lamport_max_bytes=16M,auto_mid=lamport");
   EXPECT_TRUE(l.lamport_split);
   EXPECT_EQ(l.lamport_ahead, 3);
   EXPECT_EQ(l.lamport_blocks, 66);
-  EXPECT_EQ(l.lamport_threads, 256);
+  EXPECT_EQ(l.lamport_threads, 128);
   EXPECT_EQ(l.lamport_unroll, 4);
   EXPECT_EQ(l.lamport_max_bytes, 16 << 20);
   EXPECT_EQ(l.auto_mid, BidirMode::lamport);
@@ -279,11 +279,12 @@ TEST(BidirParams, TuneKeysAndErrors) {
 TEST(BidirChoice, SmallUsesLLLargeUsesABandwidthMode) {
   BidirParams p;
   EXPECT_EQ(choose_bidir_mode(8, DType::f32, 2, p), BidirMode::ll);
-  EXPECT_EQ(choose_bidir_mode(64 << 10, DType::bf16, 2, p), BidirMode::ll);
+  EXPECT_EQ(choose_bidir_mode(32 << 10, DType::bf16, 2, p), BidirMode::ll);
   EXPECT_NE(choose_bidir_mode(int64_t(1) << 30, DType::f32, 2, p), BidirMode::ll);
   EXPECT_NE(choose_bidir_mode(4 << 20, DType::f32, 8, p), BidirMode::ll);
   p.auto_ll_max = 1024;
   p.auto_flash_max = 1 << 20;
+  p.auto_mid = BidirMode::flash;
   p.auto_large = BidirMode::stream;
   EXPECT_EQ(choose_bidir_mode(2048, DType::f32, 2, p), BidirMode::flash);
   EXPECT_EQ(choose_bidir_mode(2 << 20, DType::f32, 2, p), BidirMode::stream);
