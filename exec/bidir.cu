@@ -555,37 +555,41 @@ __global__ void __launch_bounds__(512) lamport_kernel(BidirArgs a) {
     for (int j = 1; j < n; ++j) reinterpret_cast<T*>(send_to(j))[tail0 + t] = unsentinel_elem(tail_own);
   }
   // A sender sends its vectors of tile k; a receiver then takes those of tile k - D, reduces them
-  // with its own (read again, from L2) and resets what it read to the sentinel.
+  // with its own (read again, from L2) and resets what it read to the sentinel. Every load of an
+  // iteration is issued before any is used, so their latencies overlap.
   for (int64_t k = 0; k < J + D; ++k) {
-    if (sends && k < J) {
-      const int64_t base = (b + k * G) * tile_vecs + tt;
-      uint4 mine[U];
+    const bool send = sends && k < J, recv = receives && k >= D;
+    const int64_t sbase = (b + k * G) * tile_vecs + tt, rbase = (b + (k - D) * G) * tile_vecs + tt;
+    uint4 mine[U], theirs[U], keep[U];
 #pragma unroll
-      for (int u = 0; u < U; ++u) {
-        const int64_t v = base + int64_t(u) * W;
-        if (v < nvec) mine[u] = unsentinel<T>(__ldcg(own + v));
-      }
+    for (int u = 0; u < U; ++u) {
+      const int64_t vs = sbase + int64_t(u) * W, vr = rbase + int64_t(u) * W;
+      if (send && vs < nvec) mine[u] = __ldcg(own + vs);
+      if (recv && vr < nvec) keep[u] = __ldcg(own + vr);
+      if (recv && vr < nvec) theirs[u] = ld_volatile_v4(region(r, 1) + vr);
+    }
+    if (send) {
       for (int j = 1; j < n; ++j) {
         uint4* dst = send_to(j);
 #pragma unroll
         for (int u = 0; u < U; ++u) {
-          const int64_t v = base + int64_t(u) * W;
-          if (v < nvec) __stcg(dst + v, mine[u]);
+          const int64_t v = sbase + int64_t(u) * W;
+          if (v < nvec) __stcg(dst + v, unsentinel<T>(mine[u]));
         }
       }
     }
-    if (receives && k >= D) {
-      const int64_t base = (b + (k - D) * G) * tile_vecs + tt;
+    if (recv) {
 #pragma unroll
       for (int u = 0; u < U; ++u) {
-        const int64_t v = base + int64_t(u) * W;
+        const int64_t v = rbase + int64_t(u) * W;
         if (v >= nvec) continue;
         Acc<T> acc;
-        acc.load(__ldcg(own + v));
+        acc.load(keep[u]);
         for (int j = 1; j < n; ++j) {
           uint4* src = region(r, j) + v;
-          uint4 x;
-          if (!receive_vec<T>(a, src, b, v, x)) return;
+          uint4 x = theirs[u];
+          if (j > 1) x = ld_volatile_v4(src);
+          if (has_sentinel<T>(x) && !receive_vec<T>(a, src, b, v, x)) return;
           __stcg(src, sentinel);
           acc.template add<Op>(x);
         }
