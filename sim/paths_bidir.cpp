@@ -74,6 +74,13 @@ Seconds from_general_pieces(const model::ModelParams& P, const ExecPath& path, i
     how = "push: node + flag hop + max(" + used + "(S) body, " + used2 + "(S)) + last tile's reduction";
     return t;
   }
+  if (path.mode == "lamport") {
+    // One-shot push where the data is its own flag (exec/bidir.cu lamport_kernel): each GPU stores its S
+    // bytes into the peer (both ways at once) and polls what arrives, no flag: one one-way trip, as ll.
+    const Seconds t = node + body("p2p.sm_store.bidir", "p2p.sm.bidir", S, used) + flag / 2;
+    how = "lamport: node + " + used + "(S) body + flag/2";
+    return t;
+  }
   if (path.mode == "flash") {
     // One-shot pull: each GPU loads the peer's S bytes (SM loads both ways) and reduces on the fly, between
     // a start barrier (the peer's input is ready) and a finish barrier (the peer is done reading mine):

@@ -173,6 +173,9 @@ TEST(BidirModel, WithoutTheSeriesTheGeneralPiecesRemain) {
   // flash: node (PDL) + the peer-load body less a bare launch + two flag round trips.
   EXPECT_NEAR(predict_note(p, "allreduce.bidir.flash", S, "mode=flash engine=ldg pdl grid=128"),
               1e-6 + (p.tables.at("p2p.sm.bidir").time(S).value - 1.5e-6) + 3.2e-6, 1e-12);
+  // lamport: node (PDL) + the both-ways store body + a one-way trip.
+  EXPECT_NEAR(predict_note(p, "allreduce.bidir.lamport", S, "mode=lamport threads=512 pdl grid=128"),
+              1e-6 + (p.tables.at("p2p.sm_store.bidir").time(S).value - 1.5e-6) + 0.8e-6, 1e-12);
 }
 
 TEST(NcclModel, GraphReplayedSendRecvWhenMeasured) {
