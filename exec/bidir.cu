@@ -839,6 +839,17 @@ int resident_ctas(const void* kernel, int threads, int device) {
   return std::max(1, per_sm) * sms;
 }
 
+// CTAs of the lamport kernel instance that will run (registers differ by type, op and unroll).
+template <typename T, RedOp Op>
+struct LamportResident {
+  static void run(int unroll, int threads, int device, int& out) {
+    const void* k = unroll <= 1   ? reinterpret_cast<const void*>(lamport_kernel<T, Op, 1>)
+                    : unroll <= 2 ? reinterpret_cast<const void*>(lamport_kernel<T, Op, 2>)
+                                  : reinterpret_cast<const void*>(lamport_kernel<T, Op, 4>);
+    out = resident_ctas(k, threads, device);
+  }
+};
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -1148,11 +1159,9 @@ BidirWorkload::BidirWorkload(BidirContext& ctx, BidirMode mode, CollSpec spec)
     const int64_t tile = int64_t(p.lamport_split && !spec_.in_place ? threads_ / 2 : threads_) * 16 * unroll_;
     const int64_t tiles = std::max<int64_t>(1, (bytes / 16 * 16 + tile - 1) / tile);
     // A CTA polls data the same CTA of every peer stores: all CTAs stay resident.
-    int blocks = p.lamport_blocks > 0 ? p.lamport_blocks : sms;
-    blocks = std::max(
-        1, std::min(blocks, resident_ctas(reinterpret_cast<const void*>(lamport_kernel<float, RedOp::sum, 4>),
-                                          threads_, comm.device_of(0)) /
-                                share));
+    int blocks = p.lamport_blocks > 0 ? p.lamport_blocks : sms, resident = 0;
+    dev::dispatch<LamportResident>(spec_.dtype, spec_.op, unroll_, threads_, comm.device_of(0), resident);
+    blocks = std::max(1, std::min(blocks, resident / share));
     grid_ = int(std::min<int64_t>(blocks, tiles));
     ctx.ensure_lamport(std::max<int64_t>(256, (bytes + 255) / 256 * 256));
   } else if (mode_ == BidirMode::flash) {
