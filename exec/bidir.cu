@@ -1130,6 +1130,10 @@ BidirWorkload::BidirWorkload(BidirContext& ctx, BidirMode mode, CollSpec spec)
   // Ranks sharing a GPU run concurrently and wait on each other: their grids must fit together.
   int share = 1;
   for (int d : comm.devices()) share = std::max(share, comm.ranks_on_device(d));
+  // Ranks sharing a GPU wait on each other's CTAs, so all of them must be resident at once; a PDL
+  // launch lets the next kernel's CTAs take slots early (and hold them while they wait), which can
+  // keep a sharing rank's CTAs out: plain launches then.
+  pdl_ok_ = share == 1;
   const int sms = comm.sm_count();
   if (mode_ == BidirMode::stream) {
     int lanes = p.lanes > 0 ? p.lanes : sms;
@@ -1253,11 +1257,11 @@ void BidirWorkload::enqueue() {
     const cudaStream_t s = raw_[size_t(r)];
     switch (mode_) {
       case BidirMode::ll:
-        dev::dispatch<LaunchLL>(spec_.dtype, spec_.op, a, grid_, p.ll_threads, p.ll_pdl, s);
+        dev::dispatch<LaunchLL>(spec_.dtype, spec_.op, a, grid_, p.ll_threads, p.ll_pdl && pdl_ok_, s);
         break;
       case BidirMode::flash:
         if (ldg_)
-          dev::dispatch<LaunchFlashLdg>(spec_.dtype, spec_.op, a, grid_, threads_, unroll_, spec_.in_place, p.flash_pdl,
+          dev::dispatch<LaunchFlashLdg>(spec_.dtype, spec_.op, a, grid_, threads_, unroll_, spec_.in_place, p.flash_pdl && pdl_ok_,
                                         s);
         else
           dev::dispatch<LaunchFlash>(spec_.dtype, spec_.op, a, grid_, threads_, stages_, smem_, spec_.in_place, s);
@@ -1266,10 +1270,10 @@ void BidirWorkload::enqueue() {
         dev::dispatch<LaunchStream>(spec_.dtype, spec_.op, a, grid_, p.stream_threads, s);
         break;
       case BidirMode::push:
-        dev::dispatch<LaunchPush>(spec_.dtype, spec_.op, a, grid_, threads_, unroll_, p.push_pdl, s);
+        dev::dispatch<LaunchPush>(spec_.dtype, spec_.op, a, grid_, threads_, unroll_, p.push_pdl && pdl_ok_, s);
         break;
       case BidirMode::lamport:
-        dev::dispatch<LaunchLamport>(spec_.dtype, spec_.op, a, grid_, threads_, unroll_, p.lamport_pdl, s);
+        dev::dispatch<LaunchLamport>(spec_.dtype, spec_.op, a, grid_, threads_, unroll_, p.lamport_pdl && pdl_ok_, s);
         break;
       case BidirMode::copy:
         break;

@@ -177,6 +177,7 @@ class BidirWorkload : public Workload {
   int grid_ = 0;
   bool ldg_ = false;
   int threads_ = 0, stages_ = 0, unroll_ = 1;  // flash, after fitting shared memory
+  bool pdl_ok_ = true;                          // false when ranks share a GPU
   size_t smem_ = 0;
 };
 
