@@ -188,12 +188,18 @@ __global__ void k_pong(volatile unsigned* local_flag, volatile unsigned* remote_
 // producer's CTA does __syncthreads and thread 0 an st.release.sys of the value into the consumer GPU's
 // memory; the consumer's thread 0 polls its local copy with ld.acquire.sys. `role` 0 sends even hops.
 // state[0]: this GPU's epoch, state[1]: the flag polled here; a wait past 2 s records the hop in *err.
-__global__ void k_flag_chain(unsigned long long* state, unsigned long long* peer_flag, int role, int hops, int* err) {
+// With `words` > 0 every launch first loads that many 8-byte words of `table` into shared memory beside the
+// epoch, as the fused kernel loads its lane's op table (the launch's fixed part with that load in it).
+__global__ void k_flag_chain(unsigned long long* state, unsigned long long* peer_flag, int role, int hops, int* err,
+                             const unsigned long long* table, int words) {
   asm volatile("griddepcontrol.wait;" ::: "memory");
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   __shared__ unsigned long long e_s;
+  __shared__ unsigned long long s_table[512];
   if (threadIdx.x == 0) e_s = *reinterpret_cast<volatile unsigned long long*>(state) + 1;
+  for (int i = threadIdx.x; i < words && i < 512; i += blockDim.x) s_table[i] = table[i];
   __syncthreads();
+  if (words > 0 && threadIdx.x == 0 && s_table[words - 1] == ~0ULL) atomicCAS(err, 0, -1);  // keeps the load
   const unsigned long long e = e_s;
   for (int h = 0; h < hops; ++h) {
     const unsigned long long want = e * 64 + unsigned(h) + 1;
@@ -1161,12 +1167,14 @@ void Bench::bench_flag_chain() {
     return;
   }
   constexpr int kIters = 20;
+  // A lane's op table as the fused kernel loads it: 8 ops of 7 words (exec/fused_workload.cu DevOp).
+  constexpr int kTableWords = 56;
   Gpu& g0 = gpus_[0];
   Gpu& g1 = gpus_[1];
   unsigned long long* state[2] = {nullptr, nullptr};
   for (int g = 0; g < 2; ++g) {
     CCLAB_CUDA(cudaSetDevice(gpus_[size_t(g)].dev));
-    CCLAB_CUDA(cudaMalloc(&state[g], 2 * sizeof(unsigned long long)));
+    CCLAB_CUDA(cudaMalloc(&state[g], (2 + kTableWords) * sizeof(unsigned long long)));
   }
   struct FreeState {
     unsigned long long** s;
@@ -1175,17 +1183,20 @@ void Bench::bench_flag_chain() {
     }
   } free_state{state};
   log("flag chains between per-GPU graphs (the fused path's synchronisation)");
-  for (int hops : {2, 6}) {
-    BenchSeries series{"graph.flag_chain." + std::to_string(hops),
+  // graph.flag_chain_table.2: the 2-hop chain whose launches first load a lane's op table.
+  for (int config : {2, 6, -2}) {
+    const int hops = config < 0 ? -config : config, words = config < 0 ? kTableWords : 0;
+    BenchSeries series{std::string(words ? "graph.flag_chain_table." : "graph.flag_chain.") + std::to_string(hops),
                        "per-GPU graphs of 20 PDL launches of one 512-thread kernel each, replayed side by side; per "
                        "launch " +
+                           (words ? "a load of " + std::to_string(words) + " words of an op table into shared memory, " : "") +
                            std::to_string(hops) +
                            " flag hops alternating GPU0 -> GPU1 -> ... (barrier + st.release.sys into the peer, "
                            "ld.acquire.sys poll of local memory); GPU0's time per launch",
                        {}};
     for (int g = 0; g < 2; ++g) {
       CCLAB_CUDA(cudaSetDevice(gpus_[size_t(g)].dev));
-      CCLAB_CUDA(cudaMemset(state[g], 0, 2 * sizeof(unsigned long long)));
+      CCLAB_CUDA(cudaMemset(state[g], 0, (2 + kTableWords) * sizeof(unsigned long long)));
       CCLAB_CUDA(cudaMemset(gpus_[size_t(g)].err, 0, sizeof(int)));
       CCLAB_CUDA(cudaDeviceSynchronize());
     }
@@ -1215,7 +1226,8 @@ void Bench::bench_flag_chain() {
         attr[0].val.programmaticStreamSerializationAllowed = 1;
         cfg.attrs = attr;
         cfg.numAttrs = 1;
-        CCLAB_CUDA(cudaLaunchKernelEx(&cfg, k_flag_chain, state[g], state[1 - g] + 1, g, hops, me.err));
+        CCLAB_CUDA(cudaLaunchKernelEx(&cfg, k_flag_chain, state[g], state[1 - g] + 1, g, hops, me.err,
+                                      static_cast<const unsigned long long*>(state[g] + 2), words));
       }
       CCLAB_CUDA(cudaStreamEndCapture(me.stream[1], &graph[g]));
       CCLAB_CUDA(cudaGraphInstantiate(&exec[g], graph[g], 0));

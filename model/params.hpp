@@ -152,6 +152,8 @@ struct ExecutorParams {
   Sourced<Seconds> local_edge_busy;
   // A dependency from a copy on one GPU to a kernel on the other, with a copy and a kernel stream per GPU.
   Sourced<Seconds> event_peer_mix;
+  // One launch of a flag-synchronised kernel that first loads a lane's op table (the fused kernel's prologue).
+  Sourced<Seconds> flag_launch_table;
 };
 
 struct ModelParams {

@@ -248,6 +248,11 @@ Derived derive_params(const Calibration& cal, const topo::Topology& topology) {
     add("exec.flag_launch_us", std::max(0.0, c2->fit.value.us() - 2 * hop),
         "one PDL launch of a flag-synchronised kernel: the 2-hop chain less its hops", "graph.flag_chain.2 - 2 hops",
         c2->fit.rms_rel_residual, c2->fit.max_rel_residual);
+    if (const auto* ct = lat_of("graph.flag_chain_table.2"))
+      add("exec.flag_launch_table_us", std::max(0.0, ct->fit.value.us() - 2 * hop),
+          "one PDL launch of a flag-synchronised kernel that first loads a lane's op table: its 2-hop chain less "
+          "its hops",
+          "graph.flag_chain_table.2 - 2 hops", ct->fit.rms_rel_residual, ct->fit.max_rel_residual);
   }
   if (const auto* l = lat_of("latency.flag"))
     add("exec.flag_rtt_us", l->fit.value.us(), "median flag round trip GPU0 -> GPU1 -> GPU0 inside running kernels",

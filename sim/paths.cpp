@@ -476,7 +476,10 @@ std::optional<Seconds> fused_from_op_tables(const model::ModelParams& P, const S
   }
   const FusedLayout f = fused_layout_of(s);
   const size_t n = s.ops.size();
-  const double hop = P.exec.flag_hop.value.value, launch = P.exec.flag_launch.value.value;
+  // The launch with the kernel's prologue (loading the lane's op table) where measured so.
+  const double hop = P.exec.flag_hop.value.value,
+               launch = P.exec.flag_launch_table.value.value > 0 ? P.exec.flag_launch_table.value.value
+                                                                 : P.exec.flag_launch.value.value;
   // Which memory an op moves: into a peer (put), out of a peer (get), within its GPU (local). A reduction
   // moves 3 bytes per byte (two reads, a write) where a copy moves 2: a local one costs as a copy of 1.5x.
   auto move_of = [&](const Op& op) {

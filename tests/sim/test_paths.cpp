@@ -250,6 +250,12 @@ TEST(ExecPaths, FusedPathFromTheMeasuredOpsOfItsKernel) {
   a2.chunk_bytes = 32 << 10;
   EXPECT_GT(predict_exec_path(sim, "broadcast.pipeline", a16, fused).result.time.value,
             predict_exec_path(sim, "broadcast.pipeline", a2, fused).result.time.value + 14e-6);
+  // A launch measured with the op table's load in it (graph.flag_chain_table.2) replaces the bare one.
+  model::ModelParams q = fused_params(t);
+  q.exec.flag_launch_table = {microseconds(3.5), "test"};
+  Simulator with_table(t, q);
+  EXPECT_NEAR(predict_exec_path(with_table, "allreduce.ring", args2(8), fused).result.time.value,
+              ring.result.time.value + 1e-6, 1e-12);
   // The named microbenchmark drives it: slower measured puts, a slower ring by exactly the two puts.
   Simulator slow(t, fused_params(t, 2.0));
   EXPECT_NEAR(predict_exec_path(slow, "allreduce.ring", args2(8), fused).result.time.value - ring.result.time.value,
