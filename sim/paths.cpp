@@ -480,6 +480,14 @@ std::optional<Seconds> fused_from_op_tables(const model::ModelParams& P, const S
   const double hop = P.exec.flag_hop.value.value,
                launch = P.exec.flag_launch_table.value.value > 0 ? P.exec.flag_launch_table.value.value
                                                                  : P.exec.flag_launch.value.value;
+  // A wait for a lane of the same GPU polls a flag stored in local memory: what a CTA group's op costs with
+  // such a wait (fused.group.local) beyond the same op without it (fused.group_free.local), at their smallest
+  // measured size; the cross-GPU hop where the profile lacks either.
+  double local_hop = hop;
+  if (group[2] && group_free[2] && !group[2]->points.empty() && !group_free[2]->points.empty()) {
+    const double b = double(group[2]->points.front().first);
+    local_hop = std::max(0.0, group[2]->time(b).value - group_free[2]->time(b).value);
+  }
   // Which memory an op moves: into a peer (put), out of a peer (get), within its GPU (local). A reduction
   // moves 3 bytes per byte (two reads, a write) where a copy moves 2: a local one costs as a copy of 1.5x.
   auto move_of = [&](const Op& op) {
@@ -501,7 +509,8 @@ std::optional<Seconds> fused_from_op_tables(const model::ModelParams& P, const S
     bool own_wait = false;  // a wait for an earlier op of its own CTA group
     for (OpId d : f.waits[i]) {
       own_wait = own_wait || f.lane[size_t(d)] == l;
-      t = std::max(t, end[size_t(d)] + (f.lane[size_t(d)] == l ? 0.0 : hop));
+      const int from = f.lane_gpu[size_t(f.lane[size_t(d)])];
+      t = std::max(t, end[size_t(d)] + (f.lane[size_t(d)] == l ? 0.0 : from == g ? local_hop : hop));
     }
     for (const Access& a : fused_accesses(s, op))
       if (a.ref.rank != g && lane_started[size_t(l)].insert(a.ref.rank).second) t = std::max(t, launch + hop);

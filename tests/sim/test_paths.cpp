@@ -280,6 +280,18 @@ TEST(ExecPaths, FusedOpsThatStoreNoFlagAtTheirOwnMeasurement) {
   EXPECT_NE(ring.record.note.find("2 ops without a flag"), std::string::npos) << ring.record.note;
 }
 
+TEST(ExecPaths, FusedWaitsWithinAGpuCostTheMeasuredLocalFlagWait) {
+  const topo::Topology t = topo::load_topology("h200x2");
+  model::ModelParams p = fused_params(t);  // group.local - group_free.local = 1.5 us; the cross-GPU hop 2 us
+  const ExecPath fused = parse_exec_note("lowering=fused: 4 ops in 4 lanes, one launch per GPU of up to 2 CTAs", "");
+  Simulator with(t, p);
+  const double tree = predict_exec_path(with, "allreduce.tree", args2(8), fused).result.time.value;
+  for (const char* m : {"put", "get", "local"}) p.tables.erase(std::string("fused.group_free.") + m);
+  Simulator without(t, p);
+  // 2-rank tree: on each GPU a reduce lane and a put lane; the put waits for its own GPU's reduce.
+  EXPECT_NEAR(predict_exec_path(without, "allreduce.tree", args2(8), fused).result.time.value - tree, 0.5e-6, 1e-12);
+}
+
 TEST(ExecPaths, FusedLanesAndGroupWaitsAsTheExecutorEncodesThem) {
   const topo::Topology t = topo::load_topology("h200x2");
   const model::ModelParams p = fused_params(t);
