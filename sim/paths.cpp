@@ -330,6 +330,7 @@ struct FusedLayout {
   std::vector<int> lane_ctas;            // per lane
   std::vector<std::vector<OpId>> waits;  // per op: the ops whose flags it waits for
   std::vector<char> publishes;           // per op: stores a flag (something waits for it, or an end wait)
+  int flag_waits = 0;                    // waits for ops' flags plus end waits (the note's "N flag waits")
   int max_device_ctas = 0;               // the largest launch (the record's note says "up to C CTAs")
 };
 
@@ -450,7 +451,9 @@ FusedLayout fused_layout_of(const Schedule& s) {
       for (const Access& a : fused_accesses(s, s.ops[i]))
         if (a.ref.rank != f.lane_gpu[l]) last_touch[a.ref.rank] = i;
     for (const auto& [g, i] : last_touch) f.publishes[i] = 1;
+    f.flag_waits += int(last_touch.size());
   }
+  for (const auto& w : f.waits) f.flag_waits += int(w.size());
   std::map<int, int> device_ctas;
   for (size_t l = 0; l < L; ++l) device_ctas[f.lane_gpu[l]] += f.lane_ctas[l];
   for (const auto& [g, c] : device_ctas) f.max_device_ctas = std::max(f.max_device_ctas, c);
@@ -546,7 +549,8 @@ std::optional<Seconds> fused_from_op_tables(const model::ModelParams& P, const S
   for (const auto& [g, e] : touched_until) total = std::max(total, e + hop);
   if (how)
     *how = "fused model: one launch per GPU (graph.flag_chain), " + std::to_string(f.lane_gpu.size()) +
-           " lanes of up to " + std::to_string(f.max_device_ctas) + " CTAs per GPU, ops at fused.step.put/get/local (" +
+           " lanes of up to " + std::to_string(f.max_device_ctas) + " CTAs per GPU, " + std::to_string(f.flag_waits) +
+           " flag waits, ops at fused.step.put/get/local (" +
            std::to_string(counted[0]) + "/" + std::to_string(counted[1]) + "/" + std::to_string(counted[2]) + ")" +
            (group_ops ? ", " + std::to_string(group_ops) + " group waits at fused.group.*" : std::string()) +
            (free_ops ? ", " + std::to_string(free_ops) + " CTA-group ops at fused.group_free.*" : std::string()) +

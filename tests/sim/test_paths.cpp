@@ -2,11 +2,16 @@
 // and each path's time composed of the profile's measured pieces exactly as documented.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cmath>
+#include <filesystem>
 
 #include "algorithms/registry.hpp"
 #include "core/error.hpp"
+#include "core/record.hpp"
 #include "model/params.hpp"
+#include "model/profile.hpp"
+#include "sim/compare.hpp"
 #include "sim/paths.hpp"
 #include "sim/simulator.hpp"
 #include "topology/topology.hpp"
@@ -290,6 +295,33 @@ TEST(ExecPaths, FusedWaitsWithinAGpuCostTheMeasuredLocalFlagWait) {
   Simulator without(t, p);
   // 2-rank tree: on each GPU a reduce lane and a put lane; the put waits for its own GPU's reduce.
   EXPECT_NEAR(predict_exec_path(without, "allreduce.tree", args2(8), fused).result.time.value - tree, 0.5e-6, 1e-12);
+}
+
+// Every fused record's note says how the executor encoded it (CTAs of the largest launch, flag waits):
+// the model's layout must be the same.
+TEST(ExecPaths, FusedLayoutMatchesEveryFusedRecordsNote) {
+  const std::string dir = std::string(CCLAB_SOURCE_DIR) + "/results/h200x2";
+  if (!std::filesystem::exists(dir)) GTEST_SKIP() << "no results/h200x2";
+  const topo::Topology t = topo::load_topology("h200x2");
+  model::Target target = model::resolve_target("h200x2");
+  target.params = fused_params(t);
+  RowPredictor predictor(target);
+  auto number_before = [](const std::string& s, const std::string& key) -> long {
+    const size_t at = s.find(key);
+    if (at == std::string::npos) return -1;
+    size_t b = at;
+    while (b > 0 && std::isdigit(static_cast<unsigned char>(s[b - 1]))) --b;
+    return std::stol(s.substr(b, at - b));
+  };
+  int checked = 0;
+  for (const Record& r : read_records(dir)) {
+    if (r.note.find("lowering=fused") == std::string::npos || r.in_place || r.backend != "gpu") continue;
+    const Record p = predictor.predict(r);
+    EXPECT_EQ(number_before(p.note, " CTAs per GPU"), number_before(r.note, " CTAs x")) << r.algo << " " << r.bytes;
+    EXPECT_EQ(number_before(p.note, " flag waits, ops"), number_before(r.note, " flag waits")) << r.algo << " " << r.bytes;
+    ++checked;
+  }
+  EXPECT_GT(checked, 100);
 }
 
 TEST(ExecPaths, FusedLanesAndGroupWaitsAsTheExecutorEncodesThem) {
