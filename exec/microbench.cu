@@ -385,6 +385,7 @@ class Bench {
   void bench_flag_chain();
   void bench_fused_steps();
   void bench_graph_copies();
+  void bench_graph_unheld();
   void bench_nccl_p2p();
   void bench_matmul();
   void bench_bidir() { run_bidir_microbenchmarks(opt_, res_.series, res_.warnings); }  // microbench_bidir.cu
@@ -1351,6 +1352,103 @@ void Bench::bench_graph_copies() {
   }
 }
 
+// Replayed graphs too large for the harness's hold kernel (exec/harness.cpp: more than 512 nodes): the timed
+// replay starts when its launch call is made, so the host's launch of the whole multi-GPU graph is in the
+// time. graph_unheld: a graph of 20 iterations, each forking to a stream on each GPU with k/2 nodes on each
+// (8-byte peer copies and empty kernels alternating), joined back; timed as the harness times it (start
+// event, launch, stop event, no gate), after a warm-up replay. Per replay, against its node count (the
+// `bytes` field holds 20 * k).
+void Bench::bench_graph_unheld() {
+  if (gpus_.size() < 2) return;
+  constexpr int kIters = 20;
+  Gpu& g0 = gpus_[0];
+  Gpu& g1 = gpus_[1];
+  cudaEvent_t fork = nullptr, join = nullptr;
+  CCLAB_CUDA(cudaSetDevice(g0.dev));
+  CCLAB_CUDA(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
+  CCLAB_CUDA(cudaSetDevice(g1.dev));
+  CCLAB_CUDA(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
+  struct FreeEvents {
+    cudaEvent_t a, b;
+    ~FreeEvents() {
+      cudaEventDestroy(a);
+      cudaEventDestroy(b);
+    }
+  } free_events{fork, join};
+  log("replayed graphs of more than 512 nodes, timed without a gate (the harness's unheld replays)");
+  BenchSeries s{"replay.unheld",
+                "per replay of a 20-iteration graph, each iteration a fork to a stream on each GPU with k/2 nodes "
+                "(8-byte peer copies and empty kernels alternating) and a join; start event, cudaGraphLaunch, stop "
+                "event, no gate; bytes = nodes (20 k)",
+                {}};
+  for (int k : {32, 64, 128, 256}) {
+    if (over_budget()) {
+      res_.warnings.push_back("replay.unheld: stopped at " + std::to_string(k) + " nodes per iteration (time budget)");
+      break;
+    }
+    cudaStream_t origin = g0.stream[0];
+    CCLAB_CUDA(cudaSetDevice(g0.dev));
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    CCLAB_CUDA(cudaStreamBeginCapture(origin, cudaStreamCaptureModeThreadLocal));
+    for (int i = 0; i < kIters; ++i) {
+      CCLAB_CUDA(cudaSetDevice(g0.dev));
+      CCLAB_CUDA(cudaEventRecord(fork, origin));
+      CCLAB_CUDA(cudaSetDevice(g1.dev));
+      CCLAB_CUDA(cudaStreamWaitEvent(g1.stream[1], fork, 0));
+      for (int j = 0; j < k / 2; ++j) {
+        for (int g = 0; g < 2; ++g) {
+          Gpu& me = gpus_[size_t(g)];
+          Gpu& peer = gpus_[size_t(1 - g)];
+          cudaStream_t x = g == 0 ? origin : g1.stream[1];
+          CCLAB_CUDA(cudaSetDevice(me.dev));
+          if (j % 2 == 0) {
+            CCLAB_CUDA(cudaMemcpyAsync(peer.buf[1] + 64 * (j % 64), me.buf[0], 8, cudaMemcpyDeviceToDevice, x));
+          } else {
+            k_empty<<<1, 32, 0, x>>>();
+            CCLAB_CUDA_LAUNCHED();
+          }
+        }
+      }
+      CCLAB_CUDA(cudaSetDevice(g1.dev));
+      CCLAB_CUDA(cudaEventRecord(join, g1.stream[1]));
+      CCLAB_CUDA(cudaSetDevice(g0.dev));
+      CCLAB_CUDA(cudaStreamWaitEvent(origin, join, 0));
+    }
+    CCLAB_CUDA(cudaStreamEndCapture(origin, &graph));
+    struct FreeGraph {
+      cudaGraph_t* g;
+      cudaGraphExec_t* e;
+      ~FreeGraph() {
+        if (*e) cudaGraphExecDestroy(*e);
+        if (*g) cudaGraphDestroy(*g);
+      }
+    } free_graph{&graph, &exec};
+    CCLAB_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+    size_t nodes = 0;
+    CCLAB_CUDA(cudaGraphGetNodes(graph, nullptr, &nodes));
+    std::vector<double> t;
+    for (int trial = 0; trial < kTrials + 1; ++trial) {
+      CCLAB_CUDA(cudaSetDevice(g0.dev));
+      CCLAB_CUDA(cudaEventRecord(ev_[0].start, origin));
+      CCLAB_CUDA(cudaGraphLaunch(exec, origin));
+      CCLAB_CUDA(cudaEventRecord(ev_[0].stop, origin));
+      CCLAB_CUDA(cudaEventSynchronize(ev_[0].stop));
+      float ms = 0;
+      CCLAB_CUDA(cudaEventElapsedTime(&ms, ev_[0].start, ev_[0].stop));
+      if (trial > 0) t.push_back(double(ms) * 1e-3);  // trial 0 uploads the graph
+    }
+    std::sort(t.begin(), t.end());
+    s.points.push_back({int64_t(nodes), t[t.size() / 2], kIters});
+  }
+  if (s.points.empty()) return;
+  std::ostringstream os;
+  os.precision(4);
+  for (const auto& p : s.points) os << "  replay.unheld: " << p.bytes << " nodes in " << p.seconds * 1e6 << " us\n";
+  log(os.str().substr(0, os.str().size() - 1));
+  res_.series.push_back(std::move(s));
+}
+
 // The fused path's cost per op (k_fused_steps), as the time of a launch of 9 ops less that of a launch of
 // 1 op, over 8 (the launch and its epoch update cancel). fused.step.<kind>: a lane of one CTA (the fused
 // kernel's lanes whose ops are at most cta_bytes), each op published into GPU1's memory. fused.group.<kind>:
@@ -1614,6 +1712,7 @@ MicrobenchResult Bench::run() {
   group("latencies", &Bench::bench_latency);
   group("graph nodes", &Bench::bench_graph);
   group("graph copies", &Bench::bench_graph_copies);
+  group("unheld replays", &Bench::bench_graph_unheld);
   group("flag chain", &Bench::bench_flag_chain);
   group("fused steps", &Bench::bench_fused_steps);
   group("peer bandwidth", &Bench::bench_p2p);

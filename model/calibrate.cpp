@@ -239,7 +239,9 @@ const std::vector<std::string>& bench_names() {
         "fused.group.local", "fused.group_free.put", "fused.group_free.get", "fused.group_free.local",
         "fused.step_quiet.put", "fused.step_quiet.get", "fused.step_quiet.local",
         // copy-engine copies of every size inside replayed graphs (the general lowering's copy nodes)
-        "p2p.ce.graph.uni", "p2p.ce.graph.bidir", "copy.local.graph"};
+        "p2p.ce.graph.uni", "p2p.ce.graph.bidir", "copy.local.graph",
+        // replays of graphs over the harness's hold limit, against their node count
+        "replay.unheld"};
     // the bidir kernels' transfers and NCCL send/recv under graph replay (exec/microbench_bidir.cu)
     for (const char* b : {"bidir.pull", "bidir.pull.u2", "bidir.pull.u8", "bidir.pull.u2.g66", "bidir.push",
                           "bidir.push.g132", "bidir.ll", "bidir.ll_plain", "bidir.ring", "bidir.lamport",
