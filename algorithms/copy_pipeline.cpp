@@ -68,7 +68,8 @@ void emit_copy_split(Schedule& s, const CopyPipeline& p) {
 
 }  // namespace
 
-Schedule copy_pipeline_allreduce(int nranks, int64_t count, DType dtype, RedOp op, bool in_place, const CopyPipeline& p) {
+Schedule copy_pipeline_allreduce(int nranks, int64_t count, DType dtype, RedOp op, bool in_place,
+                                 const CopyPipeline& p) {
   Schedule s;
   s.algo = "allreduce.bidir.copy";
   s.collective = "allreduce";

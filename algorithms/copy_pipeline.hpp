@@ -12,7 +12,7 @@ struct CopyPipeline {
   int64_t chunk = 32 << 20;  // bytes per copy
   // pieces > 0: chunk = (bytes of a rank's part) / pieces, clamped to [4 MiB, 64 MiB].
   int pieces = 0;
-  int slots = 3;  // scratch slots per peer
+  int slots = 3;      // scratch slots per peer
   bool split = true;  // reduce-scatter + all-gather; false: one-shot (every rank reduces everything)
   bool push = false;  // one-shot only: copy engines push (put) instead of pull (get)
 };

@@ -394,7 +394,8 @@ __global__ void __launch_bounds__(512, 2) push_kernel(BidirArgs a) {
       named_barrier(1, H);
       if (t == 0) {
         // Every peer's slot [b][r] in its control words, and in place our own (read by our consumers).
-        for (int jj = a.in_place ? 0 : 1; jj < n; ++jj) st_release(&a.ctrl[(r + jj) % n]->push_prog[b][r], E | uint64_t(j + 1));
+        for (int jj = a.in_place ? 0 : 1; jj < n; ++jj)
+          st_release(&a.ctrl[(r + jj) % n]->push_prog[b][r], E | uint64_t(j + 1));
       }
     }
   } else {
@@ -405,7 +406,8 @@ __global__ void __launch_bounds__(512, 2) push_kernel(BidirArgs a) {
           if (!wait_ge(a, &me->push_prog[b][(r + jj) % n], E | uint64_t(j + 1), kWaitPush, b, int(j))) abort_s = 1;
         // In place the output is our input: our producers must have read tile j before we write it
         // (their flag in our own control words; a global flag, not a shared-memory spin).
-        if (a.in_place && !abort_s && !wait_ge(a, &me->push_prog[b][r], E | uint64_t(j + 1), kWaitPush, b, int(j))) abort_s = 1;
+        if (a.in_place && !abort_s && !wait_ge(a, &me->push_prog[b][r], E | uint64_t(j + 1), kWaitPush, b, int(j)))
+          abort_s = 1;
       }
       named_barrier(2, H);
       if (abort_s) break;
@@ -467,8 +469,7 @@ __device__ __forceinline__ uint32_t unsentinel_word(uint32_t w) {
 }
 template <typename T>
 __device__ __forceinline__ uint4 unsentinel(uint4 v) {
-  return make_uint4(unsentinel_word<T>(v.x), unsentinel_word<T>(v.y), unsentinel_word<T>(v.z),
-                    unsentinel_word<T>(v.w));
+  return make_uint4(unsentinel_word<T>(v.x), unsentinel_word<T>(v.y), unsentinel_word<T>(v.z), unsentinel_word<T>(v.w));
 }
 __device__ __forceinline__ uint4 ld_volatile_v4(const uint4* p) {
   uint4 v;
@@ -976,7 +977,8 @@ void BidirParams::apply(const std::string& tune) {
   if (push_threads % 64 != 0) throw_input("--tune push_threads must be a multiple of 64");
   if (lamport_threads % 64 != 0) throw_input("--tune lamport_threads must be a multiple of 64");
   if (lamport_max_bytes > (int64_t(1) << 30)) throw_input("--tune lamport_max_bytes must be at most 1G");
-  if (auto_mid == BidirMode::ll || auto_mid == BidirMode::copy) throw_input("--tune auto_mid: flash, push, stream or lamport");
+  if (auto_mid == BidirMode::ll || auto_mid == BidirMode::copy)
+    throw_input("--tune auto_mid: flash, push, stream or lamport");
   if (ll_max_bytes > (int64_t(1) << 20)) throw_input("--tune ll_max_bytes must be at most 1M");
 }
 
@@ -1261,8 +1263,8 @@ void BidirWorkload::enqueue() {
         break;
       case BidirMode::flash:
         if (ldg_)
-          dev::dispatch<LaunchFlashLdg>(spec_.dtype, spec_.op, a, grid_, threads_, unroll_, spec_.in_place, p.flash_pdl && pdl_ok_,
-                                        s);
+          dev::dispatch<LaunchFlashLdg>(spec_.dtype, spec_.op, a, grid_, threads_, unroll_, spec_.in_place,
+                                        p.flash_pdl && pdl_ok_, s);
         else
           dev::dispatch<LaunchFlash>(spec_.dtype, spec_.op, a, grid_, threads_, stages_, smem_, spec_.in_place, s);
         break;

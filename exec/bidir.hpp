@@ -65,8 +65,8 @@ struct BidirParams {
   // lamport
   int lamport_blocks = 0;  // 0: one per SM (fewer when ranks share a GPU)
   int lamport_threads = 256;
-  int lamport_unroll = 2;  // 16-byte vectors per thread per tile
-  int lamport_ahead = 2;   // tiles a thread sends before it receives the first
+  int lamport_unroll = 2;      // 16-byte vectors per thread per tile
+  int lamport_ahead = 2;       // tiles a thread sends before it receives the first
   bool lamport_split = false;  // out of place: half the threads send, half receive
   bool lamport_pdl = true;
   int64_t lamport_max_bytes = 256 << 20;  // 2 receive buffers of this per peer, allocated as used
@@ -177,7 +177,7 @@ class BidirWorkload : public Workload {
   int grid_ = 0;
   bool ldg_ = false;
   int threads_ = 0, stages_ = 0, unroll_ = 1;  // flash, after fitting shared memory
-  bool pdl_ok_ = true;                          // false when ranks share a GPU
+  bool pdl_ok_ = true;                         // false when ranks share a GPU
   size_t smem_ = 0;
 };
 

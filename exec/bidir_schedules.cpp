@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <vector>
 
-#include "algorithms/transport.hpp"
 #include "algorithms/copy_pipeline.hpp"
+#include "algorithms/transport.hpp"
 #include "exec/bidir.hpp"
 
 namespace cclab::exec {

@@ -1,6 +1,6 @@
-#include "sim/paths_detail.hpp"
-
 #include <string>
+
+#include "sim/paths_detail.hpp"
 
 namespace cclab::sim {
 

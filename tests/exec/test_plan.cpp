@@ -256,7 +256,9 @@ TEST(BidirParams, TuneKeysAndErrors) {
   EXPECT_EQ(parse_bidir_mode("push"), BidirMode::push);
   EXPECT_EQ(parse_bidir_mode("lamport"), BidirMode::lamport);
   BidirParams l;
-  l.apply("lamport_blocks=66,lamport_threads=128,lamport_unroll=4,lamport_ahead=3,lamport_split=1,lamport_max_bytes=16M,auto_mid=lamport");
+  l.apply(
+      "lamport_blocks=66,lamport_threads=128,lamport_unroll=4,lamport_ahead=3,lamport_split=1,lamport_max_bytes=16M,"
+      "auto_mid=lamport");
   EXPECT_TRUE(l.lamport_split);
   EXPECT_EQ(l.lamport_ahead, 3);
   EXPECT_EQ(l.lamport_blocks, 66);
