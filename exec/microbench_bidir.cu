@@ -47,19 +47,19 @@ namespace cclab::exec {
 
 namespace {
 
-constexpr int kIters = 20;           // launches per graph: the harness's default --iters
-constexpr int kReplays = 5;          // timed replays per point; the median is kept
-constexpr int kMaxCtas = 1024;       // flag slots per GPU
+constexpr int kIters = 20;      // launches per graph: the harness's default --iters
+constexpr int kReplays = 5;     // timed replays per point; the median is kept
+constexpr int kMaxCtas = 1024;  // flag slots per GPU
 constexpr int kPullThreads = 512;
 constexpr int kPushThreads = 512, kPushUnroll = 4;
 constexpr int kLLThreads = 256;
 constexpr int64_t kLLMaxBytes = 1 << 20;  // ll mode's limit (BidirParams::ll_max_bytes)
 constexpr unsigned long long kTimeoutNs = 2'000'000'000ULL;
 
-#define CCLAB_NCCL_MB(call)                                                                          \
-  do {                                                                                               \
-    ncclResult_t r_ = (call);                                                                        \
-    if (r_ != ncclSuccess)                                                                           \
+#define CCLAB_NCCL_MB(call)                                                                                     \
+  do {                                                                                                          \
+    ncclResult_t r_ = (call);                                                                                   \
+    if (r_ != ncclSuccess)                                                                                      \
       throw Error(ErrorKind::environment, std::string("NCCL error: ") + ncclGetErrorString(r_) + " in " #call); \
   } while (0)
 
@@ -90,7 +90,9 @@ __device__ __forceinline__ unsigned long long ld_acquire(const unsigned long lon
 __device__ __forceinline__ void st_release(unsigned long long* p, unsigned long long v) {
   asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
-__device__ __forceinline__ void bar(int id, int threads) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory"); }
+__device__ __forceinline__ void bar(int id, int threads) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
 __device__ __forceinline__ void pdl_enter() {
   asm volatile("griddepcontrol.wait;" ::: "memory");
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
@@ -122,8 +124,8 @@ __device__ void finish_launch(Ctl* me, unsigned long long e, unsigned ctas) {
 
 // One-shot pull with start / finish handshakes (the flash kernel's transfer, no reduction).
 template <int U>
-__global__ void __launch_bounds__(kPullThreads) k_pull(const uint4* __restrict__ peer, uint4* __restrict__ out,
-                                                         int64_t nvec, Ctl* me, Ctl* other) {
+__global__ void __launch_bounds__(kPullThreads)
+    k_pull(const uint4* __restrict__ peer, uint4* __restrict__ out, int64_t nvec, Ctl* me, Ctl* other) {
   __shared__ unsigned long long e_s;
   __shared__ int abort_s;
   pdl_enter();
@@ -166,9 +168,9 @@ __global__ void __launch_bounds__(kPullThreads) k_pull(const uint4* __restrict__
 
 // One-shot push with a release flag per tile (the push kernel's transfer, no reduction). Receive buffers
 // alternate by launch parity, as the push kernel's do.
-__global__ void __launch_bounds__(kPushThreads, 2) k_push(const uint4* __restrict__ own, uint4* peer_recv,
-                                                            const uint4* my_recv, int64_t stride_vec,
-                                                            uint4* __restrict__ out, int64_t nvec, Ctl* me, Ctl* other) {
+__global__ void __launch_bounds__(kPushThreads, 2)
+    k_push(const uint4* __restrict__ own, uint4* peer_recv, const uint4* my_recv, int64_t stride_vec,
+           uint4* __restrict__ out, int64_t nvec, Ctl* me, Ctl* other) {
   __shared__ unsigned long long e_s;
   __shared__ int abort_s;
   pdl_enter();
@@ -216,9 +218,9 @@ __global__ void __launch_bounds__(kPushThreads, 2) k_push(const uint4* __restric
 // LL exchange (the ll kernel's transfer, no reduction): words of 4 data bytes + the launch epoch, two per
 // thread in one 16-byte store into the peer; each thread polls its own received pair. Buffers alternate by
 // epoch parity; the last CTA to finish advances the epoch, as the ll kernel does.
-__global__ void __launch_bounds__(kLLThreads) k_ll(const uint32_t* __restrict__ own, unsigned long long* peer_ll,
-                                                     unsigned long long* my_ll, int64_t ll_words,
-                                                     uint32_t* __restrict__ out, int64_t words, Ctl* me) {
+__global__ void __launch_bounds__(kLLThreads)
+    k_ll(const uint32_t* __restrict__ own, unsigned long long* peer_ll, unsigned long long* my_ll, int64_t ll_words,
+         uint32_t* __restrict__ out, int64_t words, Ctl* me) {
   pdl_enter();
   // Every thread reads the epoch itself (as the ll kernel): it moves only after every CTA finished.
   const unsigned e = *reinterpret_cast<volatile unsigned*>(&me->ll_epoch) + 1;
@@ -262,9 +264,9 @@ __global__ void __launch_bounds__(kLLThreads) k_ll(const uint32_t* __restrict__ 
 // reduction): the producer half stores a unit into the peer's ring once the peer's consumer freed the slot,
 // fences at system scope and releases a flag; the consumer half waits for the peer's unit (and for its own
 // producer to have read the same unit of the input, as stream does in place) and copies it out.
-__global__ void __launch_bounds__(512) k_ring(const uint8_t* __restrict__ in, uint8_t* peer_ring, const uint8_t* my_ring,
-                                              uint8_t* __restrict__ out, int64_t bytes, int64_t B, int K, Ctl* me,
-                                              Ctl* other) {
+__global__ void __launch_bounds__(512)
+    k_ring(const uint8_t* __restrict__ in, uint8_t* peer_ring, const uint8_t* my_ring, uint8_t* __restrict__ out,
+           int64_t bytes, int64_t B, int K, Ctl* me, Ctl* other) {
   __shared__ unsigned long long base_s;
   __shared__ unsigned produced;
   __shared__ int abort_s;
@@ -340,9 +342,9 @@ __global__ void __launch_bounds__(512) k_ring(const uint8_t* __restrict__ in, ui
 // With `split`, the first half of the threads only send and the second half only receive (D = 0), as the
 // lamport kernel's lamport_split out of place.
 template <int U>
-__global__ void __launch_bounds__(512) k_lamport(const uint4* __restrict__ own, uint4* peer_buf, uint4* my_buf,
-                                                 int64_t stride_vec, uint4* __restrict__ out, int64_t nvec, int D,
-                                                 bool split, Ctl* me) {
+__global__ void __launch_bounds__(512)
+    k_lamport(const uint4* __restrict__ own, uint4* peer_buf, uint4* my_buf, int64_t stride_vec,
+              uint4* __restrict__ out, int64_t nvec, int D, bool split, Ctl* me) {
   pdl_enter();
   const int t = threadIdx.x, nt = blockDim.x, b = blockIdx.x, G = gridDim.x;
   // Every thread reads the epoch itself (as the lamport kernel): it moves only after every CTA finished.
@@ -421,8 +423,8 @@ struct Side {
   int dev = 0, sms = 0;
   cudaStream_t origin = nullptr, work = nullptr;  // origin: GPU0's only (timing); work: the GPU's graph
   cudaEvent_t fork = nullptr, join = nullptr, start = nullptr, stop = nullptr;
-  char* in = nullptr;   // max bytes
-  char* out = nullptr;  // max bytes
+  char* in = nullptr;    // max bytes
+  char* out = nullptr;   // max bytes
   char* recv = nullptr;  // 2 x max bytes (push receive buffers, ll buffers)
   Ctl* ctl = nullptr;
 };
@@ -602,8 +604,7 @@ void BidirBench::sweep(const std::string& name, const std::string& method, int64
   std::ostringstream os;
   os.precision(4);
   os << "  " << name << ": " << s.points.size() << " sizes, " << s.points.front().seconds * 1e6 << " us at "
-     << s.points.front().bytes << " B, " << s.points.back().seconds * 1e6 << " us at " << s.points.back().bytes
-     << " B";
+     << s.points.front().bytes << " B, " << s.points.back().seconds * 1e6 << " us at " << s.points.back().bytes << " B";
   log(os.str());
   out_.push_back(std::move(s));
 }
@@ -643,15 +644,14 @@ void BidirBench::bench_nccl() {
       CCLAB_NCCL_MB(ncclGroupStart());
       for (int r = 0; r < 2; ++r) {
         const int peer = 1 - r;
-        if (r == 0 || both)
-          CCLAB_NCCL_MB(ncclSend(s_[r].in, size_t(bytes), ncclChar, peer, comms[r], s_[r].work));
-        if (r == 1 || both)
-          CCLAB_NCCL_MB(ncclRecv(s_[r].out, size_t(bytes), ncclChar, peer, comms[r], s_[r].work));
+        if (r == 0 || both) CCLAB_NCCL_MB(ncclSend(s_[r].in, size_t(bytes), ncclChar, peer, comms[r], s_[r].work));
+        if (r == 1 || both) CCLAB_NCCL_MB(ncclRecv(s_[r].out, size_t(bytes), ncclChar, peer, comms[r], s_[r].work));
       }
       CCLAB_NCCL_MB(ncclGroupEnd());
     };
     sweep(both ? "nccl.p2p.graph.bidir" : "nccl.p2p.graph.uni",
-          std::string(both ? "ncclSend/ncclRecv both ways at once (bytes per direction)" : "ncclSend GPU0 -> ncclRecv GPU1") +
+          std::string(both ? "ncclSend/ncclRecv both ways at once (bytes per direction)"
+                           : "ncclSend GPU0 -> ncclRecv GPU1") +
               " in one group call per iteration, captured in per-GPU graphs of 20 iterations, replayed between a "
               "fork from and a join to GPU0's origin stream (as the harness times NCCL's collectives)",
           opt_.max_bytes, [&](int g, cudaStream_t st, int64_t b) {
@@ -712,8 +712,8 @@ void BidirBench::run() {
               "in per-GPU graphs of 20, replayed as the harness does (bytes per direction)",
           max_bytes, [&, cap](int g, cudaStream_t st, int64_t b) {
             const int64_t nvec = std::max<int64_t>(1, b / 16), tile = int64_t(kPushThreads / 2) * kPushUnroll;
-            const int G = int(
-                std::clamp<int64_t>((nvec + tile - 1) / tile, 1, std::min(cap > 0 ? cap : 2 * sms, kMaxCtas)));
+            const int G =
+                int(std::clamp<int64_t>((nvec + tile - 1) / tile, 1, std::min(cap > 0 ? cap : 2 * sms, kMaxCtas)));
             const int64_t stride = max_ / 16;
             launch_pdl(k_push, G, kPushThreads, st, reinterpret_cast<const uint4*>(s_[g].in),
                        reinterpret_cast<uint4*>(s_[1 - g].recv), reinterpret_cast<const uint4*>(s_[g].recv), stride,
@@ -757,10 +757,10 @@ void BidirBench::run() {
           "replayed as the harness does (bytes per direction)",
           opt_.max_bytes, [&](int g, cudaStream_t st, int64_t b) {
             const int L = int(std::clamp<int64_t>((b + kSlot - 1) / kSlot, 1, std::min(sms, kMaxCtas)));
-            k_ring<<<L, 512, 0, st>>>(reinterpret_cast<const uint8_t*>(s_[g].in),
-                                      reinterpret_cast<uint8_t*>(s_[1 - g].recv),
-                                      reinterpret_cast<const uint8_t*>(s_[g].recv), reinterpret_cast<uint8_t*>(s_[g].out),
-                                      b, kSlot, kSlots, s_[g].ctl, s_[1 - g].ctl);
+            k_ring<<<L, 512, 0, st>>>(
+                reinterpret_cast<const uint8_t*>(s_[g].in), reinterpret_cast<uint8_t*>(s_[1 - g].recv),
+                reinterpret_cast<const uint8_t*>(s_[g].recv), reinterpret_cast<uint8_t*>(s_[g].out), b, kSlot, kSlots,
+                s_[g].ctl, s_[1 - g].ctl);
             CCLAB_CUDA(cudaGetLastError());
           });
   }

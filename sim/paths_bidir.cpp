@@ -11,7 +11,7 @@ namespace cclab::sim {
 
 namespace {
 
-constexpr int kTableIters = 20;                   // launches per replayed graph in exec/microbench_bidir.cu
+constexpr int kTableIters = 20;                         // launches per replayed graph in exec/microbench_bidir.cu
 constexpr int64_t kRingSlotBytes = int64_t(256) << 10;  // bidir.ring's slot (BidirParams::slot_bytes default)
 constexpr int kRingSlots = 4;                           // and slots per lane (BidirParams::slots default)
 
@@ -190,7 +190,8 @@ Seconds replay_correction(const model::ModelParams& P, int iters, std::string& h
   const double k = double(r->points.size()), den = k * sxx - sx * sx;
   if (!(den > 0)) return Seconds(0);
   const double F = std::max(0.0, (k * sxy - sx * sy) / den);
-  how += " + bidir.replay's per-replay cost x (1/" + std::to_string(iters) + " - 1/" + std::to_string(kTableIters) + ")";
+  how +=
+      " + bidir.replay's per-replay cost x (1/" + std::to_string(iters) + " - 1/" + std::to_string(kTableIters) + ")";
   return Seconds(F * (1.0 / iters - 1.0 / kTableIters));
 }
 

@@ -119,8 +119,8 @@ TEST(BidirModel, VariantsTakeTheSeriesMeasuredWithTheirParameters) {
   // push on 132 CTAs where that caps the grid; its default grid otherwise.
   EXPECT_NEAR(predict_note(p, "allreduce.bidir", M, "mode=push threads=512 unroll=4 pdl grid=132"),
               at("bidir.push.g132", M), 1e-12);
-  EXPECT_NEAR(predict_note(p, "allreduce.bidir", M, "mode=push threads=512 unroll=4 pdl grid=264"),
-              at("bidir.push", M), 1e-12);
+  EXPECT_NEAR(predict_note(p, "allreduce.bidir", M, "mode=push threads=512 unroll=4 pdl grid=264"), at("bidir.push", M),
+              1e-12);
   // lamport: split roles, 256 threads, the default.
   EXPECT_NEAR(predict_note(p, "allreduce.bidir", M, "mode=lamport threads=512 unroll=2 ahead=2 split pdl grid=132"),
               at("bidir.lamport.split", M), 1e-12);
@@ -190,8 +190,7 @@ TEST(NcclModel, GraphReplayedSendRecvWhenMeasured) {
   p.tables["nccl.p2p.graph.bidir"] = line_table(5e-6, 180e9);
   EXPECT_NEAR(predict_note(p, "allgather.nccl", S, "NCCL 2.28.3"),
               p.tables.at("nccl.p2p.graph.bidir").time(S / 2.0).value, 1e-12);
-  EXPECT_NEAR(predict_note(p, "reduce.nccl", S, "NCCL 2.28.3"), p.tables.at("nccl.p2p.graph.uni").time(S).value,
-              1e-12);
+  EXPECT_NEAR(predict_note(p, "reduce.nccl", S, "NCCL 2.28.3"), p.tables.at("nccl.p2p.graph.uni").time(S).value, 1e-12);
   EXPECT_NEAR(predict_note(p, "allreduce.nccl", S, "NCCL 2.28.3"), p.tables.at("nccl.p2p.graph.bidir").time(S).value,
               1e-12);
 }
