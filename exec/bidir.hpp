@@ -50,11 +50,11 @@ struct BidirParams {
   std::string flash_engine = "ldg";
   int flash_ldg_unroll = 4;
   // allreduce.bidir's choice by size: ll up to auto_ll_max bytes, flash up to auto_flash_max, then
-  // auto_large. Defaults: the choice scripts/measure.sh calibrated on 2 x H200 at commit 469b293
+  // auto_large. Defaults: the choice scripts/measure.sh calibrated on 2 x H200 at commit 1da3bb7
   // (results/h200x2/exec_calibration.csv, with lamport_threads=256 and ce_pieces=2); measure.sh
   // refits them in every run.
   int64_t auto_ll_max = 32 << 10;
-  int64_t auto_flash_max = 64 << 20;
+  int64_t auto_flash_max = 128 << 20;
   BidirMode auto_mid = BidirMode::lamport;  // the mode between auto_ll_max and auto_flash_max
   BidirMode auto_large = BidirMode::copy;
   // push
