@@ -1187,14 +1187,15 @@ void Bench::bench_flag_chain() {
   // graph.flag_chain_table.2: the 2-hop chain whose launches first load a lane's op table.
   for (int config : {2, 6, -2}) {
     const int hops = config < 0 ? -config : config, words = config < 0 ? kTableWords : 0;
-    BenchSeries series{std::string(words ? "graph.flag_chain_table." : "graph.flag_chain.") + std::to_string(hops),
-                       "per-GPU graphs of 20 PDL launches of one 512-thread kernel each, replayed side by side; per "
-                       "launch " +
-                           (words ? "a load of " + std::to_string(words) + " words of an op table into shared memory, " : "") +
-                           std::to_string(hops) +
-                           " flag hops alternating GPU0 -> GPU1 -> ... (barrier + st.release.sys into the peer, "
-                           "ld.acquire.sys poll of local memory); GPU0's time per launch",
-                       {}};
+    BenchSeries series{
+        std::string(words ? "graph.flag_chain_table." : "graph.flag_chain.") + std::to_string(hops),
+        "per-GPU graphs of 20 PDL launches of one 512-thread kernel each, replayed side by side; per "
+        "launch " +
+            (words ? "a load of " + std::to_string(words) + " words of an op table into shared memory, " : "") +
+            std::to_string(hops) +
+            " flag hops alternating GPU0 -> GPU1 -> ... (barrier + st.release.sys into the peer, "
+            "ld.acquire.sys poll of local memory); GPU0's time per launch",
+        {}};
     for (int g = 0; g < 2; ++g) {
       CCLAB_CUDA(cudaSetDevice(gpus_[size_t(g)].dev));
       CCLAB_CUDA(cudaMemset(state[g], 0, (2 + kTableWords) * sizeof(unsigned long long)));
@@ -1345,8 +1346,8 @@ void Bench::bench_graph_copies() {
   if (!local.points.empty()) {
     std::ostringstream os;
     os.precision(4);
-    os << "  copy.local.graph: " << local.points.size() << " sizes, " << local.points.front().seconds * 1e6
-       << " us at " << fmt_bytes(local.points.front().bytes);
+    os << "  copy.local.graph: " << local.points.size() << " sizes, " << local.points.front().seconds * 1e6 << " us at "
+       << fmt_bytes(local.points.front().bytes);
     log(os.str());
     res_.series.push_back(std::move(local));
   }
@@ -1500,17 +1501,17 @@ void Bench::bench_fused_steps() {
       const bool group = variant == 1 || variant == 2, wait = variant == 1;
       const char* prefix[] = {"fused.step.", "fused.group.", "fused.group_free.", "fused.step_quiet."};
       const std::string name = std::string(prefix[variant]) + kind.name;
-      BenchSeries s{name,
-                    std::string("per op of one kernel on GPU0, ") + kind.what +
-                        (variant == 1 ? ": ceil(bytes / 32 KiB) CTAs of 512 threads, each op waits for the previous "
-                                        "op's local flag, arrival count, the last CTA publishes locally"
-                         : variant == 2
-                             ? ": ceil(bytes / 32 KiB) CTAs of 512 threads, no waits, arrival count, the last CTA "
-                               "publishes the op's flag into GPU1"
-                         : variant == 3 ? ": one CTA of 512 threads, barrier, no flag"
-                                        : ": one CTA of 512 threads, barrier + st.release.sys of the op's flag into GPU1") +
-                        "; (launch of 9 ops - launch of 1 op) / 8",
-                    {}};
+      BenchSeries s{
+          name,
+          std::string("per op of one kernel on GPU0, ") + kind.what +
+              (variant == 1   ? ": ceil(bytes / 32 KiB) CTAs of 512 threads, each op waits for the previous "
+                                "op's local flag, arrival count, the last CTA publishes locally"
+               : variant == 2 ? ": ceil(bytes / 32 KiB) CTAs of 512 threads, no waits, arrival count, the last CTA "
+                                "publishes the op's flag into GPU1"
+               : variant == 3 ? ": one CTA of 512 threads, barrier, no flag"
+                              : ": one CTA of 512 threads, barrier + st.release.sys of the op's flag into GPU1") +
+              "; (launch of 9 ops - launch of 1 op) / 8",
+          {}};
       for (int64_t b = 8; b <= (int64_t(1) << 20); b *= group || b >= 4096 ? 2 : 4) {
         if (b < opt_.min_bytes || kSteps * (b + 256) > opt_.max_bytes) continue;
         if (group && b <= kCtaBytes) continue;
@@ -1528,8 +1529,8 @@ void Bench::bench_fused_steps() {
           return std::vector<Lane>{Lane{g0.dev, g0.stream[0], [=, &g0, &kind] {
                                           k_fused_steps<<<ctas, kThreads, 0, g0.stream[0]>>>(
                                               reinterpret_cast<const uint8_t*>(kind.src),
-                                              reinterpret_cast<uint8_t*>(kind.dst), b, stride, steps, ctl,
-                                              local_flags, pub, arrive, wait ? 1 : 0, g0.err);
+                                              reinterpret_cast<uint8_t*>(kind.dst), b, stride, steps, ctl, local_flags,
+                                              pub, arrive, wait ? 1 : 0, g0.err);
                                           CCLAB_CUDA_LAUNCHED();
                                         }}};
         };
@@ -1548,8 +1549,9 @@ void Bench::bench_fused_steps() {
       if (s.points.empty()) continue;
       std::ostringstream os;
       os.precision(3);
-      os << "  " << name << ": " << s.points.front().seconds * 1e6 << " us per op at " << fmt_bytes(s.points.front().bytes)
-         << ", " << s.points.back().seconds * 1e6 << " us at " << fmt_bytes(s.points.back().bytes);
+      os << "  " << name << ": " << s.points.front().seconds * 1e6 << " us per op at "
+         << fmt_bytes(s.points.front().bytes) << ", " << s.points.back().seconds * 1e6 << " us at "
+         << fmt_bytes(s.points.back().bytes);
       log(os.str());
       res_.series.push_back(std::move(s));
     }

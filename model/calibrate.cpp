@@ -230,8 +230,7 @@ const std::vector<std::string>& bench_names() {
         "graph.fork_local", "graph.fork_peer", "graph.hop_peer", "nccl.p2p.uni", "nccl.p2p.bidir",
         // a local then a peer copy on a stream of each GPU; a reduce kernel reading the peer, forked; a kernel
         // then a copy waiting for it on two streams of each GPU; a kernel waiting for the other GPU's copy
-        "graph.fork_both_mix.1", "graph.fork_reduce_peer", "graph.fork_mix_chain.1",
-        "graph.fork_mix_cross.1",
+        "graph.fork_both_mix.1", "graph.fork_reduce_peer", "graph.fork_mix_chain.1", "graph.fork_mix_cross.1",
         // the flag chain whose launches first load a lane's op table (the fused kernel's prologue)
         "graph.flag_chain_table.2",
         // the fused path's cost per op inside its kernel, one CTA and CTA groups with group waits
@@ -243,10 +242,10 @@ const std::vector<std::string>& bench_names() {
         // replays of graphs over the harness's hold limit, against their node count
         "replay.unheld"};
     // the bidir kernels' transfers and NCCL send/recv under graph replay (exec/microbench_bidir.cu)
-    for (const char* b : {"bidir.pull", "bidir.pull.u2", "bidir.pull.u8", "bidir.pull.u2.g66", "bidir.push",
-                          "bidir.push.g132", "bidir.ll", "bidir.ll_plain", "bidir.ring", "bidir.lamport",
-                          "bidir.lamport.t256", "bidir.lamport.split", "bidir.replay", "nccl.p2p.graph.uni",
-                          "nccl.p2p.graph.bidir"})
+    for (const char* b :
+         {"bidir.pull", "bidir.pull.u2", "bidir.pull.u8", "bidir.pull.u2.g66", "bidir.push", "bidir.push.g132",
+          "bidir.ll", "bidir.ll_plain", "bidir.ring", "bidir.lamport", "bidir.lamport.t256", "bidir.lamport.split",
+          "bidir.replay", "nccl.p2p.graph.uni", "nccl.p2p.graph.bidir"})
       v.push_back(b);
     for (const char* d : kDtypes) {
       v.push_back(std::string("reduce.local.") + d);

@@ -179,8 +179,7 @@ Derived derive_params(const Calibration& cal, const topo::Topology& topology) {
     if (const auto* f = lat_of("graph.fork_reduce_peer"), *fl = lat_of("graph.fork_local"); f && fl)
       add("exec.reduce_peer_node_us", std::max(0.0, f->fit.value.us() - std::max(0.0, fl->fit.value.us() - copy)),
           "reduce kernel node reading the peer (16 bytes), minus the fork to a second stream of GPU0 and back",
-          "graph.fork_reduce_peer - (graph.fork_local - graph.copy)", f->fit.rms_rel_residual,
-          f->fit.max_rel_residual);
+          "graph.fork_reduce_peer - (graph.fork_local - graph.copy)", f->fit.rms_rel_residual, f->fit.max_rel_residual);
     if (const auto* f = lat_of("graph.fork_peer"))
       add("exec.fork_peer_us", std::max(0.0, f->fit.value.us() - copy),
           "fork to a stream of GPU1 and join back, minus the copy node", "graph.fork_peer - graph.copy",

@@ -1,5 +1,4 @@
 #include "sim/paths.hpp"
-#include "sim/paths_detail.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -10,6 +9,7 @@
 #include "algorithms/copy_pipeline.hpp"
 #include "algorithms/transport.hpp"
 #include "core/error.hpp"
+#include "sim/paths_detail.hpp"
 
 namespace cclab::sim {
 
@@ -205,9 +205,9 @@ SimResult run_general(Simulator& sim, const Schedule& schedule, std::string* how
   const std::string dir = bidir ? ".bidir" : ".uni";
   // Copy-engine copies at their measured size part inside replayed graphs where the profile has it
   // (p2p.ce.graph.*), else back to back on a stream (p2p.ce.*).
-  const std::string copy_table = kernels                                 ? "p2p.sm_store" + dir
+  const std::string copy_table = kernels                                     ? "p2p.sm_store" + dir
                                  : table(P, "p2p.ce.graph" + dir) != nullptr ? "p2p.ce.graph" + dir
-                                                                           : "p2p.ce" + dir;
+                                                                             : "p2p.ce" + dir;
   if (const auto* t = table(P, copy_table); t && rt.link > 0) pr.copy = link_proto(*t, rt.link, 1, copy_table);
   if (const auto* t = table(P, "reduce.peer." + dtype_key(s.dtype)); t && rt.link > 0)
     pr.peer_reduce = link_proto(*t, rt.link, 1, "reduce.peer." + dtype_key(s.dtype));
@@ -267,8 +267,8 @@ SimResult run_general(Simulator& sim, const Schedule& schedule, std::string* how
                         : P.exec.event_peer.value;
   // Between two streams of one GPU: with streams of both GPUs running, the measured kernel -> copy edge
   // (graph.fork_mix_chain.1); otherwise (and in older profiles) one edge of the local fork / join pair.
-  ro.local_dep_latency = other_gpu && P.exec.local_edge_busy.value.value > 0 ? P.exec.local_edge_busy.value
-                                                                             : P.exec.fork_local.value / 2;
+  ro.local_dep_latency =
+      other_gpu && P.exec.local_edge_busy.value.value > 0 ? P.exec.local_edge_busy.value : P.exec.fork_local.value / 2;
   ro.copy_latency = kernels ? P.exec.kernel_node.value : P.exec.copy_node.value;
   ro.local_copy_latency = kernels ? P.exec.kernel_node.value : P.exec.copy_local_node.value;
   // A kernel node costs its node plus what the kernel itself takes on a tiny input: the measured kernel's
@@ -495,9 +495,9 @@ std::optional<Seconds> fused_from_op_tables(const model::ModelParams& P, const S
   const FusedLayout f = fused_layout_of(s);
   const size_t n = s.ops.size();
   // The launch with the kernel's prologue (loading the lane's op table) where measured so.
-  const double hop = P.exec.flag_hop.value.value,
-               launch = P.exec.flag_launch_table.value.value > 0 ? P.exec.flag_launch_table.value.value
-                                                                 : P.exec.flag_launch.value.value;
+  const double hop = P.exec.flag_hop.value.value, launch = P.exec.flag_launch_table.value.value > 0
+                                                               ? P.exec.flag_launch_table.value.value
+                                                               : P.exec.flag_launch.value.value;
   // A wait for a lane of the same GPU polls a flag stored in local memory: what a CTA group's op costs with
   // such a wait (fused.group.local) beyond the same op without it (fused.group_free.local), at their smallest
   // measured size; the cross-GPU hop where the profile lacks either.
@@ -563,14 +563,15 @@ std::optional<Seconds> fused_from_op_tables(const model::ModelParams& P, const S
   for (const auto& [g, e] : gpu_end) total = std::max(total, e);
   for (const auto& [g, e] : touched_until) total = std::max(total, e + hop);
   if (how)
-    *how = "fused model: one launch per GPU (graph.flag_chain), " + std::to_string(f.lane_gpu.size()) +
-           " lanes of up to " + std::to_string(f.max_device_ctas) + " CTAs per GPU, " + std::to_string(f.flag_waits) +
-           " flag waits, ops at fused.step.put/get/local (" +
-           std::to_string(counted[0]) + "/" + std::to_string(counted[1]) + "/" + std::to_string(counted[2]) + ")" +
-           (group_ops ? ", " + std::to_string(group_ops) + " group waits at fused.group.*" : std::string()) +
-           (free_ops ? ", " + std::to_string(free_ops) + " CTA-group ops at fused.group_free.*" : std::string()) +
-           (quiet_ops ? ", " + std::to_string(quiet_ops) + " ops without a flag at fused.step_quiet.*" : std::string()) +
-           ", a flag hop per wait across lanes";
+    *how =
+        "fused model: one launch per GPU (graph.flag_chain), " + std::to_string(f.lane_gpu.size()) +
+        " lanes of up to " + std::to_string(f.max_device_ctas) + " CTAs per GPU, " + std::to_string(f.flag_waits) +
+        " flag waits, ops at fused.step.put/get/local (" + std::to_string(counted[0]) + "/" +
+        std::to_string(counted[1]) + "/" + std::to_string(counted[2]) + ")" +
+        (group_ops ? ", " + std::to_string(group_ops) + " group waits at fused.group.*" : std::string()) +
+        (free_ops ? ", " + std::to_string(free_ops) + " CTA-group ops at fused.group_free.*" : std::string()) +
+        (quiet_ops ? ", " + std::to_string(quiet_ops) + " ops without a flag at fused.step_quiet.*" : std::string()) +
+        ", a flag hop per wait across lanes";
   return Seconds(total);
 }
 

@@ -257,8 +257,8 @@ TEST(ExecPaths, FusedPathFromTheMeasuredOpsOfItsKernel) {
   auto local = [&](double b) { return p.tables.at("fused.step.local").time(b).value; };
   // reduce.direct: rank 0 reduces rank 1's input into its output (loads from the peer): launch, GPU1's start
   // flag, the op, GPU1's end wait.
-  EXPECT_NEAR(predict_exec_path(sim, "reduce.direct", args2(8), fused).result.time.value,
-              2.5e-6 + 2e-6 + get(8) + 2e-6, 1e-12);
+  EXPECT_NEAR(predict_exec_path(sim, "reduce.direct", args2(8), fused).result.time.value, 2.5e-6 + 2e-6 + get(8) + 2e-6,
+              1e-12);
   // allreduce.ring on 2 GPUs, per lane: put half, (wait for the peer's put) reduce locally (1.5x the bytes of
   // a copy), put the result: launch, start flag, put, hop, reduce, put, end wait.
   const Prediction ring = predict_exec_path(sim, "allreduce.ring", args2(8), fused);
@@ -334,7 +334,8 @@ TEST(ExecPaths, FusedLayoutMatchesEveryFusedRecordsNote) {
     if (r.note.find("lowering=fused") == std::string::npos || r.in_place || r.backend != "gpu") continue;
     const Record p = predictor.predict(r);
     EXPECT_EQ(number_before(p.note, " CTAs per GPU"), number_before(r.note, " CTAs x")) << r.algo << " " << r.bytes;
-    EXPECT_EQ(number_before(p.note, " flag waits, ops"), number_before(r.note, " flag waits")) << r.algo << " " << r.bytes;
+    EXPECT_EQ(number_before(p.note, " flag waits, ops"), number_before(r.note, " flag waits"))
+        << r.algo << " " << r.bytes;
     ++checked;
   }
   EXPECT_GT(checked, 100);
