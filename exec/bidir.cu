@@ -769,16 +769,7 @@ struct LaunchFlash {
 template <typename... Params, typename... Args>
 void launch_maybe_pdl(void (*kernel)(Params...), int blocks, int threads, bool pdl, cudaStream_t s, Args... args) {
   if (pdl && !g_pdl_refused) {
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(blocks);
-    cfg.blockDim = dim3(threads);
-    cfg.stream = s;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-    if (cudaLaunchKernelEx(&cfg, kernel, args...) == cudaSuccess) return;
+    if (dev::launch_pdl(kernel, blocks, threads, s, args...) == cudaSuccess) return;
     cudaGetLastError();
     g_pdl_refused = true;
   }

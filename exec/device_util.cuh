@@ -109,4 +109,20 @@ void dispatch(DType dt, RedOp op, Args&&... args) {
   }
 }
 
+// Launches `kernel` with programmatic dependent launch: the next kernel of the stream may start
+// while this one runs (griddepcontrol.wait in the kernel orders memory). Returns the launch's error.
+template <typename... Params, typename... Args>
+cudaError_t launch_pdl(void (*kernel)(Params...), int blocks, int threads, cudaStream_t s, Args... args) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(blocks);
+  cfg.blockDim = dim3(threads);
+  cfg.stream = s;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  return cudaLaunchKernelEx(&cfg, kernel, args...);
+}
+
 }  // namespace cclab::exec::dev

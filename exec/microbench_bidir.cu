@@ -40,6 +40,7 @@
 #include <sstream>
 
 #include "exec/cuda_check.hpp"
+#include "exec/device_util.cuh"
 #include "exec/microbench.hpp"
 #include "exec/nccl_workload.hpp"
 
@@ -407,16 +408,7 @@ __global__ void k_gate(unsigned long long ns) {
 
 template <typename... Params, typename... Args>
 void launch_pdl(void (*kernel)(Params...), int blocks, int threads, cudaStream_t s, Args... args) {
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(blocks);
-  cfg.blockDim = dim3(threads);
-  cfg.stream = s;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  CCLAB_CUDA(cudaLaunchKernelEx(&cfg, kernel, args...));
+  CCLAB_CUDA(dev::launch_pdl(kernel, blocks, threads, s, args...));
 }
 
 struct Side {
