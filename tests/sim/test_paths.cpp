@@ -14,20 +14,14 @@
 #include "sim/compare.hpp"
 #include "sim/paths.hpp"
 #include "sim/simulator.hpp"
+#include "tests/sim/synthetic_tables.hpp"
 #include "topology/topology.hpp"
 
 namespace cclab::sim {
 namespace {
 
-constexpr int64_t kMiB = 1 << 20;
-
-// A table t(S) = a + S / r at powers of two from 8 B to 1 GiB.
-model::PathTable line_table(double a, double r) {
-  model::PathTable t;
-  for (int64_t b = 8; b <= (int64_t(1) << 30); b *= 2) t.points.push_back({b, a + double(b) / r});
-  t.source = "synthetic";
-  return t;
-}
+using test::kMiB;
+using test::line_table;
 
 // h200x2 with round executor costs and synthetic tables (rates below the link's, so they bind).
 model::ModelParams test_params(const topo::Topology& t) {

@@ -11,20 +11,14 @@
 #include "sim/paths.hpp"
 #include "sim/paths_detail.hpp"
 #include "sim/simulator.hpp"
+#include "tests/sim/synthetic_tables.hpp"
 #include "topology/topology.hpp"
 
 namespace cclab::sim {
 namespace {
 
-constexpr int64_t kMiB = 1 << 20;
-
-// t(S) = a + S / r at powers of two from 8 B to 1 GiB.
-model::PathTable line_table(double a, double r, int64_t max = int64_t(1) << 30) {
-  model::PathTable t;
-  for (int64_t b = 8; b <= max; b *= 2) t.points.push_back({b, a + double(b) / r});
-  t.source = "synthetic";
-  return t;
-}
+using test::kMiB;
+using test::line_table;
 
 model::ModelParams params_with_bidir_series(const topo::Topology& t) {
   model::ModelParams p = model::defaults_for(t);
