@@ -41,7 +41,7 @@ CCLAB="$BIN/cclab"
 
 stamp "calibration: allreduce.bidir modes by size (picks the crossovers of the sweep below)"
 cal() {  # name min max tune
-  timeout 60 "$CCLAB" run --algo allreduce.bidir -b "$2" -e "$3" -f 2 -w 2 -n 10 --inplace 0 --tune "$4" \
+  timeout 60 "$CCLAB" run --algo allreduce.bidir -b "$2" -e "$3" -f 2 -w 5 -n 30 --inplace 0 --tune "$4" \
     --csv "$TMP/cal_$1.csv" >>"$LOG" 2>&1 || echo "calibration $1: rc=$?" | tee -a "$LOG"
 }
 cal ll 16 1M mode=ll,ll_max_bytes=1M
@@ -64,11 +64,16 @@ for f in "$TMP"/cal_*.csv; do tail -n +2 "$f" >>"$REC/calibration.csv"; done
 TUNE=$(python3 scripts/bidir_crossovers.py "$REC/calibration.csv" 2>>"$LOG" || echo "")
 stamp "allreduce.bidir tune: ${TUNE:-defaults}"
 
+# Iterations per timed graph replay: one replay's fixed cost (graph launch on each GPU, the fork and
+# join events: ~15 us) is spread over ITERS operations, so 100 keep it near 0.15 us per operation
+# (at 20 it added ~0.75 us to every small-message time, NCCL's and ours alike).
+WARMUP=${WARMUP:-20}
+ITERS=${ITERS:-100}
 sweep() {  # file factor dtype algos...
   local file=$1 f=$2 dt=$3
   shift 3
   for g in "$@"; do
-    timeout 150 "$CCLAB" run --algo "$g" -b 8 -e 1G -f "$f" -w 5 -n 20 -d "$dt" ${TUNE:+--tune "$TUNE"} \
+    timeout 200 "$CCLAB" run --algo "$g" -b 8 -e 1G -f "$f" -w "$WARMUP" -n "$ITERS" -d "$dt" ${TUNE:+--tune "$TUNE"} \
       --csv "$TMP/part.csv" >>"$LOG" 2>&1
     local rc=$?
     echo "  $(echo "$g" | cut -c1-70): rc=$rc" | tee -a "$LOG"
