@@ -388,7 +388,8 @@ class Bench {
   void bench_graph_unheld();
   void bench_nccl_p2p();
   void bench_matmul();
-  void bench_bidir() { run_bidir_microbenchmarks(opt_, res_.series, res_.warnings); }  // microbench_bidir.cu
+  void bench_bidir() { run_bidir_microbenchmarks(opt_, res_.series, res_.warnings); }    // microbench_bidir.cu
+  void bench_sparse() { run_sparse_microbenchmarks(opt_, res_.series, res_.warnings); }  // microbench_sparse.cu
   double graph_time(const std::function<void(cudaStream_t)>& body);
 
   MicrobenchOptions opt_;
@@ -1722,6 +1723,7 @@ MicrobenchResult Bench::run() {
   group("local bandwidth", &Bench::bench_local);
   group("matmul", &Bench::bench_matmul);
   group("bidir transfers", &Bench::bench_bidir);
+  group("sparse pieces", &Bench::bench_sparse);
   if (res_.series.empty()) throw_env("every microbenchmark failed: " + res_.warnings.front());
   for (const auto& w : res_.warnings) log("warning: " + w);
   std::ostringstream os;

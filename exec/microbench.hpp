@@ -52,4 +52,8 @@ MicrobenchResult run_microbenchmarks(const MicrobenchOptions& opt);
 void run_bidir_microbenchmarks(const MicrobenchOptions& opt, std::vector<BenchSeries>& out,
                                std::vector<std::string>& warnings);
 
+// The sparse all-reduce's local pieces on GPU0 (exec/microbench_sparse.cu): series appended to `out`.
+void run_sparse_microbenchmarks(const MicrobenchOptions& opt, std::vector<BenchSeries>& out,
+                                std::vector<std::string>& warnings);
+
 }  // namespace cclab::exec
