@@ -1,8 +1,8 @@
 // Microbenchmarks for the sparse all-reduce's model (sim/paths_sparse.cpp): the executor's own local
 // pieces (exec/sparse_cub.cu, exec/sparse_kernels.cu) on GPU0 alone, timed as the executor runs them (its
 // phases are driven by the host: issue the calls, copy a count to the host, wait for the stream). No
-// collective and no transfer between GPUs runs here: the index copies and the dense all-reduce of the
-// union are modelled from the peer-copy and NCCL series.
+// collective runs here, and the only transfer between GPUs is a copy whose host cost is timed: the index
+// copies and the dense all-reduce of the union are modelled from the peer-copy and NCCL series.
 //
 //   sparse.coalesce.wall     host time of sparse_coalesce (CUB radix sort of (index, position) pairs,
 //                            run-length encode, scan, segment sum) on n raw indices with no value columns,
@@ -18,6 +18,8 @@
 //                            raw rows read + summed rows written (1.5 raw rows per summed row).
 //   sparse.match             GPU time of the inverse map's memset and the window matching kernel: n local
 //                            indices against a union of 2 n; bytes = 4 n.
+//   sparse.fill.issue        host time until the match-and-fill step's three calls return (bytes = U rows).
+//   sparse.copy.issue        host time until a cudaMemcpyAsync of n indices into GPU1 returns (bytes = 4 n).
 //   sparse.fill_rows         GPU time of the fill kernel: U rows of 2048 floats written, half of them copied
 //                            from local rows (the rest zeros); bytes = rows read + rows written.
 #include <algorithm>
@@ -84,6 +86,21 @@ WallIssue host_timed(cudaStream_t s, const int32_t* count_dev, int32_t* count_ho
     wall.push_back(t2 - t0);
   }
   return {median(wall), median(iss)};
+}
+
+// Median host time until the calls of `issue` return (the stream drained before each repetition).
+template <class F>
+double issue_timed(cudaStream_t s, F&& issue) {
+  std::vector<double> t;
+  for (int r = 0; r < kReps + 2; ++r) {
+    MMSP_CUDA(cudaStreamSynchronize(s));
+    const double t0 = host_now_s();
+    issue();
+    const double t1 = host_now_s();
+    if (r >= 2) t.push_back(t1 - t0);
+  }
+  MMSP_CUDA(cudaStreamSynchronize(s));
+  return median(t);
 }
 
 // Median GPU time (events) of `issue`.
@@ -187,6 +204,13 @@ void run_sparse_microbenchmarks(const MicrobenchOptions& opt, std::vector<BenchS
                    "GPU time of the fill kernel, U rows of 2048 floats written, every other one copied from a local "
                    "row, the rest zeros; bytes = rows read + rows written",
                    {}};
+  BenchSeries fill_issue{"sparse.fill.issue",
+                         "host time until the calls of the match-and-fill step return (memset of the inverse map, "
+                         "window matching of U/2 indices against U, fill of U rows of 2048 floats), GPU0; bytes = "
+                         "U rows",
+                         {}};
+  BenchSeries copy_issue{
+      "sparse.copy.issue", "host time until cudaMemcpyAsync of n 4-byte indices GPU0 -> GPU1 returns; bytes = 4 n", {}};
   const std::vector<int64_t> row_sizes = {256, 2048, 16384, 65536, 262144};  // summed rows / union rows
   const int64_t rows_max = row_sizes.back(), raw_max = rows_max * 3 / 2, row_bytes = kDim * 4;
   {
@@ -223,9 +247,30 @@ void run_sparse_microbenchmarks(const MicrobenchOptions& opt, std::vector<BenchS
           st, dev, [&] { sparse_fill_rows(counts.as<int32_t>(), u, vals.as<float>(), kDim, raw.as<float>(), st); });
       fill.points.push_back(point((u + (u + 1) / 2) * row_bytes, t, kReps));
     }
+    // The host's part of the executor's match-and-fill step (memset, matching, fill: three calls), which
+    // delays the next rank's step: u / 2 local indices against a union of u (the sorted lists left above).
+    for (int64_t u : row_sizes) {
+      const double t = issue_timed(st, [&] {
+        MMSP_CUDA(cudaMemsetAsync(offsets.as(), 0xff, size_t(u) * 4, st));
+        sparse_match(MatchKernel::window, uniq.as<uint32_t>(), int(u / 2), keys_sorted.as<uint32_t>(), int(u), nullptr,
+                     offsets.as<int32_t>(), st);
+        sparse_fill_rows(offsets.as<int32_t>(), u, vals.as<float>(), kDim, raw.as<float>(), st);
+      });
+      fill_issue.points.push_back(point(u * row_bytes, t, kReps));
+    }
+  }
+  // The host's part of one index-list copy into the other GPU (cudaMemcpyAsync, peer access enabled).
+  if (opt.gpus >= 2) {
+    DevBuf peer(1, size_t(n_max) * 4);
+    for (int64_t n : key_sizes)
+      copy_issue.points.push_back(point(
+          n * 4,
+          issue_timed(st,
+                      [&] { MMSP_CUDA(cudaMemcpyAsync(peer.as(), keys.as(), size_t(n) * 4, cudaMemcpyDefault, st)); }),
+          kReps));
   }
   MMSP_CUDA(cudaStreamSynchronize(st));
-  for (BenchSeries* s : {&coal_wall, &coal_issue, &su_wall, &su_issue, &match, &seg, &fill})
+  for (BenchSeries* s : {&coal_wall, &coal_issue, &su_wall, &su_issue, &match, &seg, &fill, &fill_issue, &copy_issue})
     if (!s->points.empty()) out.push_back(std::move(*s));
   (void)warnings;
 }

@@ -248,7 +248,7 @@ const std::vector<std::string>& bench_names() {
           "bidir.replay", "nccl.p2p.graph.uni", "nccl.p2p.graph.bidir",
           // the sparse all-reduce's local pieces (exec/microbench_sparse.cu)
           "sparse.coalesce.wall", "sparse.coalesce.issue", "sparse.sort_unique.wall", "sparse.sort_unique.issue",
-          "sparse.segment_sum", "sparse.match", "sparse.fill_rows"})
+          "sparse.segment_sum", "sparse.match", "sparse.fill_rows", "sparse.fill.issue", "sparse.copy.issue"})
       v.push_back(b);
     for (const char* d : kDtypes) {
       v.push_back(std::string("reduce.local.") + d);
