@@ -5,10 +5,12 @@
 #include <set>
 #include <tuple>
 
+#include "algorithms/adv_sparse.hpp"
 #include "algorithms/registry.hpp"
 #include "core/error.hpp"
 #include "core/parse.hpp"
 #include "sim/paths.hpp"
+#include "sim/paths_sparse.hpp"
 #include "sim/predict.hpp"
 #include "sim/simulator.hpp"
 
@@ -102,6 +104,22 @@ Record RowPredictor::predict(const Record& measured) {
   const Algorithm& algo = find_algorithm(executor_only ? stand_in : measured.algo);
   if (!(algo.backends & kSim)) throw_input("row " + describe(measured) + ": " + algo.name + " cannot be simulated");
   AlgoArgs args = args_for(measured, algo, target_.topology);
+  if (algo.needs_sparse) {
+    // The executor's sparse all-reduce on the path it took (its `path` and `union_mode` columns; an
+    // automatic row's switch is the executor's, not the model's): its phases where the profile measured its
+    // pieces, else the plain simulator model.
+    SparseExecPath sp;
+    const std::string* taken = extra(measured, "path");
+    sp.dense = taken && (*taken == "dense" || *taken == "sparse")
+                   ? *taken == "dense"
+                   : sparse::uses_dense(args, sparse::model_sizes(args).union_rows);
+    const std::string* um = extra(measured, "union_mode");
+    sp.gather_bcast = um && *um == "gather_bcast";
+    if (auto p = predict_sparse_exec(*sim_, args, sp)) {
+      p->record.topology = target_.label;
+      return p->record;
+    }
+  }
   Record r = path.kind == ExecPath::Kind::unknown && !executor_only
                  ? sim::predict(*sim_, algo, args).record
                  : predict_exec_path(*sim_, measured.algo, args, path).record;
