@@ -30,6 +30,8 @@
 //                 point are N): the per-replay fixed cost (fork, graph launches, join) is the slope in 1/N.
 //   nccl.p2p.graph.uni / .bidir   ncclSend/ncclRecv (one way, both ways) captured in per-GPU graphs of 20
 //                 group calls, replayed as the records of NCCL's collectives are (nccl-tests -G style).
+//   *.n100        bidir.pull, .push, .ll, .ring, .lamport.t256 and nccl.p2p.graph.bidir again with 100
+//                 launches per graph (scripts/measure.sh's ITERS since session 4), 8 B .. 64 MiB.
 //
 // Both directions run at once in every bidir.* series (each GPU's kernel moves S bytes towards the other).
 #include <nccl.h>
@@ -48,9 +50,13 @@ namespace cclab::exec {
 
 namespace {
 
-constexpr int kIters = 20;      // launches per graph: the harness's default --iters
-constexpr int kReplays = 5;     // timed replays per point; the median is kept
-constexpr int kMaxCtas = 1024;  // flag slots per GPU
+constexpr int kIters = 20;  // launches per graph: the harness's default --iters
+// Launches per graph of the ".n100" series: scripts/measure.sh's ITERS since session 4 (the replay's fixed
+// cost spread over 100 launches), so the model reads the transfers timed as the records are.
+constexpr int kRecordIters = 100;
+constexpr int64_t kRecordItersMax = int64_t(64) << 20;  // their largest size (above, the replay's cost is noise)
+constexpr int kReplays = 5;                             // timed replays per point; the median is kept
+constexpr int kMaxCtas = 1024;                          // flag slots per GPU
 constexpr int kPullThreads = 512;
 constexpr int kPushThreads = 512, kPushUnroll = 4;
 constexpr int kLLThreads = 256;
@@ -442,6 +448,8 @@ class BidirBench {
   // Seconds per launch of a replay of per-GPU graphs of `iters` launches of enqueue(g, stream), as the
   // harness replays the bidir kernels' and NCCL's records: median of kReplays timed replays.
   double replay(int iters, const std::function<void(int, cudaStream_t)>& enqueue);
+  // A series over sizes, each point a replay of graphs of `iters_` launches (kIters, or kRecordIters for
+  // the ".n100" series).
   void sweep(const std::string& name, const std::string& method, int64_t max_bytes,
              const std::function<void(int, cudaStream_t, int64_t)>& enqueue);
   void bench_nccl();
@@ -452,6 +460,7 @@ class BidirBench {
   std::chrono::steady_clock::time_point t0_;
   Side s_[2];
   int64_t max_ = 0;
+  int iters_ = kIters;
 };
 
 void BidirBench::setup() {
@@ -584,12 +593,13 @@ double BidirBench::replay(int iters, const std::function<void(int, cudaStream_t)
 void BidirBench::sweep(const std::string& name, const std::string& method, int64_t max_bytes,
                        const std::function<void(int, cudaStream_t, int64_t)>& enqueue) {
   BenchSeries s{name, method, {}};
+  if (iters_ != kIters) s.method += " [" + std::to_string(iters_) + " launches per graph, not 20]";
   for (int64_t b = std::max<int64_t>(opt_.min_bytes, 8); b <= std::min(max_bytes, max_); b *= 2) {
     if (over_budget()) {
       warnings_.push_back(name + ": stopped at " + std::to_string(b) + " bytes (time budget spent)");
       break;
     }
-    s.points.push_back({b, replay(kIters, [&](int g, cudaStream_t st) { enqueue(g, st, b); }), kIters});
+    s.points.push_back({b, replay(iters_, [&](int g, cudaStream_t st) { enqueue(g, st, b); }), iters_});
     check_errors(name);
   }
   if (s.points.empty()) return;
@@ -641,15 +651,21 @@ void BidirBench::bench_nccl() {
       }
       CCLAB_NCCL_MB(ncclGroupEnd());
     };
-    sweep(both ? "nccl.p2p.graph.bidir" : "nccl.p2p.graph.uni",
-          std::string(both ? "ncclSend/ncclRecv both ways at once (bytes per direction)"
-                           : "ncclSend GPU0 -> ncclRecv GPU1") +
-              " in one group call per iteration, captured in per-GPU graphs of 20 iterations, replayed between a "
-              "fork from and a join to GPU0's origin stream (as the harness times NCCL's collectives)",
-          opt_.max_bytes, [&](int g, cudaStream_t st, int64_t b) {
-            bytes = b;
-            group(g, st);
-          });
+    const std::string method = std::string(both ? "ncclSend/ncclRecv both ways at once (bytes per direction)"
+                                                : "ncclSend GPU0 -> ncclRecv GPU1") +
+                               " in one group call per iteration, captured in per-GPU graphs of 20 iterations, "
+                               "replayed between a fork from and a join to GPU0's origin stream (as the harness "
+                               "times NCCL's collectives)";
+    auto enqueue = [&](int g, cudaStream_t st, int64_t b) {
+      bytes = b;
+      group(g, st);
+    };
+    sweep(both ? "nccl.p2p.graph.bidir" : "nccl.p2p.graph.uni", method, opt_.max_bytes, enqueue);
+    if (both) {  // as the records are timed since session 4 (kRecordIters per graph)
+      iters_ = kRecordIters;
+      sweep("nccl.p2p.graph.bidir.n100", method, std::min(opt_.max_bytes, kRecordItersMax), enqueue);
+      iters_ = kIters;
+    }
   }
 }
 
@@ -663,7 +679,7 @@ void BidirBench::run() {
                   "empty PDL kernels (1 CTA) in per-GPU graphs of N launches replayed between a fork from and a join "
                   "to GPU0's origin stream; a point's 'bytes' is N, its time the time per launch",
                   {}};
-    for (int n : {5, 10, 20, 40})
+    for (int n : {5, 10, 20, 40, kRecordIters, 300})
       s.points.push_back({n, replay(n, [](int, cudaStream_t st) { launch_pdl(k_empty_pdl_b, 1, 32, st); }), n});
     out_.push_back(std::move(s));
   }
@@ -714,8 +730,8 @@ void BidirBench::run() {
   };
   push("bidir.push", 0, opt_.max_bytes);
   push("bidir.push.g132", 132, variants_max);
-  for (const bool pdl : {true, false})
-    sweep(pdl ? "bidir.ll" : "bidir.ll_plain",
+  auto ll = [&](const std::string& name, bool pdl) {
+    sweep(name,
           std::string("both GPUs at once: LL words (4 data + 4 flag bytes), two per thread in a 16-byte store into the "
                       "peer, each thread polling its own received pair; 256 threads, G = min(SMs, pairs / 256) CTAs; "
                       "the last CTA advances the epoch; ") +
@@ -736,18 +752,20 @@ void BidirBench::run() {
               CCLAB_CUDA(cudaGetLastError());
             }
           });
+  };
+  ll("bidir.ll", true);
+  ll("bidir.ll_plain", false);
   // The stream mode's defaults: 256 KiB slots, 4 per lane (BidirParams slot_bytes, slots).
   constexpr int64_t kSlot = 256 << 10;
   constexpr int kSlots = 4;
-  if (2 * max_ < int64_t(std::min(sms, kMaxCtas)) * kSlots * kSlot) {
-    warnings_.push_back("bidir.ring: not measured (the ring needs more than twice --max-bytes)");
-  } else {
-    sweep("bidir.ring",
+  const bool ring_fits = 2 * max_ >= int64_t(std::min(sms, kMaxCtas)) * kSlots * kSlot;
+  auto ring = [&](const std::string& name, int64_t max_bytes) {
+    sweep(name,
           "both GPUs at once: L = min(SMs, S / 256 KiB) lanes of 512 threads, 256 KiB units through a ring of 4 "
           "slots in the peer (producer half: wait for a free slot, 16-byte stores, fence.sys, release; consumer "
           "half: wait for the peer's unit, copy it out, release the slot); plain launches in per-GPU graphs of 20, "
           "replayed as the harness does (bytes per direction)",
-          opt_.max_bytes, [&](int g, cudaStream_t st, int64_t b) {
+          max_bytes, [&](int g, cudaStream_t st, int64_t b) {
             const int L = int(std::clamp<int64_t>((b + kSlot - 1) / kSlot, 1, std::min(sms, kMaxCtas)));
             k_ring<<<L, 512, 0, st>>>(
                 reinterpret_cast<const uint8_t*>(s_[g].in), reinterpret_cast<uint8_t*>(s_[1 - g].recv),
@@ -755,7 +773,19 @@ void BidirBench::run() {
                 s_[g].ctl, s_[1 - g].ctl);
             CCLAB_CUDA(cudaGetLastError());
           });
-  }
+  };
+  if (ring_fits)
+    ring("bidir.ring", opt_.max_bytes);
+  else
+    warnings_.push_back("bidir.ring: not measured (the ring needs more than twice --max-bytes)");
+  // The default of every mode again with kRecordIters launches per graph, as the records are timed.
+  const int64_t record_max = std::min(opt_.max_bytes, kRecordItersMax);
+  iters_ = kRecordIters;
+  pull("bidir.pull.n100", 4, 0, record_max);
+  push("bidir.push.n100", 0, record_max);
+  ll("bidir.ll.n100", true);
+  if (ring_fits) ring("bidir.ring.n100", record_max);
+  iters_ = kIters;
   // lamport: its defaults (512 threads, 2 vectors per thread per tile, 2 tiles ahead) and the variants
   // scripts/measure.sh calibrates (lamport_threads=256; lamport_split=1: half the threads send, half
   // receive); receive buffers of up to 256 MiB (BidirParams lamport_max_bytes); they start as the sentinel.
@@ -766,7 +796,7 @@ void BidirBench::run() {
     CCLAB_CUDA(cudaMemset(sd.recv, 0xFF, 2 * size_t(max_)));
     CCLAB_CUDA(cudaDeviceSynchronize());
   }
-  auto lamport = [&](const std::string& name, int threads, bool split) {
+  auto lamport = [&](const std::string& name, int threads, bool split, int64_t max_bytes) {
     const int W = split ? threads / 2 : threads;
     sweep(name,
           "both GPUs at once: G = min(SMs, S / " + std::to_string(W * 32 / 1024) + " KiB) CTAs of " +
@@ -777,7 +807,7 @@ void BidirBench::run() {
                                    "launch parity), then polls those of tile k - 2 in its own")) +
               " until no word is the all-ones sentinel, resets them and copies them out; PDL launches in per-GPU "
               "graphs of 20, replayed as the harness does (bytes per direction)",
-          std::min(opt_.max_bytes, kLamportMax), [&, threads, split, W](int g, cudaStream_t st, int64_t b) {
+          std::min(max_bytes, kLamportMax), [&, threads, split, W](int g, cudaStream_t st, int64_t b) {
             const int64_t nvec = (b + 15) / 16, tile = int64_t(W) * 2;
             const int G = int(std::clamp<int64_t>((nvec + tile - 1) / tile, 1, std::min(sms, kMaxCtas)));
             launch_pdl(k_lamport<2>, G, threads, st, reinterpret_cast<const uint4*>(s_[g].in),
@@ -785,9 +815,12 @@ void BidirBench::run() {
                        reinterpret_cast<uint4*>(s_[g].out), nvec, kLamportAhead, split, s_[g].ctl);
           });
   };
-  lamport("bidir.lamport", 512, false);
-  lamport("bidir.lamport.t256", 256, false);
-  lamport("bidir.lamport.split", 512, true);
+  lamport("bidir.lamport", 512, false, opt_.max_bytes);
+  lamport("bidir.lamport.t256", 256, false, opt_.max_bytes);
+  lamport("bidir.lamport.split", 512, true, opt_.max_bytes);
+  iters_ = kRecordIters;
+  lamport("bidir.lamport.t256.n100", 256, false, record_max);
+  iters_ = kIters;
   bench_nccl();
 }
 
