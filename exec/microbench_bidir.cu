@@ -32,6 +32,9 @@
 //                 group calls, replayed as the records of NCCL's collectives are (nccl-tests -G style).
 //   *.n100        bidir.pull, .push, .ll, .ring, .lamport.t256 and nccl.p2p.graph.bidir again with 100
 //                 launches per graph (scripts/measure.sh's ITERS since session 4), 8 B .. 64 MiB.
+//   bidir.pull.own.n100 / .push.own.n100 / .ring.own.n100   the same where each arrived vector is added
+//                 (32-bit integer lanes) to the GPU's own input's, loaded where the flash / push / stream
+//                 kernels' reductions load it: the reduction's own memory accesses.
 //
 // Both directions run at once in every bidir.* series (each GPU's kernel moves S bytes towards the other).
 #include <nccl.h>
@@ -116,6 +119,12 @@ __device__ bool wait_ge(const unsigned long long* p, unsigned long long want, in
   }
 }
 
+// The second operand a reduction would read (the `.own` variants): lane-wise integer sums, the memory
+// accesses of the kernels' reductions without their arithmetic.
+__device__ __forceinline__ uint4 add_lanes(uint4 x, uint4 y) {
+  return make_uint4(x.x + y.x, x.y + y.y, x.z + y.z, x.w + y.w);
+}
+
 // The last CTA of a launch advances the epoch the next launch reads (as the bidir kernels' finish_launch).
 __device__ void finish_launch(Ctl* me, unsigned long long e, unsigned ctas) {
   if (ctas == 1) {
@@ -130,9 +139,12 @@ __device__ void finish_launch(Ctl* me, unsigned long long e, unsigned ctas) {
 }
 
 // One-shot pull with start / finish handshakes (the flash kernel's transfer, no reduction).
-template <int U>
+// With `Own` (bidir.pull.own.n100), each arrived vector is added to this GPU's own vector (`own`, loaded as
+// the flash kernel's reduction loads it: after the peer's vector, before the store).
+template <int U, bool Own = false>
 __global__ void __launch_bounds__(kPullThreads)
-    k_pull(const uint4* __restrict__ peer, uint4* __restrict__ out, int64_t nvec, Ctl* me, Ctl* other) {
+    k_pull(const uint4* __restrict__ peer, uint4* __restrict__ out, int64_t nvec, Ctl* me, Ctl* other,
+           const uint4* __restrict__ own) {
   __shared__ unsigned long long e_s;
   __shared__ int abort_s;
   pdl_enter();
@@ -159,9 +171,19 @@ __global__ void __launch_bounds__(kPullThreads)
   for (int64_t j = 0; j < J; ++j) {
     fetch(j + 1, nxt);
     const int64_t base = (b + j * G) * tile + t;
+    if constexpr (Own) {
+      uint4 res[U];
 #pragma unroll
-    for (int u = 0; u < U; ++u)
-      if (base + int64_t(u) * nt < nvec) out[base + int64_t(u) * nt] = cur[u];
+      for (int u = 0; u < U; ++u)
+        if (base + int64_t(u) * nt < nvec) res[u] = add_lanes(own[base + int64_t(u) * nt], cur[u]);
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        if (base + int64_t(u) * nt < nvec) out[base + int64_t(u) * nt] = res[u];
+    } else {
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        if (base + int64_t(u) * nt < nvec) out[base + int64_t(u) * nt] = cur[u];
+    }
 #pragma unroll
     for (int u = 0; u < U; ++u) cur[u] = nxt[u];
   }
@@ -175,9 +197,11 @@ __global__ void __launch_bounds__(kPullThreads)
 
 // One-shot push with a release flag per tile (the push kernel's transfer, no reduction). Receive buffers
 // alternate by launch parity, as the push kernel's do.
+// With `own_operand` (bidir.push.own.n100), the consumers add their own input's vector to each received one
+// (loaded as the push kernel's reduction loads it, after the tile's flag).
 __global__ void __launch_bounds__(kPushThreads, 2)
     k_push(const uint4* __restrict__ own, uint4* peer_recv, const uint4* my_recv, int64_t stride_vec,
-           uint4* __restrict__ out, int64_t nvec, Ctl* me, Ctl* other) {
+           uint4* __restrict__ out, int64_t nvec, Ctl* me, Ctl* other, bool own_operand) {
   __shared__ unsigned long long e_s;
   __shared__ int abort_s;
   pdl_enter();
@@ -213,9 +237,17 @@ __global__ void __launch_bounds__(kPushThreads, 2)
       bar(2, H);
       if (abort_s) break;
       const int64_t base = (b + j * G) * tile + t;
+      if (own_operand) {
 #pragma unroll
-      for (int u = 0; u < U; ++u)
-        if (base + int64_t(u) * H < nvec) out[base + int64_t(u) * H] = __ldcg(my_recv + par + base + int64_t(u) * H);
+        for (int u = 0; u < U; ++u)
+          if (base + int64_t(u) * H < nvec)
+            out[base + int64_t(u) * H] =
+                add_lanes(__ldcg(own + base + int64_t(u) * H), __ldcg(my_recv + par + base + int64_t(u) * H));
+      } else {
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+          if (base + int64_t(u) * H < nvec) out[base + int64_t(u) * H] = __ldcg(my_recv + par + base + int64_t(u) * H);
+      }
     }
   }
   __syncthreads();
@@ -273,7 +305,7 @@ __global__ void __launch_bounds__(kLLThreads)
 // producer to have read the same unit of the input, as stream does in place) and copies it out.
 __global__ void __launch_bounds__(512)
     k_ring(const uint8_t* __restrict__ in, uint8_t* peer_ring, const uint8_t* my_ring, uint8_t* __restrict__ out,
-           int64_t bytes, int64_t B, int K, Ctl* me, Ctl* other) {
+           int64_t bytes, int64_t B, int K, Ctl* me, Ctl* other, bool own_operand) {
   __shared__ unsigned long long base_s;
   __shared__ unsigned produced;
   __shared__ int abort_s;
@@ -332,7 +364,12 @@ __global__ void __launch_bounds__(512)
       if (atomicAdd(&abort_s, 0)) break;
       const uint4* src = reinterpret_cast<const uint4*>(slot(my_ring, seq));
       uint4* dst = reinterpret_cast<uint4*>(out + off);
-      for (int64_t v = t; v < len / 16; v += half) dst[v] = __ldcg(src + v);
+      // With `own_operand` (bidir.ring.own.n100): the own input's unit added, as the stream kernel reduces.
+      const uint4* own_unit = reinterpret_cast<const uint4*>(in + off);
+      if (own_operand)
+        for (int64_t v = t; v < len / 16; v += half) dst[v] = add_lanes(own_unit[v], __ldcg(src + v));
+      else
+        for (int64_t v = t; v < len / 16; v += half) dst[v] = __ldcg(src + v);
       for (int64_t i = len / 16 * 16 + t; i < len; i += half) out[off + i] = slot(my_ring, seq)[i];
       bar(2, half);
       if (t == 0) st_release(&other->cons[lane], seq + 1);
@@ -685,25 +722,34 @@ void BidirBench::run() {
   }
   // Pull at flash's default (4 vectors per thread) and at the variants scripts/measure.sh calibrates
   // (flash_ldg_unroll 2 and 8; 2 with flash_blocks=66): G = min(cap, S / tile).
-  auto pull = [&](const std::string& name, int unroll, int cap, int64_t max_bytes) {
+  // own: each arrived vector added to the GPU's own one (a reduction's loads, integer adds).
+  const std::string own_note =
+      "; the arrived bytes added (32-bit integer lanes) to the GPU's own input's as a "
+      "reduction reads them, then stored";
+  auto pull = [&](const std::string& name, int unroll, int cap, int64_t max_bytes, bool own = false) {
     const int64_t tile_bytes = int64_t(kPullThreads) * 16 * unroll;
     std::ostringstream m;
     m << "both GPUs at once: G = min(" << (cap > 0 ? std::to_string(cap) : std::string("SMs")) << ", S / "
       << tile_bytes / 1024 << " KiB) CTAs of 512 threads, start flag handshake with the peer's CTA, 16-byte loads "
       << "of the peer's S bytes (" << unroll << " per thread in flight, next tile prefetched) stored locally, "
-      << "finish handshake; PDL launches in per-GPU graphs of 20, replayed as the harness does (bytes per direction)";
-    sweep(name, m.str(), max_bytes, [&, unroll, cap](int g, cudaStream_t st, int64_t b) {
+      << "finish handshake; PDL launches in per-GPU graphs of 20, replayed as the harness does (bytes per direction)"
+      << (own ? own_note : "");
+    sweep(name, m.str(), max_bytes, [&, unroll, cap, own](int g, cudaStream_t st, int64_t b) {
       // Sizes below a vector move one (the kernels' tail: a peer access all the same).
       const int64_t nvec = (b + 15) / 16, tile = int64_t(kPullThreads) * unroll;
       const int G = int(std::clamp<int64_t>((nvec + tile - 1) / tile, 1, std::min(cap > 0 ? cap : sms, kMaxCtas)));
       auto* peer = reinterpret_cast<const uint4*>(s_[1 - g].in);
       auto* out = reinterpret_cast<uint4*>(s_[g].out);
-      if (unroll == 2)
-        launch_pdl(k_pull<2>, G, kPullThreads, st, peer, out, nvec, s_[g].ctl, s_[1 - g].ctl);
+      const uint4* no_own = nullptr;
+      if (own)
+        launch_pdl(k_pull<4, true>, G, kPullThreads, st, peer, out, nvec, s_[g].ctl, s_[1 - g].ctl,
+                   reinterpret_cast<const uint4*>(s_[g].in));
+      else if (unroll == 2)
+        launch_pdl(k_pull<2>, G, kPullThreads, st, peer, out, nvec, s_[g].ctl, s_[1 - g].ctl, no_own);
       else if (unroll == 8)
-        launch_pdl(k_pull<8>, G, kPullThreads, st, peer, out, nvec, s_[g].ctl, s_[1 - g].ctl);
+        launch_pdl(k_pull<8>, G, kPullThreads, st, peer, out, nvec, s_[g].ctl, s_[1 - g].ctl, no_own);
       else
-        launch_pdl(k_pull<4>, G, kPullThreads, st, peer, out, nvec, s_[g].ctl, s_[1 - g].ctl);
+        launch_pdl(k_pull<4>, G, kPullThreads, st, peer, out, nvec, s_[g].ctl, s_[1 - g].ctl, no_own);
     });
   };
   pull("bidir.pull", 4, 0, opt_.max_bytes);
@@ -712,20 +758,21 @@ void BidirBench::run() {
   pull("bidir.pull.u8", 8, 0, variants_max);
   pull("bidir.pull.u2.g66", 2, 66, variants_max);
   // Push at its default grid (2 CTAs per SM) and with push_blocks=132 (scripts/measure.sh's variant).
-  auto push = [&](const std::string& name, int cap, int64_t max_bytes) {
+  auto push = [&](const std::string& name, int cap, int64_t max_bytes, bool own = false) {
     sweep(name,
           "both GPUs at once: G = min(" + (cap > 0 ? std::to_string(cap) : std::string("2 x SMs")) +
               ", S / 16 KiB) CTAs of 512 threads; half store 16 KiB tiles into the peer's receive buffer (by launch "
               "parity) and release a flag per tile, half wait for the peer's flag and copy the tile out; PDL launches "
-              "in per-GPU graphs of 20, replayed as the harness does (bytes per direction)",
-          max_bytes, [&, cap](int g, cudaStream_t st, int64_t b) {
+              "in per-GPU graphs of 20, replayed as the harness does (bytes per direction)" +
+              (own ? own_note : ""),
+          max_bytes, [&, cap, own](int g, cudaStream_t st, int64_t b) {
             const int64_t nvec = std::max<int64_t>(1, b / 16), tile = int64_t(kPushThreads / 2) * kPushUnroll;
             const int G =
                 int(std::clamp<int64_t>((nvec + tile - 1) / tile, 1, std::min(cap > 0 ? cap : 2 * sms, kMaxCtas)));
             const int64_t stride = max_ / 16;
             launch_pdl(k_push, G, kPushThreads, st, reinterpret_cast<const uint4*>(s_[g].in),
                        reinterpret_cast<uint4*>(s_[1 - g].recv), reinterpret_cast<const uint4*>(s_[g].recv), stride,
-                       reinterpret_cast<uint4*>(s_[g].out), nvec, s_[g].ctl, s_[1 - g].ctl);
+                       reinterpret_cast<uint4*>(s_[g].out), nvec, s_[g].ctl, s_[1 - g].ctl, own);
           });
   };
   push("bidir.push", 0, opt_.max_bytes);
@@ -759,18 +806,19 @@ void BidirBench::run() {
   constexpr int64_t kSlot = 256 << 10;
   constexpr int kSlots = 4;
   const bool ring_fits = 2 * max_ >= int64_t(std::min(sms, kMaxCtas)) * kSlots * kSlot;
-  auto ring = [&](const std::string& name, int64_t max_bytes) {
+  auto ring = [&](const std::string& name, int64_t max_bytes, bool own = false) {
     sweep(name,
           "both GPUs at once: L = min(SMs, S / 256 KiB) lanes of 512 threads, 256 KiB units through a ring of 4 "
           "slots in the peer (producer half: wait for a free slot, 16-byte stores, fence.sys, release; consumer "
           "half: wait for the peer's unit, copy it out, release the slot); plain launches in per-GPU graphs of 20, "
-          "replayed as the harness does (bytes per direction)",
-          max_bytes, [&](int g, cudaStream_t st, int64_t b) {
+          "replayed as the harness does (bytes per direction)" +
+              (own ? own_note : ""),
+          max_bytes, [&, own](int g, cudaStream_t st, int64_t b) {
             const int L = int(std::clamp<int64_t>((b + kSlot - 1) / kSlot, 1, std::min(sms, kMaxCtas)));
             k_ring<<<L, 512, 0, st>>>(
                 reinterpret_cast<const uint8_t*>(s_[g].in), reinterpret_cast<uint8_t*>(s_[1 - g].recv),
                 reinterpret_cast<const uint8_t*>(s_[g].recv), reinterpret_cast<uint8_t*>(s_[g].out), b, kSlot, kSlots,
-                s_[g].ctl, s_[1 - g].ctl);
+                s_[g].ctl, s_[1 - g].ctl, own);
             CCLAB_CUDA(cudaGetLastError());
           });
   };
@@ -785,6 +833,10 @@ void BidirBench::run() {
   push("bidir.push.n100", 0, record_max);
   ll("bidir.ll.n100", true);
   if (ring_fits) ring("bidir.ring.n100", record_max);
+  // The same adding the own input's bytes (the memory accesses of the kernels' reductions).
+  pull("bidir.pull.own.n100", 4, 0, record_max, true);
+  push("bidir.push.own.n100", 0, record_max, true);
+  if (ring_fits) ring("bidir.ring.own.n100", record_max, true);
   iters_ = kIters;
   // lamport: its defaults (512 threads, 2 vectors per thread per tile, 2 tiles ahead) and the variants
   // scripts/measure.sh calibrates (lamport_threads=256; lamport_split=1: half the threads send, half

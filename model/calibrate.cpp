@@ -249,6 +249,8 @@ const std::vector<std::string>& bench_names() {
           // the same with 100 launches per graph (as the records since session 4)
           "bidir.pull.n100", "bidir.push.n100", "bidir.ll.n100", "bidir.ring.n100", "bidir.lamport.t256.n100",
           "nccl.p2p.graph.bidir.n100",
+          // the same adding the own input's bytes (the reductions' memory accesses), 100 launches per graph
+          "bidir.pull.own.n100", "bidir.push.own.n100", "bidir.ring.own.n100",
           // the sparse all-reduce's local pieces (exec/microbench_sparse.cu)
           "sparse.coalesce.wall", "sparse.coalesce.issue", "sparse.sort_unique.wall", "sparse.sort_unique.issue",
           "sparse.segment_sum", "sparse.match", "sparse.fill_rows", "sparse.fill.issue", "sparse.copy.issue"})
