@@ -10,6 +10,7 @@
 #include "core/error.hpp"
 #include "core/parse.hpp"
 #include "sim/paths.hpp"
+#include "sim/paths_cmatmul.hpp"
 #include "sim/paths_sparse.hpp"
 #include "sim/predict.hpp"
 #include "sim/simulator.hpp"
@@ -116,6 +117,13 @@ Record RowPredictor::predict(const Record& measured) {
     const std::string* um = extra(measured, "union_mode");
     sp.gather_bcast = um && *um == "gather_bcast";
     if (auto p = predict_sparse_exec(*sim_, args, sp)) {
+      p->record.topology = target_.label;
+      return p->record;
+    }
+  }
+  if (algo.needs_shape && !executor_only) {
+    // The executor's collective matmuls as it runs them (its streams, copies beside products).
+    if (auto p = predict_cmatmul_exec(*sim_, measured.algo, args)) {
       p->record.topology = target_.label;
       return p->record;
     }

@@ -1,0 +1,97 @@
+// The executor's collective matmul model (sim/paths_cmatmul.cpp) on synthetic tables: the products and copies
+// follow the executor's streams (exec/cmatmul.cu), copies hidden behind products where shorter, products
+// slowed beside copies by the measured matmul.<dtype>.ce_both ratio, the reduce-scatter's product not
+// waiting for the arriving partial (it is added after).
+#include <gtest/gtest.h>
+
+#include "model/params.hpp"
+#include "model/profile.hpp"
+#include "sim/compare.hpp"
+#include "sim/paths_cmatmul.hpp"
+#include "sim/simulator.hpp"
+#include "topology/topology.hpp"
+
+namespace cclab::sim {
+namespace {
+
+constexpr int64_t kM = 1024, kK = 4096, kN = 4096;
+constexpr double kShardFlops = 2.0 * kM * kK * kN;
+
+model::PathTable flat(double seconds) {
+  model::PathTable t;
+  t.points = {{8, seconds}, {int64_t(1) << 40, seconds}};
+  return t;
+}
+
+// Products: shard 50 us, gathered (2 shards) 100 us; copies of anything: `copy` seconds.
+model::ModelParams params(const topo::Topology& t, double copy, double busy_ratio) {
+  model::ModelParams p = model::defaults_for(t);
+  model::PathTable mm;
+  mm.points = {{int64_t(kShardFlops), 50e-6}, {int64_t(2 * kShardFlops), 100e-6}};
+  p.tables["matmul.half"] = mm;
+  if (busy_ratio > 0) {
+    model::PathTable busy;
+    busy.points = {{int64_t(kShardFlops), 50e-6 * busy_ratio}, {int64_t(2 * kShardFlops), 100e-6 * busy_ratio}};
+    p.tables["matmul.half.ce_both"] = busy;
+  }
+  p.tables["p2p.ce.bidir"] = flat(copy);
+  p.tables["p2p.ce.uni"] = flat(copy);
+  p.tables["reduce.local.half"] = flat(5e-6);
+  p.tables["nccl.p2p.bidir"] = flat(30e-6);
+  return p;
+}
+
+double predict_us(const model::ModelParams& p, const std::string& algo) {
+  const topo::Topology t = topo::load_topology("h200x2");
+  Simulator sim(t, p);
+  AlgoArgs a;
+  a.nranks = 2;
+  a.dtype = DType::f16;
+  a.shape = {kM, kK, kN};
+  a.count = 2 * kM * kK;
+  const auto pred = predict_cmatmul_exec(sim, algo, a);
+  EXPECT_TRUE(pred) << algo;
+  return pred ? pred->result.time.us() : 0;
+}
+
+TEST(PathsCmatmul, RingHidesShortCopiesAndWaitsForLongOnes) {
+  const topo::Topology t = topo::load_topology("h200x2");
+  EXPECT_NEAR(predict_us(params(t, 20e-6, 0), "allgather_matmul.ring"), 100, 1e-6);
+  EXPECT_NEAR(predict_us(params(t, 70e-6, 0), "allgather_matmul.ring"), 120, 1e-6);
+  // On 2 GPUs ring_bidir sends both halves to the one peer: the same steps.
+  EXPECT_NEAR(predict_us(params(t, 20e-6, 0), "allgather_matmul.ring_bidir"), 100, 1e-6);
+}
+
+TEST(PathsCmatmul, ProductsBesideCopiesRunAtTheMeasuredRatio) {
+  const topo::Topology t = topo::load_topology("h200x2");
+  // 20 us of the first product beside the copy at 1/1.2 speed: 20 + (50 - 20 / 1.2) us, then 50 us alone.
+  EXPECT_NEAR(predict_us(params(t, 20e-6, 1.2), "allgather_matmul.ring"), 20 + (50 - 20 / 1.2) + 50, 1e-6);
+}
+
+TEST(PathsCmatmul, ReduceScatterAddsTheArrivedPartialAfterItsProduct) {
+  const topo::Topology t = topo::load_topology("h200x2");
+  // Product 50, its copy (20) beside the second product (50), then the addition (5).
+  EXPECT_NEAR(predict_us(params(t, 20e-6, 0), "matmul_reducescatter.ring"), 105, 1e-6);
+  // A copy longer than the product: the addition waits for it.
+  EXPECT_NEAR(predict_us(params(t, 70e-6, 0), "matmul_reducescatter.ring"), 50 + 70 + 5, 1e-6);
+}
+
+TEST(PathsCmatmul, NcclBaselineGathersThenMultiplies) {
+  const topo::Topology t = topo::load_topology("h200x2");
+  EXPECT_NEAR(predict_us(params(t, 20e-6, 0), "allgather_matmul.nccl_cublas"), 30 + 100, 1e-6);
+}
+
+TEST(PathsCmatmul, OtherNamesAndProfilesWithoutMatmulsAreNotModelled) {
+  const topo::Topology t = topo::load_topology("h200x2");
+  Simulator sim(t, model::defaults_for(t));
+  AlgoArgs a;
+  a.nranks = 2;
+  a.dtype = DType::f16;
+  a.shape = {kM, kK, kN};
+  EXPECT_FALSE(predict_cmatmul_exec(sim, "allgather_matmul.ring", a));
+  Simulator sim2(t, params(t, 20e-6, 0));
+  EXPECT_FALSE(predict_cmatmul_exec(sim2, "allreduce.ring", a));
+}
+
+}  // namespace
+}  // namespace cclab::sim
