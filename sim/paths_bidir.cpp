@@ -1,6 +1,7 @@
 // The bidir all-reduce kernels of exec/bidir.cu on 2 GPUs (modes ll, flash, push, stream), costed from the
 // profile's measured pieces. The copy mode is a copy-engine schedule on the general lowering (sim/paths.cpp).
 #include <algorithm>
+#include <optional>
 #include <string>
 
 #include "core/error.hpp"
@@ -195,6 +196,30 @@ Seconds replay_correction(const model::ModelParams& P, int iters, std::string& h
   return Seconds(F * (1.0 / iters - 1.0 / kTableIters));
 }
 
+namespace {
+
+// The series each mode's default runs with, which exec/microbench_bidir.cu repeats with kRecordIters launches
+// per graph (".n100") and, for the modes whose reduction loads the own input apart from what they send, with
+// that second operand (".own.n100"); "" where there is none.
+constexpr int kRecordIters = 100;
+constexpr const char* kRecordSuffix = ".n100";
+std::string default_series(const ExecPath& path) {
+  if (path.mode == "flash") return "bidir.pull";
+  if (path.mode == "push") return "bidir.push";
+  if (path.mode == "ll") return "bidir.ll";
+  if (path.mode == "stream") return "bidir.ring";
+  if (path.mode == "lamport") return "bidir.lamport.t256";
+  return "";
+}
+
+// A table's time where `bytes` lies within its measured sizes; nullopt beyond them (or without the table).
+std::optional<Seconds> within(const model::PathTable* t, double bytes) {
+  if (!t || t->points.empty() || bytes > double(t->points.back().first)) return std::nullopt;
+  return t->time(bytes);
+}
+
+}  // namespace
+
 Seconds bidir_kernel_time(const model::ModelParams& P, const ExecPath& path, int64_t bytes, DType dtype,
                           std::string& how) {
   std::string name;
@@ -207,20 +232,42 @@ Seconds bidir_kernel_time(const model::ModelParams& P, const ExecPath& path, int
   }
   const double S = double(bytes);
   // The microbenchmark makes the kernel's launches, handshakes / flags and transfer of S bytes each way,
-  // timed as the harness times the records (per-GPU graphs of 20 launches, replayed). What it leaves out
-  // is the reduction: the own input's loads and the add run in the same loop as the peer's bytes arrive
-  // (registers, local HBM far faster than the link), so only where the local reduction of S is slower
-  // than the transfer's size part does it show: the slower of the two.
-  std::string red_used;
-  const Seconds transfer_size = t->size_part(S);
-  const Seconds reduce_size =
-      size_part(P, "reduce.local." + std::string(dtype_name(dtype)), "reduce.local.float", S, red_used);
-  Seconds time = t->time(S) + std::max(Seconds(0), reduce_size - transfer_size);
-  how = path.mode + ": " + name + "(S) (launches, handshakes and transfer as measured), reduction overlapped (" +
-        red_used + ")";
+  // timed as the harness times the records (per-GPU graphs of launches, replayed).
+  Seconds time = t->time(S);
+  how = path.mode + ": " + name + "(S) (launches, handshakes and transfer as measured)";
+  // Launches per replay: the tables at 20 (kTableIters) and, for each mode's default, at 100. Time per launch
+  // is c + F / n, so a record of n launches per replay differs from the table by the default series' own
+  // difference between 20 and 100, scaled in 1 / n (exactly the .n100 series at n = 100).
+  const std::string base = default_series(path);
+  const int n = path.iters > 0 ? path.iters : kTableIters;
+  const std::optional<Seconds> base20 = within(P.table(base), S);
+  const std::optional<Seconds> base100 = within(P.table(base + kRecordSuffix), S);
+  if (n != kTableIters && base20 && base100) {
+    const double w = (1.0 / n - 1.0 / kTableIters) / (1.0 / kRecordIters - 1.0 / kTableIters);
+    time = time + w * (*base100 - *base20);
+    how += " + (" + base + kRecordSuffix + " - " + base + ")(S) x " + std::to_string(w) + " (" + std::to_string(n) +
+           " launches per replay)";
+  } else {
+    time = time + replay_correction(P, path.iters, how);
+  }
+  // The reduction: its arithmetic runs in registers as the peer's bytes arrive; where the kernel loads its
+  // own input apart from what it sends (flash, push, stream), the .own.n100 series measured those loads in
+  // the same transfer: their extra time, within its sizes. Elsewhere (ll and lamport send the input they
+  // reduce; sizes beyond the series) only a local reduction of S slower than the transfer's size part shows.
+  const std::optional<Seconds> own100 = within(P.table(base + ".own" + kRecordSuffix), S);
+  if (own100 && base100) {
+    time = time + std::max(Seconds(0), *own100 - *base100);
+    how += " + the own input's loads (" + base + ".own" + kRecordSuffix + " - " + base + kRecordSuffix + ")(S)";
+  } else {
+    std::string red_used;
+    const Seconds transfer_size = t->size_part(S);
+    const Seconds reduce_size =
+        size_part(P, "reduce.local." + std::string(dtype_name(dtype)), "reduce.local.float", S, red_used);
+    time = time + std::max(Seconds(0), reduce_size - transfer_size);
+    how += ", reduction overlapped (" + red_used + ")";
+  }
   if (name == "bidir.push" && path.mode == "lamport")
     how += "; lamport's data-as-flag stores costed as push's stores with a flag per tile (no bidir.lamport series)";
-  time = time + replay_correction(P, path.iters, how);
   return time;
 }
 

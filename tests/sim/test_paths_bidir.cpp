@@ -159,6 +159,46 @@ TEST(BidirModel, RecordsOfOtherIterationCountsPayTheirShareOfTheReplay) {
   EXPECT_EQ(replay_correction(q, 10, how).value, 0.0);
 }
 
+TEST(BidirModel, RecordsOfOtherIterationCountsFollowTheN100Series) {
+  const topo::Topology t = topo::load_topology("h200x2");
+  model::ModelParams p = params_with_bidir_series(t);
+  // The ll default at 100 launches per replay: 0.5 us less per launch (a 12.5 us per-replay cost).
+  p.tables["bidir.ll.n100"] = line_table(2.0e-6, 120e9, kMiB);
+  const std::string note = "mode=ll threads=256 pdl grid=1";
+  auto at = [&](const char* series, int64_t s) { return p.tables.at(series).time(double(s)).value; };
+  EXPECT_NEAR(predict_note(p, "allreduce.bidir", 64, note, 100), at("bidir.ll.n100", 64), 1e-12);
+  EXPECT_NEAR(predict_note(p, "allreduce.bidir", 64, note, 20), at("bidir.ll", 64), 1e-12);
+  // In 1 / n between them (50 launches: 3/8 of the way from 20 to 100), and beyond.
+  EXPECT_NEAR(predict_note(p, "allreduce.bidir", 64, note, 50), at("bidir.ll", 64) - 0.75 * 0.5e-6, 1e-12);
+  EXPECT_NEAR(predict_note(p, "allreduce.bidir", 64, note, 10), at("bidir.ll", 64) + 1.25 * 0.5e-6, 1e-12);
+  // ll without PDL: the default's difference applies to its own series.
+  EXPECT_NEAR(predict_note(p, "allreduce.bidir", 64, "mode=ll threads=256 grid=1", 100),
+              at("bidir.ll_plain", 64) - 0.5e-6, 1e-12);
+  // Beyond the .n100 series' sizes: bidir.replay's per-replay cost (20 us: -0.8 us at 100 launches).
+  p.tables["bidir.pull.n100"] = line_table(4.5e-6, 300e9, 64 * kMiB);
+  const std::string flash = "mode=flash engine=ldg pdl threads=512 stages=4 unroll=4 grid=132";
+  EXPECT_NEAR(predict_note(p, "allreduce.bidir.flash", 64 * kMiB, flash, 100), at("bidir.pull.n100", 64 * kMiB), 1e-12);
+  EXPECT_NEAR(predict_note(p, "allreduce.bidir.flash", 256 * kMiB, flash, 100),
+              at("bidir.pull", 256 * kMiB) + 20e-6 * (1.0 / 100 - 1.0 / 20), 1e-12);
+}
+
+TEST(BidirModel, TheOwnInputsLoadsFromTheOwnSeries) {
+  const topo::Topology t = topo::load_topology("h200x2");
+  model::ModelParams p = params_with_bidir_series(t);
+  p.tables["bidir.push.n100"] = line_table(3.5e-6, 290e9, 64 * kMiB);
+  p.tables["bidir.push.own.n100"] = line_table(4.5e-6, 200e9, 64 * kMiB);
+  const std::string note = "mode=push threads=512 unroll=4 pdl grid=256";
+  auto at = [&](const char* series, int64_t s) { return p.tables.at(series).time(double(s)).value; };
+  const int64_t S = 4 * kMiB;
+  // 100 launches per replay: exactly the .own.n100 series; 20: the .n100 series' difference added to bidir.push.
+  EXPECT_NEAR(predict_note(p, "allreduce.bidir.push", S, note, 100), at("bidir.push.own.n100", S), 1e-12);
+  EXPECT_NEAR(predict_note(p, "allreduce.bidir.push", S, note, 20),
+              at("bidir.push", S) + at("bidir.push.own.n100", S) - at("bidir.push.n100", S), 1e-12);
+  // An own series faster than the plain one (noise) adds nothing.
+  p.tables["bidir.push.own.n100"] = line_table(3e-6, 290e9, 64 * kMiB);
+  EXPECT_NEAR(predict_note(p, "allreduce.bidir.push", S, note, 100), at("bidir.push.n100", S), 1e-12);
+}
+
 TEST(BidirModel, WithoutTheSeriesTheGeneralPiecesRemain) {
   const topo::Topology t = topo::load_topology("h200x2");
   model::ModelParams p = params_with_bidir_series(t);
