@@ -87,15 +87,12 @@ std::optional<Prediction> predict_sparse_exec(Simulator& sim, const AlgoArgs& ar
   const Seconds fill = T->match->time(idx * k) + T->fill->time((rows_out + k) * row);
   const Seconds fill_phase = double(D - 1) * T->fill_issue->time(rows_out * row) + bcast + fill;
 
-  // Phase 4, the in-place all-reduce of the buffer through NCCL: on 2 GPUs NCCL's transport moving the
-  // buffer each way once (reduce-scatter + all-gather), launched eagerly as the executor does.
+  // Phase 4, the in-place all-reduce of the buffer through NCCL: NCCL's own model on 2 GPUs (its transport
+  // moving the buffer each way once, sim/paths_nccl.cpp), the tuning model otherwise.
   const int64_t bytes = int64_t(rows_out * row);
   std::string nccl_how;
   Seconds reduce(0);
-  if (const model::PathTable* bi = P.table("nccl.p2p.bidir"); bi && D == 2) {
-    reduce = bi->time(double(bytes));
-    nccl_how = "nccl.p2p.bidir(S)";
-  } else if (auto t = nccl_two_gpus(P, "allreduce", bytes, D, nccl_how)) {
+  if (auto t = nccl_two_gpus(P, "allreduce", bytes, D, nccl_how)) {
     reduce = *t;
   } else {
     AlgoArgs a = args;

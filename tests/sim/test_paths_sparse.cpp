@@ -39,6 +39,7 @@ model::ModelParams sparse_params(const topo::Topology& t) {
   p.tables["p2p.ce.uni"] = line_table(1e-6, 1e30, big);
   p.tables["copy.local"] = line_table(1e-6, 1e30, big);
   p.tables["nccl.p2p.bidir"] = line_table(0, kBidirRate, big);
+  p.tables["nccl.p2p.uni"] = line_table(0, kBidirRate, big);
   return p;
 }
 
