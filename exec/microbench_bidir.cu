@@ -35,6 +35,8 @@
 //   bidir.pull.own.n100 / .push.own.n100 / .ring.own.n100   the same where each arrived vector is added
 //                 (32-bit integer lanes) to the GPU's own input's, loaded where the flash / push / stream
 //                 kernels' reductions load it: the reduction's own memory accesses.
+//   bidir.ll.args.n100 / .pull.own.args.n100   the same kernels reading their pointers from a by-value block of
+//                 per-rank pointer arrays indexed by rank at run time, as the bidir kernels' BidirArgs.
 //
 // Both directions run at once in every bidir.* series (each GPU's kernel moves S bytes towards the other).
 #include <nccl.h>
@@ -141,10 +143,9 @@ __device__ void finish_launch(Ctl* me, unsigned long long e, unsigned ctas) {
 // One-shot pull with start / finish handshakes (the flash kernel's transfer, no reduction).
 // With `Own` (bidir.pull.own.n100), each arrived vector is added to this GPU's own vector (`own`, loaded as
 // the flash kernel's reduction loads it: after the peer's vector, before the store).
-template <int U, bool Own = false>
-__global__ void __launch_bounds__(kPullThreads)
-    k_pull(const uint4* __restrict__ peer, uint4* __restrict__ out, int64_t nvec, Ctl* me, Ctl* other,
-           const uint4* __restrict__ own) {
+template <int U, bool Own>
+__device__ __forceinline__ void pull_body(const uint4* __restrict__ peer, uint4* __restrict__ out, int64_t nvec,
+                                          Ctl* me, Ctl* other, const uint4* __restrict__ own) {
   __shared__ unsigned long long e_s;
   __shared__ int abort_s;
   pdl_enter();
@@ -193,6 +194,31 @@ __global__ void __launch_bounds__(kPullThreads)
     wait_ge(&me->fin[b], e, &me->err);
     finish_launch(me, e, G);
   }
+}
+template <int U, bool Own = false>
+__global__ void __launch_bounds__(kPullThreads)
+    k_pull(const uint4* __restrict__ peer, uint4* __restrict__ out, int64_t nvec, Ctl* me, Ctl* other,
+           const uint4* __restrict__ own) {
+  pull_body<U, Own>(peer, out, nvec, me, other, own);
+}
+
+// The per-rank pointers in one by-value block indexed by rank at run time, as the bidir kernels receive
+// theirs (BidirArgs: ~0.5 KB of arrays of kMaxRanks = 8 pointers): the `.args` variants.
+struct RankArgs {
+  const uint8_t* in[8];
+  uint8_t* out;
+  Ctl* ctl[8];
+  uint8_t* buf[8];
+  uint8_t* unused[3][8];  // the other modes' buffers (BidirArgs' size)
+  int64_t nvec, words, ll_words;
+  int rank, nranks;
+};
+
+template <int U, bool Own>
+__global__ void __launch_bounds__(kPullThreads) k_pull_args(RankArgs a) {
+  const int r = a.rank, p = (r + 1) % a.nranks;
+  pull_body<U, Own>(reinterpret_cast<const uint4*>(a.in[p]), reinterpret_cast<uint4*>(a.out), a.nvec, a.ctl[r],
+                    a.ctl[p], reinterpret_cast<const uint4*>(a.in[r]));
 }
 
 // One-shot push with a release flag per tile (the push kernel's transfer, no reduction). Receive buffers
@@ -257,9 +283,9 @@ __global__ void __launch_bounds__(kPushThreads, 2)
 // LL exchange (the ll kernel's transfer, no reduction): words of 4 data bytes + the launch epoch, two per
 // thread in one 16-byte store into the peer; each thread polls its own received pair. Buffers alternate by
 // epoch parity; the last CTA to finish advances the epoch, as the ll kernel does.
-__global__ void __launch_bounds__(kLLThreads)
-    k_ll(const uint32_t* __restrict__ own, unsigned long long* peer_ll, unsigned long long* my_ll, int64_t ll_words,
-         uint32_t* __restrict__ out, int64_t words, Ctl* me) {
+__device__ __forceinline__ void ll_body(const uint32_t* __restrict__ own, unsigned long long* peer_ll,
+                                        unsigned long long* my_ll, int64_t ll_words, uint32_t* __restrict__ out,
+                                        int64_t words, Ctl* me) {
   pdl_enter();
   // Every thread reads the epoch itself (as the ll kernel): it moves only after every CTA finished.
   const unsigned e = *reinterpret_cast<volatile unsigned*>(&me->ll_epoch) + 1;
@@ -297,6 +323,17 @@ __global__ void __launch_bounds__(kLLThreads)
       }
     }
   }
+}
+__global__ void __launch_bounds__(kLLThreads)
+    k_ll(const uint32_t* __restrict__ own, unsigned long long* peer_ll, unsigned long long* my_ll, int64_t ll_words,
+         uint32_t* __restrict__ out, int64_t words, Ctl* me) {
+  ll_body(own, peer_ll, my_ll, ll_words, out, words, me);
+}
+__global__ void __launch_bounds__(kLLThreads) k_ll_args(RankArgs a) {
+  const int r = a.rank, p = (r + 1) % a.nranks;
+  ll_body(reinterpret_cast<const uint32_t*>(a.in[r]), reinterpret_cast<unsigned long long*>(a.buf[p]),
+          reinterpret_cast<unsigned long long*>(a.buf[r]), a.ll_words, reinterpret_cast<uint32_t*>(a.out), a.words,
+          a.ctl[r]);
 }
 
 // Persistent lanes through a ring of K slots of B bytes in the peer (the stream kernel's transfer, no
@@ -837,6 +874,48 @@ void BidirBench::run() {
   pull("bidir.pull.own.n100", 4, 0, record_max, true);
   push("bidir.push.own.n100", 0, record_max, true);
   if (ring_fits) ring("bidir.ring.own.n100", record_max, true);
+  // ll, and pull adding the own input, with their pointers in one by-value block indexed by rank (as the bidir
+  // kernels' BidirArgs): what reading the pointers from such a block adds to each launch.
+  auto rank_args = [&](int g) {
+    RankArgs a{};
+    for (int q = 0; q < 2; ++q) {
+      a.in[q] = reinterpret_cast<const uint8_t*>(s_[q].in);
+      a.ctl[q] = s_[q].ctl;
+      a.buf[q] = reinterpret_cast<uint8_t*>(s_[q].recv);
+    }
+    a.out = reinterpret_cast<uint8_t*>(s_[g].out);
+    a.rank = g;
+    a.nranks = 2;
+    return a;
+  };
+  const std::string args_note =
+      "; the kernel reads its pointers from a by-value block of per-rank pointer arrays indexed by rank at run "
+      "time (as the bidir kernels' BidirArgs)";
+  sweep("bidir.ll.args.n100",
+        "both GPUs at once: LL words (4 data + 4 flag bytes), two per thread in a 16-byte store into the peer, each "
+        "thread polling its own received pair; 256 threads, G = min(SMs, pairs / 256) CTAs; PDL launches in per-GPU "
+        "graphs, replayed as the harness does (data bytes per direction)" +
+            args_note,
+        kLLMaxBytes, [&](int g, cudaStream_t st, int64_t b) {
+          RankArgs a = rank_args(g);
+          a.words = (b + 3) / 4;
+          a.ll_words = (kLLMaxBytes / 4 + 2) & ~int64_t(1);
+          const int64_t pairs = (a.words + 1) / 2;
+          const int G = int(std::clamp<int64_t>((pairs + kLLThreads - 1) / kLLThreads, 1, std::min(sms, kMaxCtas)));
+          launch_pdl(k_ll_args, G, kLLThreads, st, a);
+        });
+  sweep("bidir.pull.own.args.n100",
+        "both GPUs at once: G = min(SMs, S / 32 KiB) CTAs of 512 threads, start flag handshake with the peer's CTA, "
+        "16-byte loads of the peer's S bytes (4 per thread in flight, next tile prefetched), finish handshake; PDL "
+        "launches in per-GPU graphs, replayed as the harness does (bytes per direction)" +
+            own_note + args_note,
+        record_max, [&](int g, cudaStream_t st, int64_t b) {
+          RankArgs a = rank_args(g);
+          a.nvec = (b + 15) / 16;
+          const int64_t tile = int64_t(kPullThreads) * 4;
+          const int G = int(std::clamp<int64_t>((a.nvec + tile - 1) / tile, 1, std::min(sms, kMaxCtas)));
+          launch_pdl(k_pull_args<4, true>, G, kPullThreads, st, a);
+        });
   iters_ = kIters;
   // lamport: its defaults (512 threads, 2 vectors per thread per tile, 2 tiles ahead) and the variants
   // scripts/measure.sh calibrates (lamport_threads=256; lamport_split=1: half the threads send, half
