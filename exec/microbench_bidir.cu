@@ -30,13 +30,14 @@
 //                 point are N): the per-replay fixed cost (fork, graph launches, join) is the slope in 1/N.
 //   nccl.p2p.graph.uni / .bidir   ncclSend/ncclRecv (one way, both ways) captured in per-GPU graphs of 20
 //                 group calls, replayed as the records of NCCL's collectives are (nccl-tests -G style).
-//   *.n100        bidir.pull, .push, .ll, .ring, .lamport.t256 and nccl.p2p.graph.bidir again with 100
+//   *.n100        bidir.pull, .push, .ll, .ll_plain, .ring, .lamport.t256 and nccl.p2p.graph.bidir again with 100
 //                 launches per graph (scripts/measure.sh's ITERS since session 4), 8 B .. 64 MiB.
 //   bidir.pull.own.n100 / .push.own.n100 / .ring.own.n100   the same where each arrived vector is added
 //                 (32-bit integer lanes) to the GPU's own input's, loaded where the flash / push / stream
 //                 kernels' reductions load it: the reduction's own memory accesses.
-//   bidir.ll.args.n100 / .pull.own.args.n100   the same kernels reading their pointers from a by-value block of
-//                 per-rank pointer arrays indexed by rank at run time, as the bidir kernels' BidirArgs.
+//   bidir.ll.args.n100 / .ll_plain.args.n100 / .pull.own.args.n100   the same kernels reading their pointers
+//                 from a by-value block of per-rank pointer arrays indexed by rank at run time, as the bidir
+//                 kernels' BidirArgs.
 //
 // Both directions run at once in every bidir.* series (each GPU's kernel moves S bytes towards the other).
 #include <nccl.h>
@@ -869,6 +870,7 @@ void BidirBench::run() {
   pull("bidir.pull.n100", 4, 0, record_max);
   push("bidir.push.n100", 0, record_max);
   ll("bidir.ll.n100", true);
+  ll("bidir.ll_plain.n100", false);
   if (ring_fits) ring("bidir.ring.n100", record_max);
   // The same adding the own input's bytes (the memory accesses of the kernels' reductions).
   pull("bidir.pull.own.n100", 4, 0, record_max, true);
@@ -891,19 +893,26 @@ void BidirBench::run() {
   const std::string args_note =
       "; the kernel reads its pointers from a by-value block of per-rank pointer arrays indexed by rank at run "
       "time (as the bidir kernels' BidirArgs)";
-  sweep("bidir.ll.args.n100",
-        "both GPUs at once: LL words (4 data + 4 flag bytes), two per thread in a 16-byte store into the peer, each "
-        "thread polling its own received pair; 256 threads, G = min(SMs, pairs / 256) CTAs; PDL launches in per-GPU "
-        "graphs, replayed as the harness does (data bytes per direction)" +
-            args_note,
-        kLLMaxBytes, [&](int g, cudaStream_t st, int64_t b) {
-          RankArgs a = rank_args(g);
-          a.words = (b + 3) / 4;
-          a.ll_words = (kLLMaxBytes / 4 + 2) & ~int64_t(1);
-          const int64_t pairs = (a.words + 1) / 2;
-          const int G = int(std::clamp<int64_t>((pairs + kLLThreads - 1) / kLLThreads, 1, std::min(sms, kMaxCtas)));
-          launch_pdl(k_ll_args, G, kLLThreads, st, a);
-        });
+  for (const bool pdl : {true, false})
+    sweep(pdl ? "bidir.ll.args.n100" : "bidir.ll_plain.args.n100",
+          std::string("both GPUs at once: LL words (4 data + 4 flag bytes), two per thread in a 16-byte store into "
+                      "the peer, each thread polling its own received pair; 256 threads, G = min(SMs, pairs / 256) "
+                      "CTAs; ") +
+              (pdl ? "PDL launches" : "plain launches (no PDL)") +
+              " in per-GPU graphs, replayed as the harness does (data bytes per direction)" + args_note,
+          kLLMaxBytes, [&, pdl](int g, cudaStream_t st, int64_t b) {
+            RankArgs a = rank_args(g);
+            a.words = (b + 3) / 4;
+            a.ll_words = (kLLMaxBytes / 4 + 2) & ~int64_t(1);
+            const int64_t pairs = (a.words + 1) / 2;
+            const int G = int(std::clamp<int64_t>((pairs + kLLThreads - 1) / kLLThreads, 1, std::min(sms, kMaxCtas)));
+            if (pdl) {
+              launch_pdl(k_ll_args, G, kLLThreads, st, a);
+            } else {
+              k_ll_args<<<G, kLLThreads, 0, st>>>(a);
+              CCLAB_CUDA(cudaGetLastError());
+            }
+          });
   sweep("bidir.pull.own.args.n100",
         "both GPUs at once: G = min(SMs, S / 32 KiB) CTAs of 512 threads, start flag handshake with the peer's CTA, "
         "16-byte loads of the peer's S bytes (4 per thread in flight, next tile prefetched), finish handshake; PDL "

@@ -252,7 +252,7 @@ const std::vector<std::string>& bench_names() {
           // the same adding the own input's bytes (the reductions' memory accesses), 100 launches per graph
           "bidir.pull.own.n100", "bidir.push.own.n100", "bidir.ring.own.n100",
           // ll and pull (own input added) reading their pointers from a by-value per-rank block (as BidirArgs)
-          "bidir.ll.args.n100", "bidir.pull.own.args.n100",
+          "bidir.ll.args.n100", "bidir.pull.own.args.n100", "bidir.ll_plain.args.n100", "bidir.ll_plain.n100",
           // the sparse all-reduce's local pieces (exec/microbench_sparse.cu)
           "sparse.coalesce.wall", "sparse.coalesce.issue", "sparse.sort_unique.wall", "sparse.sort_unique.issue",
           "sparse.segment_sum", "sparse.match", "sparse.fill_rows", "sparse.fill.issue", "sparse.copy.issue"})
