@@ -206,7 +206,7 @@ constexpr const char* kRecordSuffix = ".n100";
 std::string default_series(const ExecPath& path) {
   if (path.mode == "flash") return "bidir.pull";
   if (path.mode == "push") return "bidir.push";
-  if (path.mode == "ll") return "bidir.ll";
+  if (path.mode == "ll") return path.pdl ? "bidir.ll" : "bidir.ll_plain";
   if (path.mode == "stream") return "bidir.ring";
   if (path.mode == "lamport") return "bidir.lamport.t256";
   return "";
@@ -216,6 +216,22 @@ std::string default_series(const ExecPath& path) {
 std::optional<Seconds> within(const model::PathTable* t, double bytes) {
   if (!t || t->points.empty() || bytes > double(t->points.back().first)) return std::nullopt;
   return t->time(bytes);
+}
+
+// The bidir kernels read their per-rank pointers from BidirArgs, a by-value block indexed by rank at run time;
+// the microbenchmarks pass theirs as plain arguments, except the .args series, each measured beside the same
+// kernel without the block: ll's own pair (PDL or plain launches), flash's (pull adding the own input); the
+// other modes, launched as ll is with or without PDL, pay ll's difference at its smallest size (per launch).
+struct ArgsPair {
+  std::string with, without;
+  bool per_launch;
+};
+ArgsPair args_pair(const ExecPath& path) {
+  if (path.mode == "flash") return {"bidir.pull.own.args.n100", "bidir.pull.own.n100", false};
+  ArgsPair ll = path.pdl ? ArgsPair{"bidir.ll.args.n100", "bidir.ll.n100", false}
+                         : ArgsPair{"bidir.ll_plain.args.n100", "bidir.ll_plain.n100", false};
+  ll.per_launch = path.mode != "ll";
+  return ll;
 }
 
 }  // namespace
@@ -265,6 +281,17 @@ Seconds bidir_kernel_time(const model::ModelParams& P, const ExecPath& path, int
         size_part(P, "reduce.local." + std::string(dtype_name(dtype)), "reduce.local.float", S, red_used);
     time = time + std::max(Seconds(0), reduce_size - transfer_size);
     how += ", reduction overlapped (" + red_used + ")";
+  }
+  // The argument block (beyond a pair's sizes: its difference at the smallest size, a per-launch cost).
+  const ArgsPair ap = args_pair(path);
+  const model::PathTable *with = P.table(ap.with), *without = P.table(ap.without);
+  if (with && without && !with->empty() && !without->empty()) {
+    const std::optional<Seconds> w = ap.per_launch ? std::nullopt : within(with, S);
+    const std::optional<Seconds> wo = ap.per_launch ? std::nullopt : within(without, S);
+    const double x = double(std::min(with->points.front().first, without->points.front().first));
+    const Seconds d = w && wo ? *w - *wo : with->time(x) - without->time(x);
+    time = time + std::max(Seconds(0), d);
+    how += " + the argument block (" + ap.with + " - " + ap.without + ")(" + (w && wo ? "S" : "smallest size") + ")";
   }
   if (name == "bidir.push" && path.mode == "lamport")
     how += "; lamport's data-as-flag stores costed as push's stores with a flag per tile (no bidir.lamport series)";

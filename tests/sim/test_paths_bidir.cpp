@@ -171,9 +171,12 @@ TEST(BidirModel, RecordsOfOtherIterationCountsFollowTheN100Series) {
   // In 1 / n between them (50 launches: 3/8 of the way from 20 to 100), and beyond.
   EXPECT_NEAR(predict_note(p, "allreduce.bidir", 64, note, 50), at("bidir.ll", 64) - 0.75 * 0.5e-6, 1e-12);
   EXPECT_NEAR(predict_note(p, "allreduce.bidir", 64, note, 10), at("bidir.ll", 64) + 1.25 * 0.5e-6, 1e-12);
-  // ll without PDL: the default's difference applies to its own series.
+  // ll without PDL: its own pair where measured, bidir.replay's per-replay cost otherwise (20 us: -0.8 us).
   EXPECT_NEAR(predict_note(p, "allreduce.bidir", 64, "mode=ll threads=256 grid=1", 100),
-              at("bidir.ll_plain", 64) - 0.5e-6, 1e-12);
+              at("bidir.ll_plain", 64) + 20e-6 * (1.0 / 100 - 1.0 / 20), 1e-12);
+  p.tables["bidir.ll_plain.n100"] = line_table(3.0e-6, 120e9, kMiB);
+  EXPECT_NEAR(predict_note(p, "allreduce.bidir", 64, "mode=ll threads=256 grid=1", 100), at("bidir.ll_plain.n100", 64),
+              1e-12);
   // Beyond the .n100 series' sizes: bidir.replay's per-replay cost (20 us: -0.8 us at 100 launches).
   p.tables["bidir.pull.n100"] = line_table(4.5e-6, 300e9, 64 * kMiB);
   const std::string flash = "mode=flash engine=ldg pdl threads=512 stages=4 unroll=4 grid=132";
@@ -197,6 +200,25 @@ TEST(BidirModel, TheOwnInputsLoadsFromTheOwnSeries) {
   // An own series faster than the plain one (noise) adds nothing.
   p.tables["bidir.push.own.n100"] = line_table(3e-6, 290e9, 64 * kMiB);
   EXPECT_NEAR(predict_note(p, "allreduce.bidir.push", S, note, 100), at("bidir.push.n100", S), 1e-12);
+}
+
+TEST(BidirModel, TheArgumentBlockFromTheArgsSeries) {
+  const topo::Topology t = topo::load_topology("h200x2");
+  model::ModelParams p = params_with_bidir_series(t);
+  p.tables["bidir.ll.n100"] = line_table(2.0e-6, 120e9, kMiB);
+  p.tables["bidir.ll.args.n100"] = line_table(2.3e-6, 100e9, kMiB);
+  auto at = [&](const char* series, int64_t s) { return p.tables.at(series).time(double(s)).value; };
+  // ll: its own pair at the record's size.
+  const int64_t S = 64 << 10;
+  EXPECT_NEAR(predict_note(p, "allreduce.bidir.ll", S, "mode=ll threads=256 pdl grid=32", 100),
+              at("bidir.ll.args.n100", S), 1e-12);
+  // push (PDL): ll's difference at its smallest size, per launch.
+  const std::string push = "mode=push threads=512 unroll=4 pdl grid=256";
+  const double d = at("bidir.ll.args.n100", 8) - at("bidir.ll.n100", 8);
+  EXPECT_NEAR(predict_note(p, "allreduce.bidir.push", 4 * kMiB, push, 20), at("bidir.push", 4 * kMiB) + d, 1e-12);
+  // stream launches without PDL: ll_plain's pair, none here.
+  const std::string stream = "mode=stream slots=4 slot_bytes=262144 grid=16";
+  EXPECT_NEAR(predict_note(p, "allreduce.bidir.stream", 4 * kMiB, stream, 20), at("bidir.ring", 4 * kMiB), 1e-12);
 }
 
 TEST(BidirModel, WithoutTheSeriesTheGeneralPiecesRemain) {
