@@ -40,8 +40,8 @@ fi
 CCLAB="$BIN/cclab"
 
 stamp "calibration: allreduce.bidir modes by size (picks the crossovers of the sweep below)"
-cal() {  # name min max tune
-  timeout 60 "$CCLAB" run --algo allreduce.bidir -b "$2" -e "$3" -f 2 -w 5 -n 30 --inplace 0 --tune "$4" \
+cal() {  # name min max tune [iters: 30; copy-engine schedules 10, see the sweeps below]
+  timeout 60 "$CCLAB" run --algo allreduce.bidir -b "$2" -e "$3" -f 2 -w 5 -n "${5:-30}" --inplace 0 --tune "$4" \
     --csv "$TMP/cal_$1.csv" >>"$LOG" 2>&1 || echo "calibration $1: rc=$?" | tee -a "$LOG"
 }
 cal ll 16 1M mode=ll,ll_max_bytes=1M
@@ -56,44 +56,59 @@ cal lamport_split 64K 1G mode=lamport,lamport_split=1
 cal lamport_a1 64K 1G mode=lamport,lamport_ahead=1
 cal push 256K 1G mode=push
 cal push132 256K 64M mode=push,push_blocks=132
-cal copy 4M 1G mode=copy
-cal copy_p8 4M 1G mode=copy,ce_pieces=8
-cal copy_p2 4M 1G mode=copy,ce_pieces=2
+cal copy 4M 1G mode=copy 10
+cal copy_p8 4M 1G mode=copy,ce_pieces=8 10
+cal copy_p2 4M 1G mode=copy,ce_pieces=2 10
 head -1 "$TMP/cal_ll.csv" >"$REC/calibration.csv"
 for f in "$TMP"/cal_*.csv; do tail -n +2 "$f" >>"$REC/calibration.csv"; done
 TUNE=$(python3 scripts/bidir_crossovers.py "$REC/calibration.csv" 2>>"$LOG" || echo "")
 stamp "allreduce.bidir tune: ${TUNE:-defaults}"
 
-# Iterations per timed graph replay: one replay's fixed cost (graph launch on each GPU, the fork and
-# join events: ~15 us) is spread over ITERS operations, so 100 keep it near 0.15 us per operation
-# (at 20 it added ~0.75 us to every small-message time, NCCL's and ours alike).
+# Iterations per timed graph replay. One replay has a fixed cost (graph launch on each GPU, the fork and
+# join events: ~15 us), spread over its ITERS operations: at 20 it added ~0.75 us to every small-message
+# time, so the one-kernel-per-GPU operations (NCCL's, the bidir kernels) are timed at 100 per replay.
+# Schedules of many graph nodes (copy engines, events between GPUs: the general lowering, sol.bidir_copy,
+# the copy mode) stay at 20: a graph of 100 of them is too large for the harness's hold kernel, so its
+# CPU launch (milliseconds) would be timed too (4 MiB in copy mode: 350 us per operation at 30, 90 at 20).
 WARMUP=${WARMUP:-20}
-ITERS=${ITERS:-100}
-sweep() {  # file factor dtype algos...
-  local file=$1 f=$2 dt=$3
-  shift 3
+ITERS_FUSED=${ITERS_FUSED:-100}
+ITERS_GRAPH=${ITERS_GRAPH:-20}
+sweep() {  # file factor dtype iters min max algos...
+  local file=$1 f=$2 dt=$3 n=$4 lo=$5 hi=$6
+  shift 6
   for g in "$@"; do
-    timeout 200 "$CCLAB" run --algo "$g" -b 8 -e 1G -f "$f" -w "$WARMUP" -n "$ITERS" -d "$dt" ${TUNE:+--tune "$TUNE"} \
+    timeout 200 "$CCLAB" run --algo "$g" -b "$lo" -e "$hi" -f "$f" -w "$WARMUP" -n "$n" -d "$dt" ${TUNE:+--tune "$TUNE"} \
       --csv "$TMP/part.csv" >>"$LOG" 2>&1
     local rc=$?
-    echo "  $(echo "$g" | cut -c1-70): rc=$rc" | tee -a "$LOG"
+    echo "  $(echo "$g" | cut -c1-70) (-n $n, $lo..$hi): rc=$rc" | tee -a "$LOG"
     [ -f "$TMP/part.csv" ] || continue
     if [ -f "$REC/$file" ]; then tail -n +2 "$TMP/part.csv" >>"$REC/$file"; else cp "$TMP/part.csv" "$REC/$file"; fi
     rm -f "$TMP/part.csv"
   done
 }
-AR=allreduce.nccl,sol.bidir_copy,allreduce.bidir,allreduce.bidir.ll,allreduce.bidir.flash,allreduce.bidir.lamport,allreduce.bidir.push,allreduce.bidir.stream,allreduce.bidir.copy,allreduce.ring
+# allreduce.bidir runs a kernel up to its copy-mode crossover, the copy schedule above it.
+COPY_FROM=$(echo "${TUNE:-}" | tr ',' '\n' | sed -n 's/^auto_flash_max=//p')
+COPY_FROM=${COPY_FROM:-134217728}
+KERNELS=allreduce.nccl,allreduce.bidir.ll,allreduce.bidir.flash,allreduce.bidir.lamport,allreduce.bidir.push,allreduce.bidir.stream
+GRAPHS=sol.bidir_copy,allreduce.bidir.copy,allreduce.ring
+allreduces() {  # file factor dtype [more graph-schedule algos]
+  sweep "$1" "$2" "$3" "$ITERS_FUSED" 8 1G $KERNELS
+  sweep "$1" "$2" "$3" "$ITERS_FUSED" 8 "$COPY_FROM" allreduce.bidir
+  sweep "$1" "$2" "$3" "$ITERS_GRAPH" $((COPY_FROM * 2)) 1G allreduce.bidir
+  sweep "$1" "$2" "$3" "$ITERS_GRAPH" 8 1G $GRAPHS${4:+,$4}
+}
 stamp "sweep: all-reduces and sol.bidir_copy, float, 8 B .. 1 GiB x2"
-sweep allreduce_float.csv 2 float $AR allreduce.tree,allreduce.rhd
+allreduces allreduce_float.csv 2 float allreduce.tree,allreduce.rhd
 stamp "sweep: every other algorithm and its NCCL baseline, float, 8 B .. 1 GiB x4"
-sweep others_float.csv 4 float \
-  allgather.nccl,allgather.ring reducescatter.nccl,reducescatter.ring,reducescatter.hier \
-  broadcast.nccl,broadcast.pipeline,broadcast.binomial,broadcast.scatter_allgather \
-  reduce.nccl,reduce.binomial,reduce.direct gather.binomial,gather.direct,scatter.binomial,scatter.direct \
-  alltoall.nccl,alltoall.direct,alltoall.bruck,alltoall.hier
+sweep others_float.csv 4 float "$ITERS_FUSED" 8 1G \
+  allgather.nccl,reducescatter.nccl,broadcast.nccl,reduce.nccl,alltoall.nccl
+sweep others_float.csv 4 float "$ITERS_GRAPH" 8 1G \
+  allgather.ring reducescatter.ring,reducescatter.hier broadcast.pipeline,broadcast.binomial,broadcast.scatter_allgather \
+  reduce.binomial,reduce.direct gather.binomial,gather.direct,scatter.binomial,scatter.direct \
+  alltoall.direct,alltoall.bruck,alltoall.hier
 stamp "sweep: all-reduces in half and bfloat16, x4"
-sweep allreduce_half.csv 4 half $AR
-sweep allreduce_bfloat16.csv 4 bfloat16 $AR
+allreduces allreduce_half.csv 4 half
+allreduces allreduce_bfloat16.csv 4 bfloat16
 
 stamp "GPU tests (executor; ctest label gpu)"
 [ "$(left)" -gt 40 ] && timeout $(($(left) > 150 ? 150 : $(left) - 30)) "$BIN/test_exec_gpu" --gtest_brief=1 \
