@@ -37,7 +37,8 @@
 //                 kernels' reductions load it: the reduction's own memory accesses.
 //   bidir.ll.args.n100 / .ll_plain.args.n100 / .pull.own.args.n100   the same kernels reading their pointers
 //                 from a by-value block of per-rank pointer arrays indexed by rank at run time, as the bidir
-//                 kernels' BidirArgs.
+//                 kernels' BidirArgs; .argref.n100 instead of .args.n100: the block also passed by reference to
+//                 an out-of-line timeout reporter, as the bidir kernels' report_timeout(const BidirArgs&, ...).
 //
 // Both directions run at once in every bidir.* series (each GPU's kernel moves S bytes towards the other).
 #include <nccl.h>
@@ -110,6 +111,18 @@ __device__ __forceinline__ void pdl_enter() {
   asm volatile("griddepcontrol.wait;" ::: "memory");
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 }
+// Spins until *p >= want; false after kTimeoutNs, having called report().
+template <typename Report>
+__device__ __forceinline__ bool wait_ge_r(const unsigned long long* p, unsigned long long want, Report report) {
+  const unsigned long long t0 = now_ns();
+  for (uint32_t it = 0;; ++it) {
+    if (ld_acquire(p) >= want) return true;
+    if ((it & 255u) == 255u && now_ns() - t0 > kTimeoutNs) {
+      report();
+      return false;
+    }
+  }
+}
 // Spins until *p >= want; false (error recorded) after kTimeoutNs.
 __device__ bool wait_ge(const unsigned long long* p, unsigned long long want, int* err) {
   const unsigned long long t0 = now_ns();
@@ -144,9 +157,9 @@ __device__ void finish_launch(Ctl* me, unsigned long long e, unsigned ctas) {
 // One-shot pull with start / finish handshakes (the flash kernel's transfer, no reduction).
 // With `Own` (bidir.pull.own.n100), each arrived vector is added to this GPU's own vector (`own`, loaded as
 // the flash kernel's reduction loads it: after the peer's vector, before the store).
-template <int U, bool Own>
+template <int U, bool Own, typename Report>
 __device__ __forceinline__ void pull_body(const uint4* __restrict__ peer, uint4* __restrict__ out, int64_t nvec,
-                                          Ctl* me, Ctl* other, const uint4* __restrict__ own) {
+                                          Ctl* me, Ctl* other, const uint4* __restrict__ own, Report report) {
   __shared__ unsigned long long e_s;
   __shared__ int abort_s;
   pdl_enter();
@@ -156,7 +169,7 @@ __device__ __forceinline__ void pull_body(const uint4* __restrict__ peer, uint4*
   const unsigned long long e = e_s;
   if (t == 0) {
     st_release(&other->start[b], e);
-    abort_s = !wait_ge(&me->start[b], e, &me->err);
+    abort_s = !wait_ge_r(&me->start[b], e, report);
   }
   __syncthreads();
   if (abort_s) return;
@@ -192,7 +205,7 @@ __device__ __forceinline__ void pull_body(const uint4* __restrict__ peer, uint4*
   __syncthreads();
   if (t == 0) {
     st_release(&other->fin[b], e);
-    wait_ge(&me->fin[b], e, &me->err);
+    wait_ge_r(&me->fin[b], e, report);
     finish_launch(me, e, G);
   }
 }
@@ -200,7 +213,7 @@ template <int U, bool Own = false>
 __global__ void __launch_bounds__(kPullThreads)
     k_pull(const uint4* __restrict__ peer, uint4* __restrict__ out, int64_t nvec, Ctl* me, Ctl* other,
            const uint4* __restrict__ own) {
-  pull_body<U, Own>(peer, out, nvec, me, other, own);
+  pull_body<U, Own>(peer, out, nvec, me, other, own, [me] { atomicExch(&me->err, 1); });
 }
 
 // The per-rank pointers in one by-value block indexed by rank at run time, as the bidir kernels receive
@@ -213,13 +226,27 @@ struct RankArgs {
   uint8_t* unused[3][8];  // the other modes' buffers (BidirArgs' size)
   int64_t nvec, words, ll_words;
   int rank, nranks;
+  unsigned long long timeout_ns;
 };
+
+// The `.argref` variants' timeout path: as the bidir kernels' report_timeout(const BidirArgs&, ...), an
+// out-of-line function given the whole argument block by reference (never called in a run that completes).
+__device__ __noinline__ void report_args(const RankArgs& a, unsigned code) {
+  if (atomicCAS(&a.ctl[a.rank]->err, 0, int(code)) == 0) __threadfence_system();
+}
 
 template <int U, bool Own>
 __global__ void __launch_bounds__(kPullThreads) k_pull_args(RankArgs a) {
   const int r = a.rank, p = (r + 1) % a.nranks;
+  Ctl* me = a.ctl[r];
+  pull_body<U, Own>(reinterpret_cast<const uint4*>(a.in[p]), reinterpret_cast<uint4*>(a.out), a.nvec, me, a.ctl[p],
+                    reinterpret_cast<const uint4*>(a.in[r]), [me] { atomicExch(&me->err, 1); });
+}
+template <int U, bool Own>
+__global__ void __launch_bounds__(kPullThreads) k_pull_argref(RankArgs a) {
+  const int r = a.rank, p = (r + 1) % a.nranks;
   pull_body<U, Own>(reinterpret_cast<const uint4*>(a.in[p]), reinterpret_cast<uint4*>(a.out), a.nvec, a.ctl[r],
-                    a.ctl[p], reinterpret_cast<const uint4*>(a.in[r]));
+                    a.ctl[p], reinterpret_cast<const uint4*>(a.in[r]), [&a] { report_args(a, 1); });
 }
 
 // One-shot push with a release flag per tile (the push kernel's transfer, no reduction). Receive buffers
@@ -284,9 +311,10 @@ __global__ void __launch_bounds__(kPushThreads, 2)
 // LL exchange (the ll kernel's transfer, no reduction): words of 4 data bytes + the launch epoch, two per
 // thread in one 16-byte store into the peer; each thread polls its own received pair. Buffers alternate by
 // epoch parity; the last CTA to finish advances the epoch, as the ll kernel does.
+template <typename Report>
 __device__ __forceinline__ void ll_body(const uint32_t* __restrict__ own, unsigned long long* peer_ll,
                                         unsigned long long* my_ll, int64_t ll_words, uint32_t* __restrict__ out,
-                                        int64_t words, Ctl* me) {
+                                        int64_t words, Ctl* me, Report report) {
   pdl_enter();
   // Every thread reads the epoch itself (as the ll kernel): it moves only after every CTA finished.
   const unsigned e = *reinterpret_cast<volatile unsigned*>(&me->ll_epoch) + 1;
@@ -305,7 +333,7 @@ __device__ __forceinline__ void ll_body(const uint32_t* __restrict__ own, unsign
       asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];" : "=l"(v0), "=l"(v1) : "l"(src) : "memory");
       if ((v0 >> 32) == e && (v1 >> 32) == e) break;
       if ((it & 1023u) == 0 && now_ns() - t0 > kTimeoutNs) {
-        atomicExch(&me->err, 1);
+        report();
         break;
       }
     }
@@ -328,13 +356,20 @@ __device__ __forceinline__ void ll_body(const uint32_t* __restrict__ own, unsign
 __global__ void __launch_bounds__(kLLThreads)
     k_ll(const uint32_t* __restrict__ own, unsigned long long* peer_ll, unsigned long long* my_ll, int64_t ll_words,
          uint32_t* __restrict__ out, int64_t words, Ctl* me) {
-  ll_body(own, peer_ll, my_ll, ll_words, out, words, me);
+  ll_body(own, peer_ll, my_ll, ll_words, out, words, me, [me] { atomicExch(&me->err, 1); });
 }
 __global__ void __launch_bounds__(kLLThreads) k_ll_args(RankArgs a) {
   const int r = a.rank, p = (r + 1) % a.nranks;
+  Ctl* me = a.ctl[r];
+  ll_body(reinterpret_cast<const uint32_t*>(a.in[r]), reinterpret_cast<unsigned long long*>(a.buf[p]),
+          reinterpret_cast<unsigned long long*>(a.buf[r]), a.ll_words, reinterpret_cast<uint32_t*>(a.out), a.words, me,
+          [me] { atomicExch(&me->err, 1); });
+}
+__global__ void __launch_bounds__(kLLThreads) k_ll_argref(RankArgs a) {
+  const int r = a.rank, p = (r + 1) % a.nranks;
   ll_body(reinterpret_cast<const uint32_t*>(a.in[r]), reinterpret_cast<unsigned long long*>(a.buf[p]),
           reinterpret_cast<unsigned long long*>(a.buf[r]), a.ll_words, reinterpret_cast<uint32_t*>(a.out), a.words,
-          a.ctl[r]);
+          a.ctl[r], [&a] { report_args(a, 1); });
 }
 
 // Persistent lanes through a ring of K slots of B bytes in the peer (the stream kernel's transfer, no
@@ -893,38 +928,46 @@ void BidirBench::run() {
   const std::string args_note =
       "; the kernel reads its pointers from a by-value block of per-rank pointer arrays indexed by rank at run "
       "time (as the bidir kernels' BidirArgs)";
-  for (const bool pdl : {true, false})
-    sweep(pdl ? "bidir.ll.args.n100" : "bidir.ll_plain.args.n100",
-          std::string("both GPUs at once: LL words (4 data + 4 flag bytes), two per thread in a 16-byte store into "
-                      "the peer, each thread polling its own received pair; 256 threads, G = min(SMs, pairs / 256) "
-                      "CTAs; ") +
-              (pdl ? "PDL launches" : "plain launches (no PDL)") +
-              " in per-GPU graphs, replayed as the harness does (data bytes per direction)" + args_note,
-          kLLMaxBytes, [&, pdl](int g, cudaStream_t st, int64_t b) {
+  const std::string argref_note =
+      ", and passes that block by reference to an out-of-line function on its timeout path (as the bidir kernels' "
+      "report_timeout)";
+  // argref: the block also passed by reference to an out-of-line timeout reporter (the `.argref` series).
+  for (const bool argref : {false, true})
+    for (const bool pdl : {true, false})
+      sweep(std::string(pdl ? "bidir.ll" : "bidir.ll_plain") + (argref ? ".argref.n100" : ".args.n100"),
+            std::string("both GPUs at once: LL words (4 data + 4 flag bytes), two per thread in a 16-byte store into "
+                        "the peer, each thread polling its own received pair; 256 threads, G = min(SMs, pairs / 256) "
+                        "CTAs; ") +
+                (pdl ? "PDL launches" : "plain launches (no PDL)") +
+                " in per-GPU graphs, replayed as the harness does (data bytes per direction)" + args_note +
+                (argref ? argref_note : ""),
+            kLLMaxBytes, [&, pdl, argref](int g, cudaStream_t st, int64_t b) {
+              RankArgs a = rank_args(g);
+              a.words = (b + 3) / 4;
+              a.ll_words = (kLLMaxBytes / 4 + 2) & ~int64_t(1);
+              const int64_t pairs = (a.words + 1) / 2;
+              const int G = int(std::clamp<int64_t>((pairs + kLLThreads - 1) / kLLThreads, 1, std::min(sms, kMaxCtas)));
+              auto* kernel = argref ? k_ll_argref : k_ll_args;
+              if (pdl) {
+                launch_pdl(kernel, G, kLLThreads, st, a);
+              } else {
+                kernel<<<G, kLLThreads, 0, st>>>(a);
+                CCLAB_CUDA(cudaGetLastError());
+              }
+            });
+  for (const bool argref : {false, true})
+    sweep(argref ? "bidir.pull.own.argref.n100" : "bidir.pull.own.args.n100",
+          "both GPUs at once: G = min(SMs, S / 32 KiB) CTAs of 512 threads, start flag handshake with the peer's CTA, "
+          "16-byte loads of the peer's S bytes (4 per thread in flight, next tile prefetched), finish handshake; PDL "
+          "launches in per-GPU graphs, replayed as the harness does (bytes per direction)" +
+              own_note + args_note + (argref ? argref_note : ""),
+          record_max, [&, argref](int g, cudaStream_t st, int64_t b) {
             RankArgs a = rank_args(g);
-            a.words = (b + 3) / 4;
-            a.ll_words = (kLLMaxBytes / 4 + 2) & ~int64_t(1);
-            const int64_t pairs = (a.words + 1) / 2;
-            const int G = int(std::clamp<int64_t>((pairs + kLLThreads - 1) / kLLThreads, 1, std::min(sms, kMaxCtas)));
-            if (pdl) {
-              launch_pdl(k_ll_args, G, kLLThreads, st, a);
-            } else {
-              k_ll_args<<<G, kLLThreads, 0, st>>>(a);
-              CCLAB_CUDA(cudaGetLastError());
-            }
+            a.nvec = (b + 15) / 16;
+            const int64_t tile = int64_t(kPullThreads) * 4;
+            const int G = int(std::clamp<int64_t>((a.nvec + tile - 1) / tile, 1, std::min(sms, kMaxCtas)));
+            launch_pdl(argref ? k_pull_argref<4, true> : k_pull_args<4, true>, G, kPullThreads, st, a);
           });
-  sweep("bidir.pull.own.args.n100",
-        "both GPUs at once: G = min(SMs, S / 32 KiB) CTAs of 512 threads, start flag handshake with the peer's CTA, "
-        "16-byte loads of the peer's S bytes (4 per thread in flight, next tile prefetched), finish handshake; PDL "
-        "launches in per-GPU graphs, replayed as the harness does (bytes per direction)" +
-            own_note + args_note,
-        record_max, [&](int g, cudaStream_t st, int64_t b) {
-          RankArgs a = rank_args(g);
-          a.nvec = (b + 15) / 16;
-          const int64_t tile = int64_t(kPullThreads) * 4;
-          const int G = int(std::clamp<int64_t>((a.nvec + tile - 1) / tile, 1, std::min(sms, kMaxCtas)));
-          launch_pdl(k_pull_args<4, true>, G, kPullThreads, st, a);
-        });
   iters_ = kIters;
   // lamport: its defaults (512 threads, 2 vectors per thread per tile, 2 tiles ahead) and the variants
   // scripts/measure.sh calibrates (lamport_threads=256; lamport_split=1: half the threads send, half
