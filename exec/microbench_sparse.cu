@@ -18,6 +18,8 @@
 //                            raw rows read + summed rows written (1.5 raw rows per summed row).
 //   sparse.match             GPU time of the inverse map's memset and the window matching kernel: n local
 //                            indices against a union of 2 n; bytes = 4 n.
+//   sparse.coalesce.wall2 / sparse.sort_unique.wall2   the same calls issued for GPU0 then GPU1 (own keys
+//                            each) and waited for on both, as the executor's phases run on 2 GPUs.
 //   sparse.fill.issue        host time until the match-and-fill step's three calls return (bytes = U rows).
 //   sparse.copy.issue        host time until a cudaMemcpyAsync of n indices into GPU1 returns (bytes = 4 n).
 //   sparse.fill_rows         GPU time of the fill kernel: U rows of 2048 floats written, half of them copied
@@ -27,6 +29,7 @@
 #include <numeric>
 #include <vector>
 
+#include "core/error.hpp"
 #include "exec/microbench.hpp"
 #include "exec/sparse_kernels.cuh"
 
@@ -124,6 +127,93 @@ BenchPoint point(int64_t bytes, double seconds, int reps) {
   p.seconds = seconds;
   p.reps = reps;
   return p;
+}
+
+// One GPU's buffers for the two-GPU phase timings.
+struct KeyBufs {
+  int dev;
+  Stream st;
+  DevBuf keys, perm_in, keys_sorted, perm_sorted, uniq, counts, offsets, num, dummy, temp;
+  HostBuf h_count{4};
+  KeyBufs(int d, int64_t n_max, size_t temp_bytes)
+      : dev(d),
+        st(d),
+        keys(d, size_t(n_max) * 4),
+        perm_in(d, size_t(n_max) * 4),
+        keys_sorted(d, size_t(n_max) * 4),
+        perm_sorted(d, size_t(n_max) * 4),
+        uniq(d, size_t(n_max) * 4),
+        counts(d, size_t(n_max) * 4),
+        offsets(d, size_t(n_max) * 4),
+        num(d, 4),
+        dummy(d, 16),
+        temp(d, temp_bytes) {
+    DeviceScope scope(d);
+    sparse_iota(perm_in.as<int32_t>(), n_max, st);
+    MMSP_CUDA(cudaStreamSynchronize(st));
+  }
+  void coalesce(int64_t n, size_t temp_bytes) {
+    CoalesceBuffers b{keys.as<uint32_t>(), perm_in.as<int32_t>(), keys_sorted.as<uint32_t>(), perm_sorted.as<int32_t>(),
+                      uniq.as<uint32_t>(), counts.as<int32_t>(),  offsets.as<int32_t>(),      num.as<int32_t>(),
+                      dummy.as<float>(),   dummy.as<float>()};
+    sparse_coalesce(b, int(n), 0, kEndBit, temp.as(), temp_bytes, st);
+    MMSP_CUDA(cudaMemcpyAsync(h_count.as(), num.as(), 4, cudaMemcpyDeviceToHost, st));
+  }
+  void sort_unique(int64_t n, size_t temp_bytes) {
+    sparse_sort_unique(keys.as<uint32_t>(), keys_sorted.as<uint32_t>(), uniq.as<uint32_t>(), num.as<int32_t>(), int(n),
+                       kEndBit, temp.as(), temp_bytes, st);
+    MMSP_CUDA(cudaMemcpyAsync(h_count.as(), num.as(), 4, cudaMemcpyDeviceToHost, st));
+  }
+};
+
+// The executor's host-driven phase on every GPU at once (exec/sparse.cu): one host thread issues GPU0's calls
+// and a 4-byte copy of the count, then GPU1's, then waits for GPU0 and GPU1. Median host time.
+template <class F>
+double two_gpu_wall(std::vector<KeyBufs*>& g, F&& issue) {
+  std::vector<double> t;
+  for (int r = 0; r < kReps + 2; ++r) {
+    for (KeyBufs* b : g) {
+      DeviceScope s(b->dev);
+      MMSP_CUDA(cudaStreamSynchronize(b->st));
+    }
+    const double t0 = host_now_s();
+    for (KeyBufs* b : g) {
+      DeviceScope s(b->dev);
+      issue(*b);
+    }
+    for (KeyBufs* b : g) {
+      DeviceScope s(b->dev);
+      MMSP_CUDA(cudaStreamSynchronize(b->st));
+    }
+    if (r >= 2) t.push_back(host_now_s() - t0);
+  }
+  return median(t);
+}
+
+// sparse.coalesce.wall2 / sparse.sort_unique.wall2: the same calls as the .wall series on GPU0 and GPU1, each
+// on its own copy of the keys, issued and waited for as the executor's coalescing and union phases do.
+void two_gpu_series(const std::vector<int64_t>& sizes, size_t temp_bytes, std::vector<BenchSeries>& out) {
+  KeyBufs b0(0, sizes.back(), temp_bytes), b1(1, sizes.back(), temp_bytes);
+  std::vector<KeyBufs*> g = {&b0, &b1};
+  BenchSeries coal{"sparse.coalesce.wall2",
+                   "host time of sparse.coalesce.wall's calls issued for GPU0 then GPU1 (own keys each), then waits "
+                   "for GPU0 and GPU1, as the executor's coalescing phase; bytes = 4 n per GPU",
+                   {}};
+  BenchSeries su{"sparse.sort_unique.wall2",
+                 "host time of sparse.sort_unique.wall's calls issued for GPU0 then GPU1 (own keys each), then waits "
+                 "for GPU0 and GPU1, as the executor's union phase; bytes = 4 n per GPU",
+                 {}};
+  for (int64_t n : sizes) {
+    const auto h = raw_keys(n);
+    for (KeyBufs* b : g) {
+      DeviceScope s(b->dev);
+      copy_on(b->keys.as(), h.data(), size_t(n) * 4, b->st);
+    }
+    coal.points.push_back(point(n * 4, two_gpu_wall(g, [&](KeyBufs& b) { b.coalesce(n, temp_bytes); }), kReps));
+    su.points.push_back(point(n * 4, two_gpu_wall(g, [&](KeyBufs& b) { b.sort_unique(n, temp_bytes); }), kReps));
+  }
+  out.push_back(std::move(coal));
+  out.push_back(std::move(su));
 }
 
 }  // namespace
@@ -270,6 +360,14 @@ void run_sparse_microbenchmarks(const MicrobenchOptions& opt, std::vector<BenchS
           kReps));
   }
   MMSP_CUDA(cudaStreamSynchronize(st));
+  // Both GPUs as the executor drives them; a failure here keeps the single-GPU series.
+  if (opt.gpus >= 2) {
+    try {
+      two_gpu_series(key_sizes, temp_bytes, out);
+    } catch (const Error& e) {
+      warnings.push_back(std::string("sparse two-GPU phases: ") + e.what());
+    }
+  }
   for (BenchSeries* s : {&coal_wall, &coal_issue, &su_wall, &su_issue, &match, &seg, &fill, &fill_issue, &copy_issue})
     if (!s->points.empty()) out.push_back(std::move(*s));
   (void)warnings;

@@ -257,7 +257,8 @@ const std::vector<std::string>& bench_names() {
           "bidir.ll.argref.n100", "bidir.ll_plain.argref.n100", "bidir.pull.own.argref.n100",
           // the sparse all-reduce's local pieces (exec/microbench_sparse.cu)
           "sparse.coalesce.wall", "sparse.coalesce.issue", "sparse.sort_unique.wall", "sparse.sort_unique.issue",
-          "sparse.segment_sum", "sparse.match", "sparse.fill_rows", "sparse.fill.issue", "sparse.copy.issue"})
+          "sparse.segment_sum", "sparse.match", "sparse.fill_rows", "sparse.fill.issue", "sparse.copy.issue",
+          "sparse.coalesce.wall2", "sparse.sort_unique.wall2"})
       v.push_back(b);
     for (const char* d : kDtypes) {
       v.push_back(std::string("reduce.local.") + d);
