@@ -1,8 +1,11 @@
 // The bidir all-reduce kernels of exec/bidir.cu on 2 GPUs (modes ll, flash, push, stream), costed from the
 // profile's measured pieces. The copy mode is a copy-engine schedule on the general lowering (sim/paths.cpp).
 #include <algorithm>
+#include <cmath>
+#include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/error.hpp"
 #include "sim/paths.hpp"
@@ -218,20 +221,72 @@ std::optional<Seconds> within(const model::PathTable* t, double bytes) {
   return t->time(bytes);
 }
 
-// The bidir kernels read their per-rank pointers from BidirArgs, a by-value block indexed by rank at run time;
-// the microbenchmarks pass theirs as plain arguments, except the .args series, each measured beside the same
-// kernel without the block: ll's own pair (PDL or plain launches), flash's (pull adding the own input); the
-// other modes, launched as ll is with or without PDL, pay ll's difference at its smallest size (per launch).
-struct ArgsPair {
+// The bidir kernels read their per-rank pointers from BidirArgs, a by-value block (~0.5 KB) indexed by rank at
+// run time, and pass it by reference to an out-of-line timeout reporter: every thread copies the block into a
+// stack frame in every launch (ptxas: ~500 bytes). The microbenchmarks pass plain pointers, except the .argref
+// series (and the older .args ones: the block without the reference), each measured beside the same kernel
+// without it. The copy's cost depends on how many threads make it: each pair's difference is read against
+// the threads its microbenchmark launched at each size (exec/microbench_bidir.cu's grids, capped at the
+// H200's SMs), averaged where sizes share a grid, interpolated in threads and, beyond the most it launched,
+// taken in proportion to the threads. PDL launches: ll's and pull's pairs; plain launches: ll_plain's.
+constexpr int64_t kMicrobenchSms = 132;   // NVIDIA H200: the microbenchmarks' grid cap (min(SMs, ...))
+int64_t ll_bench_threads(double bytes) {  // 256 threads per CTA, a pair of 4-byte words per thread
+  const int64_t pairs = (int64_t(std::ceil(bytes / 4)) + 1) / 2;
+  return 256 * std::clamp<int64_t>((pairs + 255) / 256, 1, kMicrobenchSms);
+}
+int64_t pull_bench_threads(double bytes) {  // 512 threads per CTA, tiles of 32 KiB
+  const int64_t nvec = int64_t(std::ceil(bytes / 16));
+  return 512 * std::clamp<int64_t>((nvec + 2047) / 2048, 1, kMicrobenchSms);
+}
+
+struct BlockPair {
   std::string with, without;
-  bool per_launch;
+  int64_t (*threads)(double);
 };
-ArgsPair args_pair(const ExecPath& path) {
-  if (path.mode == "flash") return {"bidir.pull.own.args.n100", "bidir.pull.own.n100", false};
-  ArgsPair ll = path.pdl ? ArgsPair{"bidir.ll.args.n100", "bidir.ll.n100", false}
-                         : ArgsPair{"bidir.ll_plain.args.n100", "bidir.ll_plain.n100", false};
-  ll.per_launch = path.mode != "ll";
-  return ll;
+
+// (threads launched, the block's extra time) over the pairs' common sizes, averaged per thread count.
+std::map<int64_t, double> block_cost_points(const model::ModelParams& P, const std::vector<BlockPair>& pairs,
+                                            std::string& used) {
+  std::map<int64_t, std::pair<double, int>> sum;
+  for (const BlockPair& bp : pairs) {
+    const model::PathTable *w = P.table(bp.with), *wo = P.table(bp.without);
+    if (!w || !wo || w->empty() || wo->empty()) continue;
+    used += (used.empty() ? "" : ", ") + bp.with + " - " + bp.without;
+    for (const auto& [bytes, t] : w->points) {
+      if (bytes > wo->points.back().first) continue;
+      auto& [total, k] = sum[bp.threads(double(bytes))];
+      total += t - wo->time(double(bytes)).value;
+      ++k;
+    }
+  }
+  std::map<int64_t, double> out;
+  for (const auto& [x, tk] : sum) out[x] = tk.first / tk.second;
+  return out;
+}
+
+// The block's cost for `threads` launched per GPU (0 without the series).
+Seconds block_cost(const model::ModelParams& P, const ExecPath& path, int64_t threads, std::string& used) {
+  auto pairs_with = [&](const char* suffix) {
+    return path.pdl ? std::vector<BlockPair>{{std::string("bidir.ll") + suffix, "bidir.ll.n100", ll_bench_threads},
+                                             {std::string("bidir.pull.own") + suffix, "bidir.pull.own.n100",
+                                              pull_bench_threads}}
+                    : std::vector<BlockPair>{
+                          {std::string("bidir.ll_plain") + suffix, "bidir.ll_plain.n100", ll_bench_threads}};
+  };
+  std::map<int64_t, double> pts = block_cost_points(P, pairs_with(".argref.n100"), used);
+  if (pts.empty()) pts = block_cost_points(P, pairs_with(".args.n100"), used);
+  if (pts.empty()) return Seconds(0);
+  double y;
+  if (threads <= pts.begin()->first) {
+    y = pts.begin()->second;
+  } else if (threads >= pts.rbegin()->first) {
+    y = pts.rbegin()->second * double(threads) / double(pts.rbegin()->first);
+  } else {
+    auto hi = pts.lower_bound(threads);
+    auto lo = std::prev(hi);
+    y = lo->second + (hi->second - lo->second) * double(threads - lo->first) / double(hi->first - lo->first);
+  }
+  return Seconds(std::max(0.0, y));
 }
 
 }  // namespace
@@ -282,16 +337,13 @@ Seconds bidir_kernel_time(const model::ModelParams& P, const ExecPath& path, int
     time = time + std::max(Seconds(0), reduce_size - transfer_size);
     how += ", reduction overlapped (" + red_used + ")";
   }
-  // The argument block (beyond a pair's sizes: its difference at the smallest size, a per-launch cost).
-  const ArgsPair ap = args_pair(path);
-  const model::PathTable *with = P.table(ap.with), *without = P.table(ap.without);
-  if (with && without && !with->empty() && !without->empty()) {
-    const std::optional<Seconds> w = ap.per_launch ? std::nullopt : within(with, S);
-    const std::optional<Seconds> wo = ap.per_launch ? std::nullopt : within(without, S);
-    const double x = double(std::min(with->points.front().first, without->points.front().first));
-    const Seconds d = w && wo ? *w - *wo : with->time(x) - without->time(x);
-    time = time + std::max(Seconds(0), d);
-    how += " + the argument block (" + ap.with + " - " + ap.without + ")(" + (w && wo ? "S" : "smallest size") + ")";
+  // The argument block's copy, for the threads the kernel launches (the note's grid and threads).
+  const int64_t threads = std::max<int64_t>(1, path.grid) * note_number(path.note, "threads=", 512);
+  std::string block_used;
+  const Seconds block = block_cost(P, path, threads, block_used);
+  if (!block_used.empty()) {
+    time = time + block;
+    how += " + the argument block's copy for " + std::to_string(threads) + " threads (" + block_used + ")";
   }
   if (name == "bidir.push" && path.mode == "lamport")
     how += "; lamport's data-as-flag stores costed as push's stores with a flag per tile (no bidir.lamport series)";

@@ -202,23 +202,28 @@ TEST(BidirModel, TheOwnInputsLoadsFromTheOwnSeries) {
   EXPECT_NEAR(predict_note(p, "allreduce.bidir.push", S, note, 100), at("bidir.push.n100", S), 1e-12);
 }
 
-TEST(BidirModel, TheArgumentBlockFromTheArgsSeries) {
+TEST(BidirModel, TheArgumentBlocksCopyByThreadsLaunched) {
   const topo::Topology t = topo::load_topology("h200x2");
   model::ModelParams p = params_with_bidir_series(t);
   p.tables["bidir.ll.n100"] = line_table(2.0e-6, 120e9, kMiB);
-  p.tables["bidir.ll.args.n100"] = line_table(2.3e-6, 100e9, kMiB);
+  p.tables["bidir.ll.argref.n100"] = line_table(2.3e-6, 120e9, kMiB);  // 0.3 us at every ll grid
   auto at = [&](const char* series, int64_t s) { return p.tables.at(series).time(double(s)).value; };
-  // ll: its own pair at the record's size.
+  // ll at 100 launches per replay: its .n100 series plus the block's copy.
   const int64_t S = 64 << 10;
   EXPECT_NEAR(predict_note(p, "allreduce.bidir.ll", S, "mode=ll threads=256 pdl grid=32", 100),
-              at("bidir.ll.args.n100", S), 1e-12);
-  // push (PDL): ll's difference at its smallest size, per launch.
+              at("bidir.ll.n100", S) + 0.3e-6, 1e-12);
+  // push on 256 CTAs of 512 threads: more threads than the ll pair launched (132 x 256): in proportion.
   const std::string push = "mode=push threads=512 unroll=4 pdl grid=256";
-  const double d = at("bidir.ll.args.n100", 8) - at("bidir.ll.n100", 8);
-  EXPECT_NEAR(predict_note(p, "allreduce.bidir.push", 4 * kMiB, push, 20), at("bidir.push", 4 * kMiB) + d, 1e-12);
+  EXPECT_NEAR(predict_note(p, "allreduce.bidir.push", 4 * kMiB, push, 20),
+              at("bidir.push", 4 * kMiB) + 0.3e-6 * (256.0 * 512) / (132.0 * 256), 1e-12);
   // stream launches without PDL: ll_plain's pair, none here.
-  const std::string stream = "mode=stream slots=4 slot_bytes=262144 grid=16";
+  const std::string stream = "mode=stream slots=4 slot_bytes=262144 threads=512 grid=16";
   EXPECT_NEAR(predict_note(p, "allreduce.bidir.stream", 4 * kMiB, stream, 20), at("bidir.ring", 4 * kMiB), 1e-12);
+  // Without .argref, the .args pair.
+  p.tables.erase("bidir.ll.argref.n100");
+  p.tables["bidir.ll.args.n100"] = line_table(2.1e-6, 120e9, kMiB);
+  EXPECT_NEAR(predict_note(p, "allreduce.bidir.ll", S, "mode=ll threads=256 pdl grid=32", 100),
+              at("bidir.ll.n100", S) + 0.1e-6, 1e-12);
 }
 
 TEST(BidirModel, WithoutTheSeriesTheGeneralPiecesRemain) {
