@@ -59,8 +59,13 @@ std::optional<Prediction> predict_sparse_exec(Simulator& sim, const AlgoArgs& ar
   // Phase 1, coalescing: the host issues each rank's calls in turn and waits for them all, so the last rank
   // starts D-1 issues late; its wall time is the index pipeline (measured with no value columns) plus the
   // segment sum's row traffic (raw rows read, coalesced rows written).
-  const Seconds coalesce = double(D - 1) * T->coal_issue->time(idx * raw) + T->coal_wall->time(idx * raw) +
-                           T->segment_sum->time((raw + k) * row);
+  // Where the profile timed the phase on 2 GPUs as the host drives it (.wall2), that measures the offset and
+  // whatever else issuing for two devices costs; further ranks add their issue.
+  const model::PathTable* coal2 = P.table("sparse.coalesce.wall2");
+  const Seconds coalesce =
+      (coal2 && D >= 2 ? double(D - 2) * T->coal_issue->time(idx * raw) + coal2->time(idx * raw)
+                       : double(D - 1) * T->coal_issue->time(idx * raw) + T->coal_wall->time(idx * raw)) +
+      T->segment_sum->time((raw + k) * row);
 
   // Phase 2, the union (sparse path): every rank pulls every rank's index list (one local and D-1 peer
   // copies), sorts and de-duplicates them and copies the count to the host; gather_bcast does it on rank 0
@@ -70,13 +75,19 @@ std::optional<Prediction> predict_sparse_exec(Simulator& sim, const AlgoArgs& ar
                          double(D - 1) * std::max(T->copy_issue->time(idx * k), T->peer_copy->time(idx * k));
   const Seconds one_union = copies + T->su_wall->time(idx * total);
   const Seconds issue_union = double(D) * T->copy_issue->time(idx * k) + T->su_issue->time(idx * total);
+  const model::PathTable* su2 = P.table("sparse.sort_unique.wall2");
   Seconds union_phase(0), bcast(0);
   if (!path.dense) {
     if (path.gather_bcast) {
       union_phase = one_union;
       if (D > 1) bcast = T->copy_issue->time(idx * U) + T->peer_copy->time(idx * U);
     } else {
-      union_phase = double(D - 1) * issue_union + one_union;
+      // Every rank's copies and sort, issued rank after rank, then a wait for each: the 2-GPU timing of the
+      // sort where measured, with the copies' issue and time on top.
+      union_phase = su2 && D >= 2
+                        ? double(D - 2) * issue_union + double(D - 1) * double(D) * T->copy_issue->time(idx * k) +
+                              copies + su2->time(idx * total)
+                        : double(D - 1) * issue_union + one_union;
     }
   }
 

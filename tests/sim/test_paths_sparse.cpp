@@ -89,6 +89,30 @@ TEST(PathsSparse, PhasesAddUpAsTheExecutorRunsThem) {
   EXPECT_EQ(de->record.bytes, int64_t(500000) * 2048 * 4);
 }
 
+TEST(PathsSparse, TwoGpuPhaseTimingsReplaceTheIssueOffset) {
+  const topo::Topology t = topo::load_topology("h200x2");
+  model::ModelParams p = sparse_params(t);
+  const int64_t big = int64_t(1) << 40;
+  p.tables["sparse.coalesce.wall2"] = line_table(200e-6, 1e30, big);
+  p.tables["sparse.sort_unique.wall2"] = line_table(150e-6, 1e30, big);
+  Simulator sim(t, p);
+  const AlgoArgs a = sparse_args(0.2);
+  const auto sz = sparse::model_sizes(a);
+  const double k = double(sz.rows[0]), U = double(sz.union_rows), row = 2048 * 4.0;
+  const double coalesce = 200e-6 + (1.5 * k + k) * row / kRowRate;
+  // Rank 1's copies are issued after rank 0's two; each copy costs its issue (longer than the copy here).
+  const double union_ag = 2 * kCopyIssue + 2 * kCopyIssue + 150e-6;
+  const double match_fill = kFillIssue + kMatch + (U + k) * row / kRowRate;
+  const auto ag = predict_sparse_exec(sim, a, {.dense = false, .gather_bcast = false});
+  ASSERT_TRUE(ag);
+  expect_near_rel(ag->result.time.value, coalesce + union_ag + match_fill + U * row / kBidirRate);
+  // gather_bcast sorts on rank 0 alone: the single-GPU timing still applies.
+  const auto gb = predict_sparse_exec(sim, a, {.dense = false, .gather_bcast = true});
+  ASSERT_TRUE(gb);
+  expect_near_rel(gb->result.time.value,
+                  coalesce + (2 * kCopyIssue + kSuWall) + (kCopyIssue + 1e-6) + match_fill + U * row / kBidirRate);
+}
+
 TEST(PathsSparse, WithoutTheSparseSeriesThePlainModelApplies) {
   const topo::Topology t = topo::load_topology("h200x2");
   Simulator sim(t, model::defaults_for(t));
