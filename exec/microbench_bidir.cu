@@ -34,7 +34,8 @@
 //                 launches per graph (scripts/measure.sh's ITERS since session 4), 8 B .. 64 MiB.
 //   bidir.pull.own.n100 / .push.own.n100 / .ring.own.n100   the same where each arrived vector is added
 //                 (32-bit integer lanes) to the GPU's own input's, loaded where the flash / push / stream
-//                 kernels' reductions load it: the reduction's own memory accesses.
+//                 kernels' reductions load it: the reduction's own memory accesses. bidir.lamport.t256.own.n100:
+//                 the lamport kernel's loop (every load of an iteration first, the own input read twice).
 //   bidir.ll.args.n100 / .ll_plain.args.n100 / .pull.own.args.n100   the same kernels reading their pointers
 //                 from a by-value block of per-rank pointer arrays indexed by rank at run time, as the bidir
 //                 kernels' BidirArgs; .argref.n100 instead of .args.n100: the block also passed by reference to
@@ -507,6 +508,73 @@ __global__ void __launch_bounds__(512)
         }
         __stcg(src, sentinel);
         out[v] = x;
+      }
+    }
+  }
+  __syncthreads();
+  if (t == 0) finish_launch(me, e, G);
+}
+
+// The lamport kernel's own loop with its reduction's loads (bidir.lamport.t256.own.n100): every load of an
+// iteration issued before any is used (the own vectors of tile k to send, the own vectors of tile k - D read
+// again to reduce, one load of each received vector), then the sends; a received vector still holding the
+// sentinel is polled until it has arrived; then the slot is reset and the arrived vector added (integer
+// lanes) to the own one and stored.
+__device__ __forceinline__ uint4 ld_volatile_v4(const uint4* p) {
+  uint4 x;
+  asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(x.x), "=r"(x.y), "=r"(x.z), "=r"(x.w)
+               : "l"(p)
+               : "memory");
+  return x;
+}
+template <int U>
+__global__ void __launch_bounds__(512)
+    k_lamport_own(const uint4* __restrict__ own, uint4* peer_buf, uint4* my_buf, int64_t stride_vec,
+                  uint4* __restrict__ out, int64_t nvec, int D, Ctl* me) {
+  pdl_enter();
+  const int t = threadIdx.x, W = blockDim.x, b = blockIdx.x, G = gridDim.x;
+  const unsigned long long e = *reinterpret_cast<volatile unsigned long long*>(&me->epoch) + 1;
+  const int64_t par = int64_t(e & 1) * stride_vec;
+  const int64_t tile = int64_t(U) * W, tiles = (nvec + tile - 1) / tile;
+  const int64_t J = tiles > b ? (tiles - b + G - 1) / G : 0;
+  const uint4 sentinel = make_uint4(~0u, ~0u, ~0u, ~0u);
+  auto arrived = [](const uint4& x) { return x.x != ~0u && x.y != ~0u && x.z != ~0u && x.w != ~0u; };
+  for (int64_t k = 0; k < J + D; ++k) {
+    const bool send = k < J, recv = k >= D;
+    const int64_t sbase = (b + k * G) * tile + t, rbase = (b + (k - D) * G) * tile + t;
+    uint4 mine[U], keep[U], theirs[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int64_t vs = sbase + int64_t(u) * W, vr = rbase + int64_t(u) * W;
+      if (send && vs < nvec) mine[u] = __ldcg(own + vs);
+      if (recv && vr < nvec) keep[u] = __ldcg(own + vr);
+      if (recv && vr < nvec) theirs[u] = ld_volatile_v4(my_buf + par + vr);
+    }
+    if (send) {
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int64_t v = sbase + int64_t(u) * W;
+        if (v < nvec) __stcg(peer_buf + par + v, mine[u]);
+      }
+    }
+    if (recv) {
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int64_t v = rbase + int64_t(u) * W;
+        if (v >= nvec) continue;
+        uint4* src = my_buf + par + v;
+        uint4 x = theirs[u];
+        const unsigned long long t0 = now_ns();
+        for (uint32_t it = 0; !arrived(x); ++it) {
+          if ((it & 255u) == 255u && now_ns() - t0 > kTimeoutNs) {
+            atomicExch(&me->err, 1);
+            return;
+          }
+          x = ld_volatile_v4(src);
+        }
+        __stcg(src, sentinel);
+        out[v] = add_lanes(keep[u], x);
       }
     }
   }
@@ -1003,6 +1071,20 @@ void BidirBench::run() {
   lamport("bidir.lamport.split", 512, true, opt_.max_bytes);
   iters_ = kRecordIters;
   lamport("bidir.lamport.t256.n100", 256, false, record_max);
+  sweep("bidir.lamport.t256.own.n100",
+        "both GPUs at once: G = min(SMs, S / 8 KiB) CTAs of 256 threads; per tile, every load issued before any is "
+        "used (the own vectors of tile k to send, the own vectors of tile k - 2 again, one load of each received "
+        "vector of tile k - 2), tile k stored into the peer's receive buffer (by launch parity), a received vector "
+        "still the all-ones sentinel polled until it arrives, reset, added (32-bit integer lanes) to the own one "
+        "and stored (the lamport kernel's loop); PDL launches in per-GPU graphs, replayed as the harness does "
+        "(bytes per direction)",
+        record_max, [&](int g, cudaStream_t st, int64_t b) {
+          const int64_t nvec = (b + 15) / 16, tile = int64_t(256) * 2;
+          const int G = int(std::clamp<int64_t>((nvec + tile - 1) / tile, 1, std::min(sms, kMaxCtas)));
+          launch_pdl(k_lamport_own<2>, G, 256, st, reinterpret_cast<const uint4*>(s_[g].in),
+                     reinterpret_cast<uint4*>(s_[1 - g].recv), reinterpret_cast<uint4*>(s_[g].recv), max_ / 16,
+                     reinterpret_cast<uint4*>(s_[g].out), nvec, kLamportAhead, s_[g].ctl);
+        });
   iters_ = kIters;
   bench_nccl();
 }

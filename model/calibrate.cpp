@@ -255,6 +255,8 @@ const std::vector<std::string>& bench_names() {
           "bidir.ll.args.n100", "bidir.pull.own.args.n100", "bidir.ll_plain.args.n100", "bidir.ll_plain.n100",
           // the same passing the block by reference to an out-of-line timeout reporter (as report_timeout)
           "bidir.ll.argref.n100", "bidir.ll_plain.argref.n100", "bidir.pull.own.argref.n100",
+          // the lamport kernel's loop with its reduction's loads
+          "bidir.lamport.t256.own.n100",
           // the sparse all-reduce's local pieces (exec/microbench_sparse.cu)
           "sparse.coalesce.wall", "sparse.coalesce.issue", "sparse.sort_unique.wall", "sparse.sort_unique.issue",
           "sparse.segment_sum", "sparse.match", "sparse.fill_rows", "sparse.fill.issue", "sparse.copy.issue",
