@@ -197,9 +197,15 @@ TEST(BidirModel, TheOwnInputsLoadsFromTheOwnSeries) {
   EXPECT_NEAR(predict_note(p, "allreduce.bidir.push", S, note, 100), at("bidir.push.own.n100", S), 1e-12);
   EXPECT_NEAR(predict_note(p, "allreduce.bidir.push", S, note, 20),
               at("bidir.push", S) + at("bidir.push.own.n100", S) - at("bidir.push.n100", S), 1e-12);
-  // An own series faster than the plain one (noise) adds nothing.
+  // An own series faster than the plain one (noise, or lamport's own loop) is taken as measured.
   p.tables["bidir.push.own.n100"] = line_table(3e-6, 290e9, 64 * kMiB);
-  EXPECT_NEAR(predict_note(p, "allreduce.bidir.push", S, note, 100), at("bidir.push.n100", S), 1e-12);
+  EXPECT_NEAR(predict_note(p, "allreduce.bidir.push", S, note, 100), at("bidir.push.own.n100", S), 1e-12);
+  p.tables["bidir.lamport.t256"] = line_table(3.5e-6, 310e9);
+  p.tables["bidir.lamport.t256.n100"] = line_table(3.0e-6, 310e9, 64 * kMiB);
+  p.tables["bidir.lamport.t256.own.n100"] = line_table(2.5e-6, 300e9, 64 * kMiB);
+  EXPECT_NEAR(
+      predict_note(p, "allreduce.bidir.lamport", S, "mode=lamport threads=256 unroll=2 ahead=2 pdl grid=132", 100),
+      at("bidir.lamport.t256.own.n100", S), 1e-12);
 }
 
 TEST(BidirModel, TheArgumentBlocksCopyByThreadsLaunched) {
