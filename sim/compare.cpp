@@ -102,7 +102,12 @@ Record RowPredictor::predict(const Record& measured) {
   const bool executor_only = is_executor_only_name(measured.algo);
   // Executor-only names take their arguments as a registry algorithm of the same shape of input would.
   const std::string stand_in = measured.algo.rfind("matmul.", 0) == 0 ? "allgather_matmul.ring" : "allreduce.bidir";
-  const Algorithm& algo = find_algorithm(executor_only ? stand_in : measured.algo);
+  // The executor's matmul + NCCL reduce-scatter baseline has no registry entry: it takes its arguments as the
+  // reduce-scatter ring does, and only the collective matmul model below predicts it.
+  const bool rs_nccl = measured.algo == "matmul_reducescatter.nccl_cublas";
+  const Algorithm& algo = find_algorithm(executor_only ? stand_in
+                                         : rs_nccl     ? std::string("matmul_reducescatter.ring")
+                                                       : measured.algo);
   if (!(algo.backends & kSim)) throw_input("row " + describe(measured) + ": " + algo.name + " cannot be simulated");
   AlgoArgs args = args_for(measured, algo, target_.topology);
   if (algo.needs_sparse) {
@@ -127,6 +132,7 @@ Record RowPredictor::predict(const Record& measured) {
       p->record.topology = target_.label;
       return p->record;
     }
+    if (rs_nccl) throw_input("row " + describe(measured) + ": the profile has no matmul measurements for it");
   }
   Record r = path.kind == ExecPath::Kind::unknown && !executor_only
                  ? sim::predict(*sim_, algo, args).record

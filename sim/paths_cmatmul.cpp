@@ -47,8 +47,9 @@ std::string fmt(double v) {
 
 std::optional<Prediction> predict_cmatmul_exec(Simulator& sim, const std::string& algo, const AlgoArgs& args) {
   const bool ring = algo == "allgather_matmul.ring", bidir = algo == "allgather_matmul.ring_bidir",
-             rs = algo == "matmul_reducescatter.ring", nccl = algo == "allgather_matmul.nccl_cublas";
-  if (!ring && !bidir && !rs && !nccl) return std::nullopt;
+             rs = algo == "matmul_reducescatter.ring", nccl = algo == "allgather_matmul.nccl_cublas",
+             rs_nccl = algo == "matmul_reducescatter.nccl_cublas";
+  if (!ring && !bidir && !rs && !nccl && !rs_nccl) return std::nullopt;
   const model::ModelParams& P = sim.params();
   const std::string dt(dtype_name(args.dtype));
   const model::PathTable* mm = P.table("matmul." + dt);
@@ -85,6 +86,20 @@ std::optional<Prediction> predict_cmatmul_exec(Simulator& sim, const std::string
     }
     t = gather + product(m * D);
     how = "NCCL all-gather (" + nccl_how + ") + matmul." + dt + "((m D) k n)";
+  } else if (rs_nccl) {
+    // One product of all D blocks' rows, then NCCL's reduce-scatter of the D m x n partials, on one stream.
+    std::string nccl_how;
+    double scatter = 0;
+    if (const model::PathTable* nb = P.table("nccl.p2p.bidir"); nb && D == 2) {
+      scatter = nb->time(m * n * E).value;  // each rank's block of partials crosses once each way
+      nccl_how = "nccl.p2p.bidir(block)";
+    } else if (auto g = nccl_two_gpus(P, "reducescatter", int64_t(m * n * E) * D, D, nccl_how)) {
+      scatter = g->value;
+    } else {
+      return std::nullopt;
+    }
+    t = product(m * D) + scatter;
+    how = "matmul." + dt + "((m D) k n) + NCCL reduce-scatter (" + nccl_how + ")";
   } else if (ring || bidir) {
     // Step i multiplies the shard that arrived at step i-1 while a copy engine forwards it to the previous
     // rank (ring_bidir: half of the rows each way; on 2 GPUs both halves go to the one peer on two streams,
@@ -131,14 +146,14 @@ std::optional<Prediction> predict_cmatmul_exec(Simulator& sim, const std::string
   p.result.time = Seconds(t);
   Record& r = p.record;
   r.algo = algo;
-  r.collective = rs ? "matmul_reducescatter" : "allgather_matmul";
+  r.collective = rs || rs_nccl ? "matmul_reducescatter" : "allgather_matmul";
   r.backend = "sim";
   r.topology = sim.topology().name;
   r.ranks = D;
   r.count = args.shape.m * D * args.shape.k;
   r.bytes = r.count * dtype_size(args.dtype);
   r.dtype = dt;
-  r.redop = rs ? "sum" : "none";
+  r.redop = rs || rs_nccl ? "sum" : "none";
   r.root = -1;
   r.time_us = Seconds(t).us();
   r.wrong = -1;

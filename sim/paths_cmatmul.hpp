@@ -14,7 +14,8 @@
 
 namespace cclab::sim {
 
-// allgather_matmul.ring / .ring_bidir / .nccl_cublas and matmul_reducescatter.ring with args.shape (the
+// allgather_matmul.ring / .ring_bidir / .nccl_cublas and matmul_reducescatter.ring / .nccl_cublas (the
+// executor's baseline: one product, then NCCL's reduce-scatter) with args.shape (the
 // shard's m, k, n) and args.dtype. nullopt for other names or a profile without the matmul.<dtype> series.
 std::optional<Prediction> predict_cmatmul_exec(Simulator& sim, const std::string& algo, const AlgoArgs& args);
 

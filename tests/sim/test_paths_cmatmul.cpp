@@ -79,6 +79,23 @@ TEST(PathsCmatmul, ReduceScatterAddsTheArrivedPartialAfterItsProduct) {
 TEST(PathsCmatmul, NcclBaselineGathersThenMultiplies) {
   const topo::Topology t = topo::load_topology("h200x2");
   EXPECT_NEAR(predict_us(params(t, 20e-6, 0), "allgather_matmul.nccl_cublas"), 30 + 100, 1e-6);
+  EXPECT_NEAR(predict_us(params(t, 20e-6, 0), "matmul_reducescatter.nccl_cublas"), 100 + 30, 1e-6);
+}
+
+TEST(PathsCmatmul, CompareNamesTheExecutorsReduceScatterBaseline) {
+  const topo::Topology t = topo::load_topology("h200x2");
+  RowPredictor pred(model::Target{t, params(t, 20e-6, 0), std::nullopt, "h200x2"});
+  Record r{.algo = "matmul_reducescatter.nccl_cublas",
+           .collective = "matmul_reducescatter",
+           .backend = "gpu",
+           .ranks = 2,
+           .time_us = 130};
+  r.count = 2 * kM * kK;
+  r.bytes = r.count * 2;
+  r.dtype = "half";
+  r.redop = "sum";
+  r.shape = "1024,4096,4096";
+  EXPECT_NEAR(pred.predict(r).time_us, 130, 1e-6);
 }
 
 TEST(PathsCmatmul, OtherNamesAndProfilesWithoutMatmulsAreNotModelled) {
