@@ -36,6 +36,7 @@
 //                 (32-bit integer lanes) to the GPU's own input's, loaded where the flash / push / stream
 //                 kernels' reductions load it: the reduction's own memory accesses. bidir.lamport.t256.own.n100:
 //                 the lamport kernel's loop (every load of an iteration first, the own input read twice).
+//                 bidir.ring.ownloop.n100: the stream kernel's reduction loop (one vector per iteration).
 //   bidir.ll.args.n100 / .ll_plain.args.n100 / .pull.own.args.n100   the same kernels reading their pointers
 //                 from a by-value block of per-rank pointer arrays indexed by rank at run time, as the bidir
 //                 kernels' BidirArgs; .argref.n100 instead of .args.n100: the block also passed by reference to
@@ -379,7 +380,8 @@ __global__ void __launch_bounds__(kLLThreads) k_ll_argref(RankArgs a) {
 // producer to have read the same unit of the input, as stream does in place) and copies it out.
 __global__ void __launch_bounds__(512)
     k_ring(const uint8_t* __restrict__ in, uint8_t* peer_ring, const uint8_t* my_ring, uint8_t* __restrict__ out,
-           int64_t bytes, int64_t B, int K, Ctl* me, Ctl* other, bool own_operand) {
+           int64_t bytes, int64_t B, int K, Ctl* me, Ctl* other, int own_operand, const uint8_t* in_alias,
+           uint8_t* out_alias, int sources) {
   __shared__ unsigned long long base_s;
   __shared__ unsigned produced;
   __shared__ int abort_s;
@@ -438,12 +440,24 @@ __global__ void __launch_bounds__(512)
       if (atomicAdd(&abort_s, 0)) break;
       const uint4* src = reinterpret_cast<const uint4*>(slot(my_ring, seq));
       uint4* dst = reinterpret_cast<uint4*>(out + off);
-      // With `own_operand` (bidir.ring.own.n100): the own input's unit added, as the stream kernel reduces.
+      // With `own_operand` 1 (bidir.ring.own.n100): the own input's unit added, as the stream kernel reduces.
+      // 2 (bidir.ring.ownloop.n100): in the stream kernel's loop, one vector per iteration with the peers'
+      // sources in an inner loop of a run-time count, through pointers the compiler cannot prove distinct from
+      // the output (as the kernel's BidirArgs pointers): no load of a vector before the last one's store.
       const uint4* own_unit = reinterpret_cast<const uint4*>(in + off);
-      if (own_operand)
+      if (own_operand == 2) {
+        const uint4* own_a = reinterpret_cast<const uint4*>(in_alias + off);
+        uint4* out_a = reinterpret_cast<uint4*>(out_alias + off);
+        for (int64_t v = t; v < len / 16; v += half) {
+          uint4 acc = own_a[v];
+          for (int j = 1; j < sources; ++j) acc = add_lanes(acc, __ldcg(src + v));
+          out_a[v] = acc;
+        }
+      } else if (own_operand == 1) {
         for (int64_t v = t; v < len / 16; v += half) dst[v] = add_lanes(own_unit[v], __ldcg(src + v));
-      else
+      } else {
         for (int64_t v = t; v < len / 16; v += half) dst[v] = __ldcg(src + v);
+      }
       for (int64_t i = len / 16 * 16 + t; i < len; i += half) out[off + i] = slot(my_ring, seq)[i];
       bar(2, half);
       if (t == 0) st_release(&other->cons[lane], seq + 1);
@@ -947,19 +961,29 @@ void BidirBench::run() {
   constexpr int64_t kSlot = 256 << 10;
   constexpr int kSlots = 4;
   const bool ring_fits = 2 * max_ >= int64_t(std::min(sms, kMaxCtas)) * kSlots * kSlot;
-  auto ring = [&](const std::string& name, int64_t max_bytes, bool own = false) {
+  const std::string ownloop_note =
+      "; the arrived bytes added (32-bit integer lanes) to the GPU's own input's in the stream kernel's loop (one "
+      "vector per iteration, the peers in an inner loop of a run-time count, pointers not known to be distinct "
+      "from the output)";
+  auto ring = [&](const std::string& name, int64_t max_bytes, int own = 0) {
     sweep(name,
           "both GPUs at once: L = min(SMs, S / 256 KiB) lanes of 512 threads, 256 KiB units through a ring of 4 "
           "slots in the peer (producer half: wait for a free slot, 16-byte stores, fence.sys, release; consumer "
           "half: wait for the peer's unit, copy it out, release the slot); plain launches in per-GPU graphs of 20, "
           "replayed as the harness does (bytes per direction)" +
-              (own ? own_note : ""),
+              (own == 1   ? own_note
+               : own == 2 ? ownloop_note
+                          : std::string()),
           max_bytes, [&, own](int g, cudaStream_t st, int64_t b) {
             const int L = int(std::clamp<int64_t>((b + kSlot - 1) / kSlot, 1, std::min(sms, kMaxCtas)));
+            // The same buffers again, unrestricted, for the kernel loop of own == 2 (only used there).
+            const uintptr_t in_alias = reinterpret_cast<uintptr_t>(s_[g].in),
+                            out_alias = reinterpret_cast<uintptr_t>(s_[g].out);
             k_ring<<<L, 512, 0, st>>>(
                 reinterpret_cast<const uint8_t*>(s_[g].in), reinterpret_cast<uint8_t*>(s_[1 - g].recv),
                 reinterpret_cast<const uint8_t*>(s_[g].recv), reinterpret_cast<uint8_t*>(s_[g].out), b, kSlot, kSlots,
-                s_[g].ctl, s_[1 - g].ctl, own);
+                s_[g].ctl, s_[1 - g].ctl, own, reinterpret_cast<const uint8_t*>(in_alias),
+                reinterpret_cast<uint8_t*>(out_alias), 2);
             CCLAB_CUDA(cudaGetLastError());
           });
   };
@@ -978,7 +1002,8 @@ void BidirBench::run() {
   // The same adding the own input's bytes (the memory accesses of the kernels' reductions).
   pull("bidir.pull.own.n100", 4, 0, record_max, true);
   push("bidir.push.own.n100", 0, record_max, true);
-  if (ring_fits) ring("bidir.ring.own.n100", record_max, true);
+  if (ring_fits) ring("bidir.ring.own.n100", record_max, 1);
+  if (ring_fits) ring("bidir.ring.ownloop.n100", record_max, 2);
   // ll, and pull adding the own input, with their pointers in one by-value block indexed by rank (as the bidir
   // kernels' BidirArgs): what reading the pointers from such a block adds to each launch.
   auto rank_args = [&](int g) {
