@@ -748,7 +748,7 @@ Prediction predict_exec_path(Simulator& sim, const std::string& algo_name, AlgoA
   }
   const Algorithm& algo = find_algorithm(algo_name);
   if (algo.library && !algo.needs_shape) {
-    if (auto t = nccl_two_gpus(P, algo.collective, args.count * dtype_size(args.dtype), args.nranks, how))
+    if (auto t = nccl_two_gpus(P, algo.collective, args.count * dtype_size(args.dtype), args.nranks, how, path.iters))
       return make_prediction(sim, algo.name, algo.collective, args, args.count, *t, how, algo.rooted);
   }
   if (path.kind == ExecPath::Kind::nccl || algo.library || path.kind == ExecPath::Kind::unknown)

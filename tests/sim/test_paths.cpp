@@ -415,6 +415,31 @@ TEST(ExecPaths, NcclOnTwoGpusIsItsMeasuredTransport) {
   EXPECT_GT(predict_exec_path(sim2, "allgather.nccl", args2(S), nccl).result.time.value, 0);
 }
 
+TEST(ExecPaths, NcclRecordsTakeTheirLaunchesPerReplay) {
+  const topo::Topology t = topo::load_topology("h200x2");
+  model::ModelParams p = test_params(t);
+  p.tables["nccl.p2p.graph.uni"] = line_table(5e-6, 200e9);
+  p.tables["nccl.p2p.graph.bidir"] = line_table(6e-6, 180e9);
+  p.tables["nccl.p2p.graph.bidir.n100"] = line_table(5.5e-6, 180e9);  // up to 1 GiB
+  model::PathTable replay;  // per launch 1 us + 20 us per replay spread over N launches
+  for (int n : {5, 20, 100}) replay.points.push_back({n, 1e-6 + 20e-6 / n});
+  p.tables["bidir.replay"] = replay;
+  Simulator sim(t, p);
+  ExecPath nccl = parse_exec_note("NCCL 2.28.3", "allgather.nccl");
+  nccl.iters = 100;
+  const int64_t S = 8 * kMiB;
+  // Both ways: the series measured at 100 launches per graph.
+  EXPECT_NEAR(predict_exec_path(sim, "allgather.nccl", args2(S), nccl).result.time.value,
+              p.tables.at("nccl.p2p.graph.bidir.n100").time(S / 2.0).value, 1e-12);
+  // One way (no .n100 series): the 20-launch series less the replay's cost of 20 us x (1/20 - 1/100).
+  EXPECT_NEAR(predict_exec_path(sim, "broadcast.nccl", args2(S), nccl).result.time.value,
+              p.tables.at("nccl.p2p.graph.uni").time(double(S)).value - 20e-6 * (1.0 / 20 - 1.0 / 100), 1e-12);
+  // 20 launches (or none recorded): the 20-launch series as they are.
+  nccl.iters = 20;
+  EXPECT_NEAR(predict_exec_path(sim, "allgather.nccl", args2(S), nccl).result.time.value,
+              p.tables.at("nccl.p2p.graph.bidir").time(S / 2.0).value, 1e-12);
+}
+
 TEST(ExecPaths, ProfileTablesRoundTrip) {
   const topo::Topology t = topo::load_topology("h200x2");
   const model::ModelParams p = test_params(t);
