@@ -36,7 +36,8 @@
 //                 (32-bit integer lanes) to the GPU's own input's, loaded where the flash / push / stream
 //                 kernels' reductions load it: the reduction's own memory accesses. bidir.lamport.t256.own.n100:
 //                 the lamport kernel's loop (every load of an iteration first, the own input read twice).
-//                 bidir.ring.ownloop.n100: the stream kernel's reduction loop (one vector per iteration).
+//                 bidir.ring.ownloop.n100 / .push.ownloop.n100: the stream / push kernels' reduction loops
+//                 (the peers in an inner loop of a run-time count, no load before the last vector's store).
 //   bidir.ll.args.n100 / .ll_plain.args.n100 / .pull.own.args.n100   the same kernels reading their pointers
 //                 from a by-value block of per-rank pointer arrays indexed by rank at run time, as the bidir
 //                 kernels' BidirArgs; .argref.n100 instead of .args.n100: the block also passed by reference to
@@ -257,7 +258,8 @@ __global__ void __launch_bounds__(kPullThreads) k_pull_argref(RankArgs a) {
 // (loaded as the push kernel's reduction loads it, after the tile's flag).
 __global__ void __launch_bounds__(kPushThreads, 2)
     k_push(const uint4* __restrict__ own, uint4* peer_recv, const uint4* my_recv, int64_t stride_vec,
-           uint4* __restrict__ out, int64_t nvec, Ctl* me, Ctl* other, bool own_operand) {
+           uint4* __restrict__ out, int64_t nvec, Ctl* me, Ctl* other, int own_operand, const uint4* own_alias,
+           uint4* out_alias, int sources) {
   __shared__ unsigned long long e_s;
   __shared__ int abort_s;
   pdl_enter();
@@ -293,7 +295,19 @@ __global__ void __launch_bounds__(kPushThreads, 2)
       bar(2, H);
       if (abort_s) break;
       const int64_t base = (b + j * G) * tile + t;
-      if (own_operand) {
+      if (own_operand == 2) {
+        // bidir.push.ownloop.n100: the push kernel's reduction loop (the peers in an inner loop of a run-time
+        // count, pointers not known to be distinct from the output: no load before the last vector's store).
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+          const int64_t v = base + int64_t(u) * H;
+          if (v < nvec) {
+            uint4 acc = __ldcg(own_alias + v);
+            for (int jj = 1; jj < sources; ++jj) acc = add_lanes(acc, __ldcg(my_recv + par + v));
+            out_alias[v] = acc;
+          }
+        }
+      } else if (own_operand == 1) {
 #pragma unroll
         for (int u = 0; u < U; ++u)
           if (base + int64_t(u) * H < nvec)
@@ -913,21 +927,30 @@ void BidirBench::run() {
   pull("bidir.pull.u8", 8, 0, variants_max);
   pull("bidir.pull.u2.g66", 2, 66, variants_max);
   // Push at its default grid (2 CTAs per SM) and with push_blocks=132 (scripts/measure.sh's variant).
-  auto push = [&](const std::string& name, int cap, int64_t max_bytes, bool own = false) {
+  const std::string push_loop_note =
+      "; the arrived bytes added (32-bit integer lanes) to the GPU's own input's in the push kernel's loop (the "
+      "peers in an inner loop of a run-time count, pointers not known to be distinct from the output)";
+  auto push = [&](const std::string& name, int cap, int64_t max_bytes, int own = 0) {
     sweep(name,
           "both GPUs at once: G = min(" + (cap > 0 ? std::to_string(cap) : std::string("2 x SMs")) +
               ", S / 16 KiB) CTAs of 512 threads; half store 16 KiB tiles into the peer's receive buffer (by launch "
               "parity) and release a flag per tile, half wait for the peer's flag and copy the tile out; PDL launches "
               "in per-GPU graphs of 20, replayed as the harness does (bytes per direction)" +
-              (own ? own_note : ""),
+              (own == 1   ? own_note
+               : own == 2 ? push_loop_note
+                          : std::string()),
           max_bytes, [&, cap, own](int g, cudaStream_t st, int64_t b) {
             const int64_t nvec = std::max<int64_t>(1, b / 16), tile = int64_t(kPushThreads / 2) * kPushUnroll;
             const int G =
                 int(std::clamp<int64_t>((nvec + tile - 1) / tile, 1, std::min(cap > 0 ? cap : 2 * sms, kMaxCtas)));
             const int64_t stride = max_ / 16;
+            // The same buffers again, unrestricted, for the kernel loop of own == 2 (only used there).
+            const uintptr_t in_alias = reinterpret_cast<uintptr_t>(s_[g].in),
+                            out_alias = reinterpret_cast<uintptr_t>(s_[g].out);
             launch_pdl(k_push, G, kPushThreads, st, reinterpret_cast<const uint4*>(s_[g].in),
                        reinterpret_cast<uint4*>(s_[1 - g].recv), reinterpret_cast<const uint4*>(s_[g].recv), stride,
-                       reinterpret_cast<uint4*>(s_[g].out), nvec, s_[g].ctl, s_[1 - g].ctl, own);
+                       reinterpret_cast<uint4*>(s_[g].out), nvec, s_[g].ctl, s_[1 - g].ctl, own,
+                       reinterpret_cast<const uint4*>(in_alias), reinterpret_cast<uint4*>(out_alias), 2);
           });
   };
   push("bidir.push", 0, opt_.max_bytes);
@@ -1001,7 +1024,8 @@ void BidirBench::run() {
   if (ring_fits) ring("bidir.ring.n100", record_max);
   // The same adding the own input's bytes (the memory accesses of the kernels' reductions).
   pull("bidir.pull.own.n100", 4, 0, record_max, true);
-  push("bidir.push.own.n100", 0, record_max, true);
+  push("bidir.push.own.n100", 0, record_max, 1);
+  push("bidir.push.ownloop.n100", 0, record_max, 2);
   if (ring_fits) ring("bidir.ring.own.n100", record_max, 1);
   if (ring_fits) ring("bidir.ring.ownloop.n100", record_max, 2);
   // ll, and pull adding the own input, with their pointers in one by-value block indexed by rank (as the bidir

@@ -258,7 +258,7 @@ const std::vector<std::string>& bench_names() {
           // the lamport kernel's loop with its reduction's loads
           "bidir.lamport.t256.own.n100",
           // the stream kernel's reduction loop (one vector per iteration)
-          "bidir.ring.ownloop.n100",
+          "bidir.ring.ownloop.n100", "bidir.push.ownloop.n100",
           // the sparse all-reduce's local pieces (exec/microbench_sparse.cu)
           "sparse.coalesce.wall", "sparse.coalesce.issue", "sparse.sort_unique.wall", "sparse.sort_unique.issue",
           "sparse.segment_sum", "sparse.match", "sparse.fill_rows", "sparse.fill.issue", "sparse.copy.issue",
