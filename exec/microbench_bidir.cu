@@ -1025,9 +1025,7 @@ void BidirBench::run() {
   // The same adding the own input's bytes (the memory accesses of the kernels' reductions).
   pull("bidir.pull.own.n100", 4, 0, record_max, true);
   push("bidir.push.own.n100", 0, record_max, 1);
-  push("bidir.push.ownloop.n100", 0, record_max, 2);
   if (ring_fits) ring("bidir.ring.own.n100", record_max, 1);
-  if (ring_fits) ring("bidir.ring.ownloop.n100", record_max, 2);
   // ll, and pull adding the own input, with their pointers in one by-value block indexed by rank (as the bidir
   // kernels' BidirArgs): what reading the pointers from such a block adds to each launch.
   auto rank_args = [&](int g) {
@@ -1049,7 +1047,7 @@ void BidirBench::run() {
       ", and passes that block by reference to an out-of-line function on its timeout path (as the bidir kernels' "
       "report_timeout)";
   // argref: the block also passed by reference to an out-of-line timeout reporter (the `.argref` series).
-  for (const bool argref : {false, true})
+  auto ll_block = [&](bool argref) {
     for (const bool pdl : {true, false})
       sweep(std::string(pdl ? "bidir.ll" : "bidir.ll_plain") + (argref ? ".argref.n100" : ".args.n100"),
             std::string("both GPUs at once: LL words (4 data + 4 flag bytes), two per thread in a 16-byte store into "
@@ -1072,7 +1070,9 @@ void BidirBench::run() {
                 CCLAB_CUDA(cudaGetLastError());
               }
             });
-  for (const bool argref : {false, true})
+  };
+  ll_block(false);
+  auto pull_block = [&](bool argref) {
     sweep(argref ? "bidir.pull.own.argref.n100" : "bidir.pull.own.args.n100",
           "both GPUs at once: G = min(SMs, S / 32 KiB) CTAs of 512 threads, start flag handshake with the peer's CTA, "
           "16-byte loads of the peer's S bytes (4 per thread in flight, next tile prefetched), finish handshake; PDL "
@@ -1085,6 +1085,8 @@ void BidirBench::run() {
             const int G = int(std::clamp<int64_t>((a.nvec + tile - 1) / tile, 1, std::min(sms, kMaxCtas)));
             launch_pdl(argref ? k_pull_argref<4, true> : k_pull_args<4, true>, G, kPullThreads, st, a);
           });
+  };
+  pull_block(false);
   iters_ = kIters;
   // lamport: its defaults (512 threads, 2 vectors per thread per tile, 2 tiles ahead) and the variants
   // scripts/measure.sh calibrates (lamport_threads=256; lamport_split=1: half the threads send, half
@@ -1120,22 +1122,39 @@ void BidirBench::run() {
   lamport("bidir.lamport.split", 512, true, opt_.max_bytes);
   iters_ = kRecordIters;
   lamport("bidir.lamport.t256.n100", 256, false, record_max);
-  sweep("bidir.lamport.t256.own.n100",
-        "both GPUs at once: G = min(SMs, S / 8 KiB) CTAs of 256 threads; per tile, every load issued before any is "
-        "used (the own vectors of tile k to send, the own vectors of tile k - 2 again, one load of each received "
-        "vector of tile k - 2), tile k stored into the peer's receive buffer (by launch parity), a received vector "
-        "still the all-ones sentinel polled until it arrives, reset, added (32-bit integer lanes) to the own one "
-        "and stored (the lamport kernel's loop); PDL launches in per-GPU graphs, replayed as the harness does "
-        "(bytes per direction)",
-        record_max, [&](int g, cudaStream_t st, int64_t b) {
-          const int64_t nvec = (b + 15) / 16, tile = int64_t(256) * 2;
-          const int G = int(std::clamp<int64_t>((nvec + tile - 1) / tile, 1, std::min(sms, kMaxCtas)));
-          launch_pdl(k_lamport_own<2>, G, 256, st, reinterpret_cast<const uint4*>(s_[g].in),
-                     reinterpret_cast<uint4*>(s_[1 - g].recv), reinterpret_cast<uint4*>(s_[g].recv), max_ / 16,
-                     reinterpret_cast<uint4*>(s_[g].out), nvec, kLamportAhead, s_[g].ctl);
-        });
+  auto lamport_own = [&] {
+    sweep("bidir.lamport.t256.own.n100",
+          "both GPUs at once: G = min(SMs, S / 8 KiB) CTAs of 256 threads; per tile, every load issued before any is "
+          "used (the own vectors of tile k to send, the own vectors of tile k - 2 again, one load of each received "
+          "vector of tile k - 2), tile k stored into the peer's receive buffer (by launch parity), a received vector "
+          "still the all-ones sentinel polled until it arrives, reset, added (32-bit integer lanes) to the own one "
+          "and stored (the lamport kernel's loop); PDL launches in per-GPU graphs, replayed as the harness does "
+          "(bytes per direction)",
+          record_max, [&](int g, cudaStream_t st, int64_t b) {
+            const int64_t nvec = (b + 15) / 16, tile = int64_t(256) * 2;
+            const int G = int(std::clamp<int64_t>((nvec + tile - 1) / tile, 1, std::min(sms, kMaxCtas)));
+            launch_pdl(k_lamport_own<2>, G, 256, st, reinterpret_cast<const uint4*>(s_[g].in),
+                       reinterpret_cast<uint4*>(s_[1 - g].recv), reinterpret_cast<uint4*>(s_[g].recv), max_ / 16,
+                       reinterpret_cast<uint4*>(s_[g].out), nvec, kLamportAhead, s_[g].ctl);
+          });
+  };
   iters_ = kIters;
   bench_nccl();
+  // The newest variants last, so that a failure among them costs no other series: the argument block passed
+  // by reference, the push and stream kernels' reduction loops, then lamport's loop on receive buffers reset
+  // to the sentinel.
+  iters_ = kRecordIters;
+  ll_block(true);
+  pull_block(true);
+  push("bidir.push.ownloop.n100", 0, record_max, 2);
+  if (ring_fits) ring("bidir.ring.ownloop.n100", record_max, 2);
+  for (Side& sd : s_) {
+    CCLAB_CUDA(cudaSetDevice(sd.dev));
+    CCLAB_CUDA(cudaMemset(sd.recv, 0xFF, 2 * size_t(max_)));
+    CCLAB_CUDA(cudaDeviceSynchronize());
+  }
+  lamport_own();
+  iters_ = kIters;
 }
 
 }  // namespace
