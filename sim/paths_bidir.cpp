@@ -329,10 +329,13 @@ Seconds bidir_kernel_time(const model::ModelParams& P, const ExecPath& path, int
   // an iteration first).
   // (lamport: its kernel's own loop, which may be faster than the plain series' one; the others only add
   // loads: a difference below zero is timing noise, kept unbiased.)
-  const std::optional<Seconds> own100 = within(P.table(base + ".own" + kRecordSuffix), S);
+  // push and stream: the .ownloop series (their kernels' own reduction loops) where measured.
+  std::string own_name = base + ".ownloop" + kRecordSuffix;
+  if (!P.table(own_name)) own_name = base + ".own" + kRecordSuffix;
+  const std::optional<Seconds> own100 = within(P.table(own_name), S);
   if (own100 && base100) {
     time = time + (*own100 - *base100);
-    how += " + the own input's loads (" + base + ".own" + kRecordSuffix + " - " + base + kRecordSuffix + ")(S)";
+    how += " + the reduction's own loads (" + own_name + " - " + base + kRecordSuffix + ")(S)";
   } else {
     std::string red_used;
     const Seconds transfer_size = t->size_part(S);
