@@ -200,6 +200,9 @@ TEST(BidirModel, TheOwnInputsLoadsFromTheOwnSeries) {
   // An own series faster than the plain one (noise, or lamport's own loop) is taken as measured.
   p.tables["bidir.push.own.n100"] = line_table(3e-6, 290e9, 64 * kMiB);
   EXPECT_NEAR(predict_note(p, "allreduce.bidir.push", S, note, 100), at("bidir.push.own.n100", S), 1e-12);
+  // The push kernel's own loop where measured.
+  p.tables["bidir.push.ownloop.n100"] = line_table(5e-6, 150e9, 64 * kMiB);
+  EXPECT_NEAR(predict_note(p, "allreduce.bidir.push", S, note, 100), at("bidir.push.ownloop.n100", S), 1e-12);
   p.tables["bidir.lamport.t256"] = line_table(3.5e-6, 310e9);
   p.tables["bidir.lamport.t256.n100"] = line_table(3.0e-6, 310e9, 64 * kMiB);
   p.tables["bidir.lamport.t256.own.n100"] = line_table(2.5e-6, 300e9, 64 * kMiB);
