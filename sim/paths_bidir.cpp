@@ -332,10 +332,18 @@ Seconds bidir_kernel_time(const model::ModelParams& P, const ExecPath& path, int
   // push and stream: the .ownloop series (their kernels' own reduction loops) where measured.
   std::string own_name = base + ".ownloop" + kRecordSuffix;
   if (!P.table(own_name)) own_name = base + ".own" + kRecordSuffix;
-  const std::optional<Seconds> own100 = within(P.table(own_name), S);
+  const model::PathTable *own_t = P.table(own_name), *base100_t = P.table(base + kRecordSuffix);
+  const std::optional<Seconds> own100 = within(own_t, S);
   if (own100 && base100) {
     time = time + (*own100 - *base100);
     how += " + the reduction's own loads (" + own_name + " - " + base + kRecordSuffix + ")(S)";
+  } else if (own_t && base100_t && !own_t->empty() && !base100_t->empty() && S > double(own_t->points.back().first)) {
+    // Beyond the series' sizes (64 MiB) the loads' share of the time stays as at the largest size measured.
+    const double top = double(std::min(own_t->points.back().first, base100_t->points.back().first));
+    const double share = own_t->time(top).value / base100_t->time(top).value - 1.0;
+    time = time + share * time;
+    how += " + the reduction's own loads as a share (" + own_name + " / " + base + kRecordSuffix +
+           " - 1 at the largest size)";
   } else {
     std::string red_used;
     const Seconds transfer_size = t->size_part(S);

@@ -200,6 +200,11 @@ TEST(BidirModel, TheOwnInputsLoadsFromTheOwnSeries) {
   // An own series faster than the plain one (noise, or lamport's own loop) is taken as measured.
   p.tables["bidir.push.own.n100"] = line_table(3e-6, 290e9, 64 * kMiB);
   EXPECT_NEAR(predict_note(p, "allreduce.bidir.push", S, note, 100), at("bidir.push.own.n100", S), 1e-12);
+  // Beyond the own series' sizes: the same share of the time as at its largest size.
+  const std::string wide = "mode=push threads=512 unroll=4 pdl grid=264";
+  const double share = at("bidir.push.own.n100", 64 * kMiB) / at("bidir.push.n100", 64 * kMiB) - 1;
+  EXPECT_NEAR(predict_note(p, "allreduce.bidir.push", 256 * kMiB, wide, 20), at("bidir.push", 256 * kMiB) * (1 + share),
+              1e-12);
   // The push kernel's own loop where measured.
   p.tables["bidir.push.ownloop.n100"] = line_table(5e-6, 150e9, 64 * kMiB);
   EXPECT_NEAR(predict_note(p, "allreduce.bidir.push", S, note, 100), at("bidir.push.ownloop.n100", S), 1e-12);
