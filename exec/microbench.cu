@@ -187,7 +187,8 @@ __global__ void k_pong(volatile unsigned* local_flag, volatile unsigned* remote_
 // One launch of a flag chain between two GPUs, as the fused path's kernels synchronise (exec/fused*): a
 // device-side epoch (no host work between graph replays), hops alternating GPU0 -> GPU1 -> GPU0 ...: the
 // producer's CTA does __syncthreads and thread 0 an st.release.sys of the value into the consumer GPU's
-// memory; the consumer's thread 0 polls its local copy with ld.acquire.sys. `role` 0 sends even hops.
+// memory; the consumer's thread 0 polls its local copy with ld.acquire.sys. `role` 0 sends even hops, 1 odd
+// hops, 2 every hop (both GPUs send, then wait: an exchange).
 // state[0]: this GPU's epoch, state[1]: the flag polled here; a wait past 2 s records the hop in *err.
 // With `words` > 0 every launch first loads that many 8-byte words of `table` into shared memory beside the
 // epoch, as the fused kernel loads its lane's op table (the launch's fixed part with that load in it).
@@ -204,11 +205,15 @@ __global__ void k_flag_chain(unsigned long long* state, unsigned long long* peer
   const unsigned long long e = e_s;
   for (int h = 0; h < hops; ++h) {
     const unsigned long long want = e * 64 + unsigned(h) + 1;
-    if (h % 2 == role) {
+    // role 2: both GPUs send every hop, then wait for the peer's (an exchange, as two lanes that wait on
+    // each other's start and data flags).
+    const bool sends = role == 2 || h % 2 == role, waits = role == 2 || h % 2 != role;
+    if (sends) {
       __syncthreads();
       // The barrier makes the CTA's writes visible to thread 0, whose system-scope release carries them.
       if (threadIdx.x == 0) asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(peer_flag), "l"(want) : "memory");
-    } else if (threadIdx.x == 0) {
+    }
+    if (waits && threadIdx.x == 0) {
       const unsigned long long t0 = global_ns();
       for (;;) {
         unsigned long long v;
@@ -1187,16 +1192,26 @@ void Bench::bench_flag_chain() {
   } free_state{state};
   log("flag chains between per-GPU graphs (the fused path's synchronisation)");
   // graph.flag_chain_table.2: the 2-hop chain whose launches first load a lane's op table.
-  for (int config : {2, 6, -2}) {
-    const int hops = config < 0 ? -config : config, words = config < 0 ? kTableWords : 0;
+  // graph.flag_exchange.<h> (config 100 + h): h exchanges per launch, both GPUs sending then waiting each
+  // time, as the fused kernels of all-gather / all-to-all / reduce-scatter wait on each other's start and
+  // data flags (against the chain, where one GPU waits at a time).
+  for (int config : {2, 6, -2, 102, 106}) {
+    const bool exchange = config > 100;
+    const int hops = exchange ? config - 100 : config < 0 ? -config : config, words = config < 0 ? kTableWords : 0;
     BenchSeries series{
-        std::string(words ? "graph.flag_chain_table." : "graph.flag_chain.") + std::to_string(hops),
+        std::string(exchange ? "graph.flag_exchange."
+                    : words  ? "graph.flag_chain_table."
+                             : "graph.flag_chain.") +
+            std::to_string(hops),
         "per-GPU graphs of 20 PDL launches of one 512-thread kernel each, replayed side by side; per "
         "launch " +
             (words ? "a load of " + std::to_string(words) + " words of an op table into shared memory, " : "") +
             std::to_string(hops) +
-            " flag hops alternating GPU0 -> GPU1 -> ... (barrier + st.release.sys into the peer, "
-            "ld.acquire.sys poll of local memory); GPU0's time per launch",
+            (exchange ? " flag exchanges (both GPUs: barrier + st.release.sys into the peer, then ld.acquire.sys "
+                        "poll of local memory for the peer's)"
+                      : " flag hops alternating GPU0 -> GPU1 -> ... (barrier + st.release.sys into the peer, "
+                        "ld.acquire.sys poll of local memory)") +
+            "; GPU0's time per launch",
         {}};
     for (int g = 0; g < 2; ++g) {
       CCLAB_CUDA(cudaSetDevice(gpus_[size_t(g)].dev));
@@ -1230,7 +1245,7 @@ void Bench::bench_flag_chain() {
         attr[0].val.programmaticStreamSerializationAllowed = 1;
         cfg.attrs = attr;
         cfg.numAttrs = 1;
-        CCLAB_CUDA(cudaLaunchKernelEx(&cfg, k_flag_chain, state[g], state[1 - g] + 1, g, hops, me.err,
+        CCLAB_CUDA(cudaLaunchKernelEx(&cfg, k_flag_chain, state[g], state[1 - g] + 1, exchange ? 2 : g, hops, me.err,
                                       static_cast<const unsigned long long*>(state[g] + 2), words));
       }
       CCLAB_CUDA(cudaStreamEndCapture(me.stream[1], &graph[g]));

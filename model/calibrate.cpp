@@ -231,8 +231,9 @@ const std::vector<std::string>& bench_names() {
         // a local then a peer copy on a stream of each GPU; a reduce kernel reading the peer, forked; a kernel
         // then a copy waiting for it on two streams of each GPU; a kernel waiting for the other GPU's copy
         "graph.fork_both_mix.1", "graph.fork_reduce_peer", "graph.fork_mix_chain.1", "graph.fork_mix_cross.1",
-        // the flag chain whose launches first load a lane's op table (the fused kernel's prologue)
-        "graph.flag_chain_table.2",
+        // the flag chain whose launches first load a lane's op table (the fused kernel's prologue); flag
+        // exchanges (both GPUs send, then wait for the other's), 2 and 6 per launch
+        "graph.flag_chain_table.2", "graph.flag_exchange.2", "graph.flag_exchange.6",
         // the fused path's cost per op inside its kernel, one CTA and CTA groups with group waits
         "fused.step.put", "fused.step.get", "fused.step.local", "fused.group.put", "fused.group.get",
         "fused.group.local", "fused.group_free.put", "fused.group_free.get", "fused.group_free.local",

@@ -154,6 +154,9 @@ struct ExecutorParams {
   Sourced<Seconds> event_peer_mix;
   // One launch of a flag-synchronised kernel that first loads a lane's op table (the fused kernel's prologue).
   Sourced<Seconds> flag_launch_table;
+  // One flag exchange between kernels of two GPUs: both store into the peer, then wait for the peer's store
+  // (two lanes waiting on each other), against flag_hop where one GPU waits at a time.
+  Sourced<Seconds> flag_exchange;
 };
 
 struct ModelParams {

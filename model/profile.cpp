@@ -253,6 +253,11 @@ Derived derive_params(const Calibration& cal, const topo::Topology& topology) {
           "its hops",
           "graph.flag_chain_table.2 - 2 hops", ct->fit.rms_rel_residual, ct->fit.max_rel_residual);
   }
+  if (const auto* x2 = lat_of("graph.flag_exchange.2"), *x6 = lat_of("graph.flag_exchange.6"); x2 && x6)
+    add("exec.flag_exchange_us", std::max(0.0, (x6->fit.value.us() - x2->fit.value.us()) / 4),
+        "flag exchange between per-GPU graphs' kernels (both GPUs store into the peer, then wait for its store): "
+        "slope in exchanges (6 - 2)",
+        "(graph.flag_exchange.6 - graph.flag_exchange.2) / 4", x6->fit.rms_rel_residual, x6->fit.max_rel_residual);
   if (const auto* l = lat_of("latency.flag"))
     add("exec.flag_rtt_us", l->fit.value.us(), "median flag round trip GPU0 -> GPU1 -> GPU0 inside running kernels",
         "latency.flag", l->fit.rms_rel_residual, l->fit.max_rel_residual);
