@@ -30,7 +30,8 @@
 //                 point are N): the per-replay fixed cost (fork, graph launches, join) is the slope in 1/N.
 //   nccl.p2p.graph.uni / .bidir   ncclSend/ncclRecv (one way, both ways) captured in per-GPU graphs of 20
 //                 group calls, replayed as the records of NCCL's collectives are (nccl-tests -G style).
-//   *.n100        bidir.pull, .push, .ll, .ll_plain, .ring, .lamport.t256 and nccl.p2p.graph.bidir again with 100
+//   *.n100        bidir.pull, .push, .ll, .ll_plain, .ring, .lamport.t256 and nccl.p2p.graph.bidir / .uni again with
+//   100
 //                 launches per graph (scripts/measure.sh's ITERS since session 4), 8 B .. 64 MiB.
 //   bidir.pull.own.n100 / .push.own.n100 / .ring.own.n100   the same where each arrived vector is added
 //                 (32-bit integer lanes) to the GPU's own input's, loaded where the flash / push / stream
@@ -867,9 +868,10 @@ void BidirBench::bench_nccl() {
       group(g, st);
     };
     sweep(both ? "nccl.p2p.graph.bidir" : "nccl.p2p.graph.uni", method, opt_.max_bytes, enqueue);
-    if (both) {  // as the records are timed since session 4 (kRecordIters per graph)
+    {  // as the records are timed since session 4 (kRecordIters per graph)
       iters_ = kRecordIters;
-      sweep("nccl.p2p.graph.bidir.n100", method, std::min(opt_.max_bytes, kRecordItersMax), enqueue);
+      sweep(both ? "nccl.p2p.graph.bidir.n100" : "nccl.p2p.graph.uni.n100", method,
+            std::min(opt_.max_bytes, kRecordItersMax), enqueue);
       iters_ = kIters;
     }
   }

@@ -249,7 +249,7 @@ const std::vector<std::string>& bench_names() {
           "bidir.replay", "nccl.p2p.graph.uni", "nccl.p2p.graph.bidir",
           // the same with 100 launches per graph (as the records since session 4)
           "bidir.pull.n100", "bidir.push.n100", "bidir.ll.n100", "bidir.ring.n100", "bidir.lamport.t256.n100",
-          "nccl.p2p.graph.bidir.n100",
+          "nccl.p2p.graph.bidir.n100", "nccl.p2p.graph.uni.n100",
           // the same adding the own input's bytes (the reductions' memory accesses), 100 launches per graph
           "bidir.pull.own.n100", "bidir.push.own.n100", "bidir.ring.own.n100",
           // ll and pull (own input added) reading their pointers from a by-value per-rank block (as BidirArgs)
