@@ -248,10 +248,11 @@ __global__ void k_ll_store(const uint2* __restrict__ src, ulonglong2* dst, int64
 // counts its arrival (fence + atomic), the last one stores the op's flag with st.release.sys into
 // `pub` (the peer's memory for the per-step series, local memory for the group waits; null: no flag, as
 // for ops nothing waits for). Op i uses bytes
-// [i * stride, i * stride + bytes) of src and dst. state[0]: the launch's epoch, state[1]: CTAs done.
+// [i * stride, i * stride + bytes) of src and dst (with `chain`, op i > 0 reads op i - 1's dst bytes). state[0]: the
+// launch's epoch, state[1]: CTAs done.
 __global__ void k_fused_steps(const uint8_t* src, uint8_t* dst, int64_t bytes, int64_t stride, int steps,
                               unsigned long long* state, unsigned long long* local_flags, unsigned long long* pub,
-                              unsigned* arrive, int wait_prev, int* err) {
+                              unsigned* arrive, int wait_prev, int* err, int chain = 0) {
   __shared__ unsigned long long e_s;
   const int t = threadIdx.x, nt = blockDim.x, g = blockIdx.x, k = gridDim.x;
   if (t == 0) e_s = *reinterpret_cast<volatile unsigned long long*>(state) + 1;
@@ -275,7 +276,9 @@ __global__ void k_fused_steps(const uint8_t* src, uint8_t* dst, int64_t bytes, i
     }
     const int64_t units = (bytes + 15) / 16, per = (units + k - 1) / k;
     const int64_t lo = min(bytes, int64_t(g) * per * 16), hi = min(bytes, int64_t(g + 1) * per * 16);
-    const uint4* s = reinterpret_cast<const uint4*>(src + int64_t(i) * stride);
+    // chain: op i copies what op i - 1 wrote (a lane's op reading its previous op's output).
+    const uint4* s =
+        reinterpret_cast<const uint4*>(chain && i > 0 ? dst + int64_t(i - 1) * stride : src + int64_t(i) * stride);
     uint4* d = reinterpret_cast<uint4*>(dst + int64_t(i) * stride);
     const int64_t v1 = hi / 16;
     int64_t v = lo / 16 + t;
@@ -1512,11 +1515,13 @@ void Bench::bench_fused_steps() {
                         {"get", "GPU0 loading GPU1's memory", g1.buf[0], g0.buf[1]},
                         {"local", "a copy within GPU0", g0.buf[0], g0.buf[1]}};
   // 0: one CTA; 1: a CTA group whose ops each wait for the previous one; 2: a CTA group without waits;
-  // 3: one CTA whose ops publish no flag.
-  for (int variant : {0, 1, 2, 3})
+  // 3: one CTA whose ops publish no flag; 4: as 3, each op copying what the previous one wrote (local only).
+  for (int variant : {0, 1, 2, 3, 4})
     for (const Kind& kind : kinds) {
+      if (variant == 4 && std::string(kind.name) != "local") continue;
       const bool group = variant == 1 || variant == 2, wait = variant == 1;
-      const char* prefix[] = {"fused.step.", "fused.group.", "fused.group_free.", "fused.step_quiet."};
+      const char* prefix[] = {"fused.step.", "fused.group.", "fused.group_free.", "fused.step_quiet.",
+                              "fused.step_chain."};
       const std::string name = std::string(prefix[variant]) + kind.name;
       BenchSeries s{
           name,
@@ -1526,6 +1531,7 @@ void Bench::bench_fused_steps() {
                : variant == 2 ? ": ceil(bytes / 32 KiB) CTAs of 512 threads, no waits, arrival count, the last CTA "
                                 "publishes the op's flag into GPU1"
                : variant == 3 ? ": one CTA of 512 threads, barrier, no flag"
+               : variant == 4 ? ": one CTA of 512 threads, each op copying what the previous op wrote, barrier, no flag"
                               : ": one CTA of 512 threads, barrier + st.release.sys of the op's flag into GPU1") +
               "; (launch of 9 ops - launch of 1 op) / 8",
           {}};
@@ -1538,16 +1544,17 @@ void Bench::bench_fused_steps() {
         }
         const int ctas = group ? int(std::min<int64_t>(kMaxGroup, (b + kCtaBytes - 1) / kCtaBytes)) : 1;
         const int64_t stride = (b + 255) / 256 * 256;
-        unsigned long long* pub = variant == 3 ? nullptr : wait ? local_flags : peer_flags;
+        unsigned long long* pub = variant >= 3 ? nullptr : wait ? local_flags : peer_flags;
+        const int chain = variant == 4 ? 1 : 0;
         CCLAB_CUDA(cudaSetDevice(g0.dev));
         CCLAB_CUDA(cudaMemset(arrive, 0, 64 * sizeof(unsigned)));  // counts are modulo the CTAs of the launch
         CCLAB_CUDA(cudaDeviceSynchronize());
-        auto lanes = [&, b, ctas, stride, pub](int steps) {
+        auto lanes = [&, b, ctas, stride, pub, chain](int steps) {
           return std::vector<Lane>{Lane{g0.dev, g0.stream[0], [=, &g0, &kind] {
                                           k_fused_steps<<<ctas, kThreads, 0, g0.stream[0]>>>(
                                               reinterpret_cast<const uint8_t*>(kind.src),
                                               reinterpret_cast<uint8_t*>(kind.dst), b, stride, steps, ctl, local_flags,
-                                              pub, arrive, wait ? 1 : 0, g0.err);
+                                              pub, arrive, wait ? 1 : 0, g0.err, chain);
                                           CCLAB_CUDA_LAUNCHED();
                                         }}};
         };

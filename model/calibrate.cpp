@@ -238,6 +238,8 @@ const std::vector<std::string>& bench_names() {
         "fused.step.put", "fused.step.get", "fused.step.local", "fused.group.put", "fused.group.get",
         "fused.group.local", "fused.group_free.put", "fused.group_free.get", "fused.group_free.local",
         "fused.step_quiet.put", "fused.step_quiet.get", "fused.step_quiet.local",
+        // ops without a flag each copying what the previous op of the lane wrote (within GPU0)
+        "fused.step_chain.local",
         // copy-engine copies of every size inside replayed graphs (the general lowering's copy nodes)
         "p2p.ce.graph.uni", "p2p.ce.graph.bidir", "copy.local.graph",
         // replays of graphs over the harness's hold limit, against their node count
