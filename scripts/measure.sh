@@ -94,7 +94,7 @@ GRAPHS=sol.bidir_copy,allreduce.bidir.copy,allreduce.ring
 allreduces() {  # file factor dtype [more graph-schedule algos]
   sweep "$1" "$2" "$3" "$ITERS_FUSED" 8 1G $KERNELS
   sweep "$1" "$2" "$3" "$ITERS_FUSED" 8 "$COPY_FROM" allreduce.bidir
-  sweep "$1" "$2" "$3" "$ITERS_GRAPH" $((COPY_FROM * 2)) 1G allreduce.bidir
+  sweep "$1" "$2" "$3" "$ITERS_GRAPH" $((COPY_FROM * $2)) 1G allreduce.bidir  # the next size of the sweep
   sweep "$1" "$2" "$3" "$ITERS_GRAPH" 8 1G $GRAPHS${4:+,$4}
 }
 stamp "sweep: all-reduces and sol.bidir_copy, float, 8 B .. 1 GiB x2"
