@@ -5,10 +5,12 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <set>
 #include <sstream>
 
 #include "exec/cmatmul.hpp"
 #include "exec/cmatmul_kernels.cuh"
+#include "exec/cmatmul_lt.cuh"
 #include "exec/cmatmul_util.cuh"
 
 namespace cclab::exec {
@@ -134,7 +136,20 @@ class Runner {
 
   // C (rows x n) = A (rows x k) @ B (k x n) [+ beta C], row-major, fp32 accumulate, on the rank's
   // compute stream. Row-major C = A B is column-major C^T = B^T A^T: cuBLAS gets (B, A) swapped.
+  // With cfg.autotune, the products (beta 0, output in the input dtype) take cuBLASLt's fastest
+  // algorithm for their shape (exec/cmatmul_lt.cuh; the first call of a shape tunes, untimed); the
+  // fp32 references stay on cublasGemmEx.
   void gemm(Rank& x, int64_t rows, const void* a, const void* b, void* c, cudaDataType_t ctype, float beta) {
+    if (cfg_.autotune && beta == 0.0f && ctype == cuda_type(cfg_.dtype)) {
+      CCLAB_ASSERT(!timing_ || lt_.tuned(x.dev, rows, k_, n_, ctype, ctype, a, b, c),
+                   "cmatmul: a matmul shape first met inside a timed region (it would be tuned there)");
+      // A new shape is tuned with every GPU idle (no peer copy landing in this GPU's memory meanwhile):
+      // what was queued so far waits on events recorded earlier, so it drains.
+      if (!lt_.tuned(x.dev, rows, k_, n_, ctype, ctype, a, b, c)) sync_all();
+      lt_.gemm(x.dev, x.comp, rows, k_, n_, ctype, ctype, a, b, c, x.ws.as(), x.ws.bytes());
+      picked_[label_].insert(lt_.last_desc());
+      return;
+    }
     const float alpha = 1.0f;
     MMSP_CUBLAS(cublasGemmEx(x.blas, CUBLAS_OP_N, CUBLAS_OP_N, int(n_), int(rows), int(k_), &alpha, b,
                              cuda_type(cfg_.dtype), int(n_), a, cuda_type(cfg_.dtype), int(k_), &beta, c, ctype,
@@ -316,6 +331,8 @@ class Runner {
   // Mean time of one iteration in microseconds: warm-up, then `iters` back-to-back iterations between
   // two events on rank 0 that wait for every rank (so the span covers the slowest GPU).
   double time_algo(const std::string& algo) {
+    label_ = algo;
+    prime([&] { enqueue(algo); });
     for (int w = 0; w < cfg_.warmup; ++w) enqueue(algo);
     Rank& x0 = *R_[0];
     {
@@ -329,7 +346,9 @@ class Runner {
       wait(x->copy_l, start_);
       wait(x->copy_r, start_);
     }
+    timing_ = true;
     for (int it = 0; it < cfg_.iters; ++it) enqueue(algo);
+    timing_ = false;
     DeviceScope scope(x0.dev);
     for (auto& x : R_) wait(x0.comp, x->done);
     record(stop_, x0.comp);
@@ -338,14 +357,28 @@ class Runner {
     return 1e3 * elapsed_ms(start_, stop_) / cfg_.iters;
   }
 
-  // One matmul of `rows` rows on rank 0's GPU alone: the full gathered shape or the local shard.
-  double time_single_gemm(int64_t rows) {
+  // With autotune, one untimed pass that meets (and tunes) every matmul shape of `pass` first, so
+  // that warm-up and timed iterations run tuned products only (also when warmup is 0).
+  template <class Pass>
+  void prime(Pass pass) {
+    if (!cfg_.autotune) return;
+    pass();
+    sync_all();
+  }
+
+  // One matmul of `rows` rows on rank 0's GPU alone: the full gathered shape or the local shard;
+  // `label` names its record (the autotune's choice goes into that record's note).
+  double time_single_gemm(int64_t rows, const std::string& label) {
     Rank& x = *R_[0];
     DeviceScope scope(x.dev);
     const void* a = x.agather.as();  // (D m) x k of random data
+    label_ = label;
+    prime([&] { gemm(x, rows, a, x.b.as(), x.c.as()); });
     for (int w = 0; w < cfg_.warmup; ++w) gemm(x, rows, a, x.b.as(), x.c.as());
     record(start_, x.comp);
+    timing_ = true;
     for (int it = 0; it < cfg_.iters; ++it) gemm(x, rows, a, x.b.as(), x.c.as());
+    timing_ = false;
     record(stop_, x.comp);
     MMSP_CUDA(cudaEventSynchronize(stop_));
     return 1e3 * elapsed_ms(start_, stop_) / cfg_.iters;
@@ -387,6 +420,7 @@ class Runner {
   // Poisons every output and scratch buffer with NaN, runs one iteration, compares on every rank.
   Check run_checked(const std::string& algo) {
     const bool rs = is_rs(algo);
+    label_ = algo;
     for (auto& x : R_) {
       DeviceScope scope(x->dev);
       MMSP_CUDA(cudaMemsetAsync(x->c.as(), 0xff, x->c.bytes(), x->comp));  // 0xffff: NaN in fp16/bf16/fp32
@@ -425,6 +459,16 @@ class Runner {
     return out;
   }
 
+  // The note column of a record: which matmul algorithm its products ran.
+  std::string matmul_note(const std::string& label) const {
+    if (!cfg_.autotune) return "matmuls: cublasGemmEx default algorithm (autotune off)";
+    std::string s = "matmuls: cuBLASLt autotuned (top " + std::to_string(LtGemmTuner::kCandidates) + " timed):";
+    auto it = picked_.find(label);
+    if (it != picked_.end())
+      for (const auto& d : it->second) s += " [" + d + "]";
+    return s;
+  }
+
  private:
   RankGpus& g_;
   const CmatmulConfig& cfg_;
@@ -434,6 +478,10 @@ class Runner {
   size_t shard_bytes_ = 0, blk_bytes_ = 0;
   std::vector<std::unique_ptr<Rank>> R_;
   Event start_, stop_;
+  LtGemmTuner lt_;     // declared after R_: destroyed first, while the devices' buffers still exist
+  std::string label_;  // the record the current products belong to
+  std::map<std::string, std::set<std::string>> picked_;  // label -> the tuner's choices it ran
+  bool timing_ = false;
 };
 
 std::string fmt(double v, int prec = 4) {
@@ -486,8 +534,9 @@ std::vector<Record> run_collective_matmul(RankGpus& gpus, const CmatmulConfig& c
   Runner run(gpus, cfg, need_rs);
   if (cfg.check) run.build_references(need_ag, need_rs);
 
-  const double t_full = run.time_single_gemm(s.m * D);
-  const double t_shard = run.time_single_gemm(s.m);
+  const std::string full_label = "matmul.cublas_full", shard_label = "matmul.cublas_shard_x" + std::to_string(D);
+  const double t_full = run.time_single_gemm(s.m * D, full_label);
+  const double t_shard = run.time_single_gemm(s.m, shard_label);
   const double t_bound = D * t_shard;
 
   struct Result {
@@ -532,7 +581,8 @@ std::vector<Record> run_collective_matmul(RankGpus& gpus, const CmatmulConfig& c
     rec.commit = commit;
     rec.date = date;
     rec.shape = shape;
-    if (gpus.shared()) rec.note = "ranks share GPUs: timing not meaningful";
+    rec.note = run.matmul_note(algo);
+    if (gpus.shared()) rec.note = "ranks share GPUs: timing not meaningful; " + rec.note;
     fill_bandwidths(rec);
     rec.extra.emplace_back("tflops", fmt(flops_per_gpu / (t_us * 1e-6) / 1e12));
     rec.extra.emplace_back("util_vs_bound", fmt(t_bound / t_us));
@@ -554,8 +604,8 @@ std::vector<Record> run_collective_matmul(RankGpus& gpus, const CmatmulConfig& c
   }
   if (cfg.reference_rows) {
     // One GPU's matmuls: the full gathered shape, and the local shard (the bound is D times it).
-    for (auto [algo, t] : {std::pair<std::string, double>{"matmul.cublas_full", t_full},
-                           std::pair<std::string, double>{"matmul.cublas_shard_x" + std::to_string(D), t_bound}}) {
+    for (auto [algo, t] :
+         {std::pair<std::string, double>{full_label, t_full}, std::pair<std::string, double>{shard_label, t_bound}}) {
       Record rec = base_record(algo, "matmul", 1, t);
       rec.wrong = -1;
       rec.algbw_gbps = rec.busbw_gbps = 0;

@@ -44,6 +44,10 @@ struct CmatmulConfig {
   uint64_t seed = 1;
   // Also emit the two cuBLAS reference timings as rows (algo matmul.cublas_full, matmul.cublas_shard).
   bool reference_rows = true;
+  // Products (and the reference timings) through cuBLASLt with each shape's fastest of its top
+  // heuristic algorithms, timed once per shape before any timed iteration (exec/cmatmul_lt.cuh);
+  // false: cublasGemmEx's default algorithm. `--tune matmul_autotune=0|1`.
+  bool autotune = true;
 };
 
 // The algorithm names this runner serves.

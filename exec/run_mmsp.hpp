@@ -17,7 +17,8 @@
 // run: path=auto|sparse|dense (or several joined by '+', e.g. sparse+dense+auto: when both forced paths
 // are measured, each row gets the measured crossover density in column measured_crossover),
 // union=allgather|gather_bcast (or both joined by '+'), dense_iters=N (iterations of the dense table and
-// host-staged baselines, default 3), seed=N. Of the collective matmul run: seed=N.
+// host-staged baselines, default 3), seed=N. Of the collective matmul run: seed=N, matmul_autotune=0|1
+// (default 1: every product through cuBLASLt's fastest timed algorithm for its shape; 0: cublasGemmEx).
 #pragma once
 
 #include <iosfwd>
@@ -48,6 +49,7 @@ struct MmspRun {
   std::vector<std::string> unions = {"allgather"};
   int dense_iters = 3;
   uint64_t seed = 1;
+  bool matmul_autotune = true;  // collective matmul: CmatmulConfig::autotune
 };
 
 // Parses and checks everything: names against the family, the shape or sparse flags, dtype (half or

@@ -1,0 +1,206 @@
+// cuBLASLt matmul with a per-shape algorithm autotune (issue 7): the collective matmul's products and
+// its cuBLAS reference timings (matmul.cublas_full / _shard_xD) go through the same tuner, so that the
+// comparison stays fair. cublasGemmEx's default takes cuBLASLt's first heuristic answer; here the
+// top kCandidates answers are each timed on the real buffers, on an otherwise idle GPU, and the fastest
+// is kept for the process (per device, shape, output type and pointer alignments).
+//
+// Row-major C (rows x n) = A (rows x k) @ B (k x n) is column-major C^T = B^T A^T: cuBLASLt's "A" is
+// our B (n x k, ld n) and its "B" is our A (k x rows, ld k); C is n x rows, ld n.
+#pragma once
+
+#include <cublasLt.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "exec/cmatmul_util.cuh"
+
+namespace cclab::exec::detail {
+
+#define MMSP_CUBLASLT(call) MMSP_CUBLAS(call)  // cublasLt returns cublasStatus_t too
+
+// Largest power of two (<= 256) dividing the address: cuBLASLt's heuristic assumes 256-byte aligned
+// operands unless told otherwise, and an algorithm chosen for that may fail on an offset pointer.
+inline uint32_t pointer_alignment(const void* p) {
+  const auto v = reinterpret_cast<uintptr_t>(p);
+  uint32_t a = 256;
+  while (a > 1 && v % a != 0) a /= 2;
+  return a;
+}
+
+class LtGemmTuner {
+ public:
+  static constexpr int kCandidates = 16;  // heuristic answers timed per shape
+
+  LtGemmTuner() = default;
+  LtGemmTuner(const LtGemmTuner&) = delete;
+  LtGemmTuner& operator=(const LtGemmTuner&) = delete;
+  ~LtGemmTuner() {
+    for (auto& [dev, h] : handles_) cublasLtDestroy(h);
+  }
+
+  // C = A @ B (row-major, beta 0, fp32 accumulate) on `stream` of `dev` with `ws` (ws_bytes) as the
+  // workspace. The first call of a shape synchronises the device, times the candidates, then issues
+  // the product: callers keep such first calls out of timed regions (see `tuned`).
+  void gemm(int dev, cudaStream_t stream, int64_t rows, int64_t k, int64_t n, cudaDataType_t ab_type,
+            cudaDataType_t c_type, const void* a, const void* b, void* c, void* ws, size_t ws_bytes) {
+    Plan& p = plan(dev, stream, rows, k, n, ab_type, c_type, a, b, c, ws, ws_bytes);
+    last_desc_ = p.desc;
+    launch(handle(dev), p, p.algo, stream, a, b, c, ws, ws_bytes);
+  }
+
+  // Whether the shape of this call was tuned already (a call now would not synchronise).
+  bool tuned(int dev, int64_t rows, int64_t k, int64_t n, cudaDataType_t ab_type, cudaDataType_t c_type, const void* a,
+             const void* b, const void* c) const {
+    return plans_.count(key(dev, rows, k, n, ab_type, c_type, a, b, c)) != 0;
+  }
+
+  // What the last gemm ran: "rows=R alg=I tile=T stages=S splitk=K swz=W cl=C #J/N x0.97" (#J: rank in
+  // the heuristic's list, N: candidates that ran; x: its time / the heuristic's first answer's time).
+  const std::string& last_desc() const { return last_desc_; }
+
+ private:
+  using Key = std::tuple<int, int64_t, int64_t, int64_t, int, int, uint32_t, uint32_t, uint32_t>;
+  struct Plan {
+    cublasLtMatmulDesc_t op = nullptr;
+    cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;
+    cublasLtMatmulAlgo_t algo{};
+    std::string desc;
+    ~Plan() {
+      if (lc) cublasLtMatrixLayoutDestroy(lc);
+      if (lb) cublasLtMatrixLayoutDestroy(lb);
+      if (la) cublasLtMatrixLayoutDestroy(la);
+      if (op) cublasLtMatmulDescDestroy(op);
+    }
+  };
+
+  static Key key(int dev, int64_t rows, int64_t k, int64_t n, cudaDataType_t ab_type, cudaDataType_t c_type,
+                 const void* a, const void* b, const void* c) {
+    return {
+        dev, rows, k, n, int(ab_type), int(c_type), pointer_alignment(a), pointer_alignment(b), pointer_alignment(c)};
+  }
+
+  cublasLtHandle_t handle(int dev) {
+    auto it = handles_.find(dev);
+    if (it != handles_.end()) return it->second;
+    DeviceScope scope(dev);
+    cublasLtHandle_t h = nullptr;
+    MMSP_CUBLASLT(cublasLtCreate(&h));
+    handles_[dev] = h;
+    return h;
+  }
+
+  static cublasStatus_t launch(cublasLtHandle_t h, const Plan& p, const cublasLtMatmulAlgo_t& algo, cudaStream_t s,
+                               const void* a, const void* b, void* c, void* ws, size_t ws_bytes) {
+    const float alpha = 1.0f, beta = 0.0f;
+    return cublasLtMatmul(h, p.op, &alpha, b, p.la, a, p.lb, &beta, c, p.lc, c, p.lc, &algo, ws, ws_bytes, s);
+  }
+
+  static std::string describe(const cublasLtMatmulAlgo_t& algo) {
+    int32_t id = 0, splitk = 1;
+    uint32_t tile = 0, stages = 0, swizzle = 0;
+    uint16_t cluster = 0;
+    size_t w = 0;
+    cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id, &w);
+    cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile, &w);
+    cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages, sizeof stages, &w);
+    cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splitk, sizeof splitk, &w);
+    cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, &swizzle, sizeof swizzle, &w);
+    cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &cluster, sizeof cluster, &w);
+    std::ostringstream os;
+    os << "alg=" << id << " tile=" << tile << " stages=" << stages << " splitk=" << splitk << " swz=" << swizzle
+       << " cl=" << cluster;
+    return os.str();
+  }
+
+  // Mean microseconds of one product with `algo`, the best of 3 bursts after 2 warm-ups; a burst runs
+  // enough products for ~0.5 ms. NAN when the algorithm refuses the call.
+  double time_candidate(int dev, cudaStream_t s, const Plan& p, const cublasLtMatmulAlgo_t& algo, const void* a,
+                        const void* b, void* c, void* ws, size_t ws_bytes) {
+    cublasLtHandle_t h = handle(dev);
+    Event e0(dev, true), e1(dev, true);
+    for (int w = 0; w < 2; ++w)
+      if (launch(h, p, algo, s, a, b, c, ws, ws_bytes) != CUBLAS_STATUS_SUCCESS) {
+        cudaStreamSynchronize(s);
+        cudaGetLastError();
+        return NAN;
+      }
+    record(e0, s);
+    launch(h, p, algo, s, a, b, c, ws, ws_bytes);
+    record(e1, s);
+    MMSP_CUDA(cudaEventSynchronize(e1));
+    const double one_us = 1e3 * elapsed_ms(e0, e1);
+    const int reps = std::clamp(int(std::ceil(500.0 / std::max(one_us, 1.0))), 3, 50);
+    double best = INFINITY;
+    for (int burst = 0; burst < 3; ++burst) {
+      record(e0, s);
+      for (int i = 0; i < reps; ++i) launch(h, p, algo, s, a, b, c, ws, ws_bytes);
+      record(e1, s);
+      MMSP_CUDA(cudaEventSynchronize(e1));
+      best = std::min(best, 1e3 * elapsed_ms(e0, e1) / reps);
+    }
+    return best;
+  }
+
+  Plan& plan(int dev, cudaStream_t stream, int64_t rows, int64_t k, int64_t n, cudaDataType_t ab_type,
+             cudaDataType_t c_type, const void* a, const void* b, void* c, void* ws, size_t ws_bytes) {
+    const Key kk = key(dev, rows, k, n, ab_type, c_type, a, b, c);
+    auto it = plans_.find(kk);
+    if (it != plans_.end()) return *it->second;
+
+    DeviceScope scope(dev);
+    auto p = std::make_unique<Plan>();
+    MMSP_CUBLASLT(cublasLtMatmulDescCreate(&p->op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    MMSP_CUBLASLT(cublasLtMatrixLayoutCreate(&p->la, ab_type, uint64_t(n), uint64_t(k), n));
+    MMSP_CUBLASLT(cublasLtMatrixLayoutCreate(&p->lb, ab_type, uint64_t(k), uint64_t(rows), k));
+    MMSP_CUBLASLT(cublasLtMatrixLayoutCreate(&p->lc, c_type, uint64_t(n), uint64_t(rows), n));
+    cublasLtMatmulPreference_t pref = nullptr;
+    MMSP_CUBLASLT(cublasLtMatmulPreferenceCreate(&pref));
+    const uint64_t ws_max = ws_bytes;
+    const uint32_t al_a = pointer_alignment(b), al_b = pointer_alignment(a), al_c = pointer_alignment(c);
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_max, sizeof ws_max);
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al_a, sizeof al_a);
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_b, sizeof al_b);
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_c, sizeof al_c);
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_c, sizeof al_c);
+    cublasLtMatmulHeuristicResult_t res[kCandidates] = {};
+    int found = 0;
+    const cublasStatus_t hs =
+        cublasLtMatmulAlgoGetHeuristic(handle(dev), p->op, p->la, p->lb, p->lc, p->lc, pref, kCandidates, res, &found);
+    cublasLtMatmulPreferenceDestroy(pref);
+    if (hs != CUBLAS_STATUS_SUCCESS || found == 0)
+      MMSP_CUBLASLT(hs == CUBLAS_STATUS_SUCCESS ? CUBLAS_STATUS_NOT_SUPPORTED : hs);
+
+    // Time the candidates alone: everything already queued on this GPU finishes first.
+    MMSP_CUDA(cudaDeviceSynchronize());
+    int best = -1, ran = 0;
+    double best_us = INFINITY, first_us = NAN;
+    for (int j = 0; j < found; ++j) {
+      if (res[j].state != CUBLAS_STATUS_SUCCESS) continue;
+      const double t = time_candidate(dev, stream, *p, res[j].algo, a, b, c, ws, ws_bytes);
+      if (std::isnan(t)) continue;
+      if (ran++ == 0) first_us = t;
+      if (t < best_us) best_us = t, best = j;
+    }
+    if (best < 0) MMSP_CUBLASLT(CUBLAS_STATUS_NOT_SUPPORTED);
+    p->algo = res[best].algo;
+    std::ostringstream os;
+    os.precision(3);
+    os << "rows=" << rows << " " << describe(p->algo) << " #" << best << "/" << ran << " x" << best_us / first_us;
+    p->desc = os.str();
+    return *plans_.emplace(kk, std::move(p)).first->second;
+  }
+
+  std::map<int, cublasLtHandle_t> handles_;
+  std::map<Key, std::unique_ptr<Plan>> plans_;
+  std::string last_desc_;
+};
+
+}  // namespace cclab::exec::detail
