@@ -146,9 +146,9 @@ class Runner {
       // A new shape is tuned with every GPU idle (no peer copy landing in this GPU's memory meanwhile):
       // what was queued so far waits on events recorded earlier, so it drains.
       if (!lt_.tuned(x.dev, rows, k_, n_, ctype, ctype, a, b, c)) sync_all();
-      lt_.gemm(x.dev, x.comp, rows, k_, n_, ctype, ctype, a, b, c, x.ws.as(), x.ws.bytes());
+      const bool issued = lt_.gemm(x.dev, x.comp, rows, k_, n_, ctype, ctype, a, b, c, x.ws.as(), x.ws.bytes());
       picked_[label_].insert(lt_.last_desc());
-      return;
+      if (issued) return;
     }
     const float alpha = 1.0f;
     MMSP_CUBLAS(cublasGemmEx(x.blas, CUBLAS_OP_N, CUBLAS_OP_N, int(n_), int(rows), int(k_), &alpha, b,

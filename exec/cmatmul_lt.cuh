@@ -48,12 +48,15 @@ class LtGemmTuner {
 
   // C = A @ B (row-major, beta 0, fp32 accumulate) on `stream` of `dev` with `ws` (ws_bytes) as the
   // workspace. The first call of a shape synchronises the device, times the candidates, then issues
-  // the product: callers keep such first calls out of timed regions (see `tuned`).
-  void gemm(int dev, cudaStream_t stream, int64_t rows, int64_t k, int64_t n, cudaDataType_t ab_type,
+  // the product: callers keep such first calls out of timed regions (see `tuned`). Returns false,
+  // issuing nothing, when cuBLASLt offers no algorithm that runs the call (the caller falls back).
+  bool gemm(int dev, cudaStream_t stream, int64_t rows, int64_t k, int64_t n, cudaDataType_t ab_type,
             cudaDataType_t c_type, const void* a, const void* b, void* c, void* ws, size_t ws_bytes) {
     Plan& p = plan(dev, stream, rows, k, n, ab_type, c_type, a, b, c, ws, ws_bytes);
     last_desc_ = p.desc;
-    launch(handle(dev), p, p.algo, stream, a, b, c, ws, ws_bytes);
+    if (!p.usable) return false;
+    MMSP_CUBLASLT(launch(handle(dev), p, p.algo, stream, a, b, c, ws, ws_bytes));
+    return true;
   }
 
   // Whether the shape of this call was tuned already (a call now would not synchronise).
@@ -72,6 +75,7 @@ class LtGemmTuner {
     cublasLtMatmulDesc_t op = nullptr;
     cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;
     cublasLtMatmulAlgo_t algo{};
+    bool usable = false;  // false: no heuristic answer ran the call
     std::string desc;
     ~Plan() {
       if (lc) cublasLtMatrixLayoutDestroy(lc);
@@ -175,8 +179,7 @@ class LtGemmTuner {
     const cublasStatus_t hs =
         cublasLtMatmulAlgoGetHeuristic(handle(dev), p->op, p->la, p->lb, p->lc, p->lc, pref, kCandidates, res, &found);
     cublasLtMatmulPreferenceDestroy(pref);
-    if (hs != CUBLAS_STATUS_SUCCESS || found == 0)
-      MMSP_CUBLASLT(hs == CUBLAS_STATUS_SUCCESS ? CUBLAS_STATUS_NOT_SUPPORTED : hs);
+    if (hs != CUBLAS_STATUS_SUCCESS) found = 0;
 
     // Time the candidates alone: everything already queued on this GPU finishes first.
     MMSP_CUDA(cudaDeviceSynchronize());
@@ -189,11 +192,15 @@ class LtGemmTuner {
       if (ran++ == 0) first_us = t;
       if (t < best_us) best_us = t, best = j;
     }
-    if (best < 0) MMSP_CUBLASLT(CUBLAS_STATUS_NOT_SUPPORTED);
-    p->algo = res[best].algo;
     std::ostringstream os;
     os.precision(3);
-    os << "rows=" << rows << " " << describe(p->algo) << " #" << best << "/" << ran << " x" << best_us / first_us;
+    if (best < 0) {
+      os << "rows=" << rows << " no cuBLASLt algorithm: cublasGemmEx";
+    } else {
+      p->algo = res[best].algo;
+      p->usable = true;
+      os << "rows=" << rows << " " << describe(p->algo) << " #" << best << "/" << ran << " x" << best_us / first_us;
+    }
     p->desc = os.str();
     return *plans_.emplace(kk, std::move(p)).first->second;
   }

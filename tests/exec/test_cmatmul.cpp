@@ -63,8 +63,29 @@ TEST(CollectiveMatmul, TwoGpusEveryAlgorithmHalfAndBf16) {
       for (const auto& r : rows) {
         EXPECT_EQ(r.ranks, r.collective == "matmul" ? 1 : 2);
         EXPECT_EQ(r.bytes, 2 * shape.m * shape.k * 2);  // the gathered A
+        // Autotune is on by default: every record names the cuBLASLt algorithm its products ran.
+        EXPECT_NE(r.note.find("cuBLASLt autotuned"), std::string::npos) << r.algo << ": " << r.note;
+        EXPECT_NE(r.note.find("rows="), std::string::npos) << r.algo << ": " << r.note;
       }
     }
+  }
+}
+
+TEST(CollectiveMatmul, AutotuneOffKeepsCublasGemmEx) {
+  REQUIRE_GPUS(2);
+  RankGpus gpus({0, 1});
+  CmatmulConfig cfg;
+  cfg.shape = {64, 96, 80};
+  cfg.dtype = DType::bf16;
+  cfg.warmup = 0;  // with autotune on, the tuning pass must still stay out of the timed iterations
+  cfg.iters = 2;
+  for (bool tune : {true, false}) {
+    cfg.autotune = tune;
+    auto rows = run_collective_matmul(gpus, cfg);
+    expect_all_right(rows, std::set<std::string>(collective_matmul_algos().begin(), collective_matmul_algos().end()),
+                     1e-2);
+    for (const auto& r : rows)
+      EXPECT_NE(r.note.find(tune ? "cuBLASLt autotuned" : "autotune off"), std::string::npos) << r.note;
   }
 }
 
