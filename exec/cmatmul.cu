@@ -68,7 +68,13 @@ struct Rank {
 class Runner {
  public:
   Runner(RankGpus& gpus, const CmatmulConfig& cfg, bool need_rs)
-      : g_(gpus), cfg_(cfg), D_(gpus.nranks()), m_(cfg.shape.m), k_(cfg.shape.k), n_(cfg.shape.n) {
+      : g_(gpus),
+        cfg_(cfg),
+        D_(gpus.nranks()),
+        m_(cfg.shape.m),
+        k_(cfg.shape.k),
+        n_(cfg.shape.n),
+        chunks_(std::max(1, cfg.ring_chunks)) {
     es_ = dtype_size(cfg.dtype);
     shard_bytes_ = size_t(m_ * k_ * es_);
     blk_bytes_ = size_t(m_ * n_ * es_);
@@ -96,7 +102,7 @@ class Runner {
       }
       x->stats = DevBuf(x->dev, 64);
       for (int i = 0; i < std::max(1, D_); ++i) {
-        x->arr_l.emplace_back(x->dev, false);
+        for (int j = 0; j < chunks_; ++j) x->arr_l.emplace_back(x->dev, false);  // ring: one per (step, chunk)
         x->arr_r.emplace_back(x->dev, false);
         x->ready.emplace_back(x->dev, false);
       }
@@ -163,8 +169,15 @@ class Runner {
   int next(int r) const { return (r + 1) % D_; }
 
   // ---- allgather_matmul.ring: at step i rank r multiplies shard (r+i) mod D while a copy engine
-  // forwards that shard to rank r-1, which needs it at step i+1.
+  // forwards that shard to rank r-1, which needs it at step i+1. With ring_chunks = C > 1 each shard
+  // travels as C row chunks, one copy and one event each, and an arrived shard is multiplied chunk by
+  // chunk as its chunks land (the own shard of step 0 in one matmul): where one shard's copy takes
+  // longer than its matmul, the next step's matmul then starts on the first chunk instead of waiting
+  // for the whole shard.
+  int64_t chunk_row0(int j) const { return (m_ / chunks_) * j + std::min<int64_t>(j, m_ % chunks_); }
+  int64_t chunk_rows(int j) const { return chunk_row0(j + 1) - chunk_row0(j); }
   void enqueue_ring() {
+    const int C = chunks_;
     for (int r = 0; r < D_; ++r) {  // r-1 finished reading its slots in the previous iteration
       DeviceScope scope(R_[r]->dev);
       wait(R_[r]->copy_l, R_[prev(r)]->done);
@@ -175,17 +188,28 @@ class Runner {
         DeviceScope scope(x.dev);
         int s = (r + i) % D_;
         const char* src = i == 0 ? x.a_in.bytes_ptr() : x.agather.bytes_ptr(s * shard_bytes_);
-        if (i > 0) wait(x.comp, R_[next(r)]->arr_l[i - 1]);  // shard s has arrived from r+1
-        gemm(x, m_, src, x.b.as(), x.c.bytes_ptr(size_t(s) * blk_bytes_));
+        char* dst = x.c.bytes_ptr(size_t(s) * blk_bytes_);
+        if (i == 0 || C == 1) {
+          if (i > 0) wait(x.comp, R_[next(r)]->arr_l[i - 1]);  // shard s has arrived from r+1
+          gemm(x, m_, src, x.b.as(), dst);
+        } else {
+          for (int j = 0; j < C; ++j) {  // chunk j of shard s has arrived from r+1
+            wait(x.comp, R_[next(r)]->arr_l[(i - 1) * C + j]);
+            gemm(x, chunk_rows(j), src + chunk_row0(j) * k_ * es_, x.b.as(), dst + chunk_row0(j) * n_ * es_);
+          }
+        }
         if (i < D_ - 1) {
-          if (i > 0) wait(x.copy_l, R_[next(r)]->arr_l[i - 1]);
-          MMSP_CUDA(cudaMemcpyAsync(R_[prev(r)]->agather.bytes_ptr(s * shard_bytes_), src, shard_bytes_,
-                                    cudaMemcpyDefault, x.copy_l));
-          record(x.arr_l[i], x.copy_l);
+          for (int j = 0; j < C; ++j) {
+            const size_t off = size_t(chunk_row0(j) * k_ * es_), bytes = size_t(chunk_rows(j) * k_ * es_);
+            if (i > 0) wait(x.copy_l, R_[next(r)]->arr_l[(i - 1) * C + j]);
+            MMSP_CUDA(cudaMemcpyAsync(R_[prev(r)]->agather.bytes_ptr(s * shard_bytes_ + off), src + off, bytes,
+                                      cudaMemcpyDefault, x.copy_l));
+            record(x.arr_l[i * C + j], x.copy_l);
+          }
         }
       }
     }
-    finish_ranks(true, false);
+    finish_ranks(true, false, (D_ - 1) * C - 1);
   }
 
   // ---- allgather_matmul.ring_bidir: rows [0, m0) of each shard travel to r-1, rows [m0, m) to r+1.
@@ -303,11 +327,13 @@ class Runner {
   }
 
   // Every rank's compute stream waits for its own last copies, then marks the iteration done.
-  void finish_ranks(bool used_l, bool used_r) {
+  // last_l: the index of the last arrival event of arr_l (default D-2: one per step).
+  void finish_ranks(bool used_l, bool used_r, int last_l = -1) {
+    if (last_l < 0) last_l = D_ - 2;
     for (int r = 0; r < D_; ++r) {
       Rank& x = *R_[r];
       DeviceScope scope(x.dev);
-      if (D_ > 1 && used_l) wait(x.comp, x.arr_l[D_ - 2]);
+      if (D_ > 1 && used_l) wait(x.comp, x.arr_l[last_l]);
       if (D_ > 1 && used_r) wait(x.comp, x.arr_r[D_ - 2]);
       record(x.done, x.comp);
     }
@@ -474,6 +500,7 @@ class Runner {
   const CmatmulConfig& cfg_;
   int D_;
   int64_t m_, k_, n_;
+  int chunks_ = 1;  // allgather_matmul.ring's chunks per shard (CmatmulConfig::ring_chunks)
   int es_ = 2;
   size_t shard_bytes_ = 0, blk_bytes_ = 0;
   std::vector<std::unique_ptr<Rank>> R_;
@@ -521,6 +548,8 @@ std::vector<Record> run_collective_matmul(RankGpus& gpus, const CmatmulConfig& c
   for (const auto& a : algos) {
     if (!is_collective_matmul(a)) throw_input("unknown collective matmul algorithm '" + a + "'");
     if (a == kBidir && s.m < 2) throw_input(std::string(kBidir) + " needs M >= 2 (half of each shard goes each way)");
+    if (a == kRing && (cfg.ring_chunks < 1 || cfg.ring_chunks > s.m))
+      throw_input(std::string(kRing) + ": ring_chunks must be 1..M (got " + std::to_string(cfg.ring_chunks) + ")");
   }
   if (gpus.shared()) {  // NCCL cannot run ranks that share a GPU
     if (explicit_list)
@@ -582,6 +611,8 @@ std::vector<Record> run_collective_matmul(RankGpus& gpus, const CmatmulConfig& c
     rec.date = date;
     rec.shape = shape;
     rec.note = run.matmul_note(algo);
+    if (algo == kRing && cfg.ring_chunks > 1)
+      rec.note = "ring_chunks=" + std::to_string(cfg.ring_chunks) + "; " + rec.note;
     if (gpus.shared()) rec.note = "ranks share GPUs: timing not meaningful; " + rec.note;
     fill_bandwidths(rec);
     rec.extra.emplace_back("tflops", fmt(flops_per_gpu / (t_us * 1e-6) / 1e12));

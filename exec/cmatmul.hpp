@@ -48,6 +48,10 @@ struct CmatmulConfig {
   // heuristic algorithms, timed once per shape before any timed iteration (exec/cmatmul_lt.cuh);
   // false: cublasGemmEx's default algorithm. `--tune matmul_autotune=0|1`.
   bool autotune = true;
+  // allgather_matmul.ring: each shard travels as this many row chunks (one copy each) and an arrived
+  // shard is multiplied chunk by chunk as they land. 1: whole shards (the schedule of the records
+  // before session 4). `--tune ring_chunks=N`.
+  int ring_chunks = 1;
 };
 
 // The algorithm names this runner serves.

@@ -221,10 +221,11 @@ MmspRun plan_mmsp(const RunOptions& o) {
       throw_input(p.algos.front() + " needs --shape M,K,N (A_d is M x K on each rank, B_d is K x N)");
     p.shape = parse_matmul_shape("--shape", o.shape);
     if (o.op != RedOp::sum) throw_input("-o: collective matmul sums (reduce-scatter) or gathers; no other reduction");
-    const auto t = tune_keys(o.tune, {"seed", "matmul_autotune"}, "collective matmul");
+    const auto t = tune_keys(o.tune, {"seed", "matmul_autotune", "ring_chunks"}, "collective matmul");
     if (t.count("seed")) p.seed = uint64_t(parse_int("--tune seed", t.at("seed"), 0, INT64_MAX));
     if (t.count("matmul_autotune"))
       p.matmul_autotune = parse_int("--tune matmul_autotune", t.at("matmul_autotune"), 0, 1) == 1;
+    if (t.count("ring_chunks")) p.ring_chunks = int(parse_int("--tune ring_chunks", t.at("ring_chunks"), 1, 64));
     return p;
   }
   // Sparse all-reduce.
@@ -345,6 +346,7 @@ int run_mmsp(const RunOptions& o, std::ostream& out) {
     cfg.check = o.check;
     cfg.seed = p.seed;
     cfg.autotune = p.matmul_autotune;
+    cfg.ring_chunks = p.ring_chunks;
     cfg.reference_rows = true;
     out << "#\n# shape per rank " << o.shape << " (A_d " << p.shape.m << " x " << p.shape.k << ", B_d " << p.shape.k
         << " x " << p.shape.n << "), " << dtype_name(o.dtype) << "; tc_util = " << n

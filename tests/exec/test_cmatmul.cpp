@@ -71,6 +71,24 @@ TEST(CollectiveMatmul, TwoGpusEveryAlgorithmHalfAndBf16) {
   }
 }
 
+TEST(CollectiveMatmul, RingInChunksIsStillRight) {
+  REQUIRE_GPUS(1);
+  for (int nranks : {2, 3}) {
+    RankGpus gpus = nranks == 2 && gpu_count() >= 2 ? RankGpus({0, 1}) : shared_ranks(nranks);
+    CmatmulConfig cfg;
+    cfg.shape = {37, 72, 40};  // 37 rows in 2 or 5 chunks: uneven chunks, offsets not 256-byte aligned
+    cfg.dtype = DType::f16;
+    cfg.warmup = 1;
+    cfg.iters = 2;
+    cfg.algos = {"allgather_matmul.ring"};
+    for (int chunks : {2, 5}) {
+      cfg.ring_chunks = chunks;
+      auto rows = run_collective_matmul(gpus, cfg);
+      expect_all_right(rows, {"allgather_matmul.ring"}, 1e-2);
+    }
+  }
+}
+
 TEST(CollectiveMatmul, AutotuneOffKeepsCublasGemmEx) {
   REQUIRE_GPUS(2);
   RankGpus gpus({0, 1});

@@ -70,6 +70,11 @@ TEST(RunMmspPlan, MatmulShapeAndAllExpansion) {
   EXPECT_FALSE(plan_mmsp(o).matmul_autotune);
   o.tune = "matmul_autotune=2";
   EXPECT_THROW(plan_mmsp(o), Error);
+  EXPECT_EQ(q.ring_chunks, 1);
+  o.tune = "ring_chunks=4";
+  EXPECT_EQ(plan_mmsp(o).ring_chunks, 4);
+  o.tune = "ring_chunks=0";
+  EXPECT_THROW(plan_mmsp(o), Error);
 }
 
 TEST(RunMmspPlan, SparseListsAndTuneKeys) {
