@@ -18,7 +18,7 @@
 // are measured, each row gets the measured crossover density in column measured_crossover),
 // union=allgather|gather_bcast (or both joined by '+'), dense_iters=N (iterations of the dense table and
 // host-staged baselines, default 3), seed=N. Of the collective matmul run: seed=N, matmul_autotune=0|1
-// (default 1: every product through cuBLASLt's fastest timed algorithm for its shape; 0: cublasGemmEx),
+// (1: every product through cuBLASLt's fastest timed algorithm for its shape; default 0: cublasGemmEx),
 // ring_chunks=N (allgather_matmul.ring's shards travel and are multiplied in N row chunks; default 1).
 #pragma once
 
@@ -50,8 +50,8 @@ struct MmspRun {
   std::vector<std::string> unions = {"allgather"};
   int dense_iters = 3;
   uint64_t seed = 1;
-  bool matmul_autotune = true;  // collective matmul: CmatmulConfig::autotune
-  int ring_chunks = 1;          // collective matmul: CmatmulConfig::ring_chunks
+  bool matmul_autotune = false;  // collective matmul: CmatmulConfig::autotune
+  int ring_chunks = 1;           // collective matmul: CmatmulConfig::ring_chunks
 };
 
 // Parses and checks everything: names against the family, the shape or sparse flags, dtype (half or

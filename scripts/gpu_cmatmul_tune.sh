@@ -2,7 +2,7 @@
 # Collective matmul only (issue 7), with the cuBLASLt algorithm autotune on and off: the 2 shapes x 2
 # dtypes of scripts/measure_matmul_sparse.sh, `cclab run --algo all -g 2`, 10 warm-up + 50 timed, then
 # the issue-7 summary of both; then allgather_matmul.ring alone with its shards in 2 and 4 row chunks
-# (--tune ring_chunks=N, autotune on; each run times its own matmul.cublas_* references). Made for
+# (--tune ring_chunks=N, autotune off; each run times its own matmul.cublas_* references). Made for
 # nvidia-h200-x2; 16 runs of a few seconds each; runs not started after 130 s are skipped (< 150 s).
 # In chunks/, each (shape, dtype) has the ring_chunks=2 run first, then ring_chunks=4 (notes.txt names them).
 #

@@ -7,7 +7,8 @@
 # Environment: OUT (output folder), CCLAB (the binary; default $BUILD/cli/cclab, built when missing),
 # BUILD (build folder, default build-mm), CCLAB_COMMIT (commit column, default git HEAD), PROFILE (the
 # simulator's profile for the crossover comparison, default profiles/h200x2.json), MMSP_QUICK=1 (small
-# sizes, for a smoke run), MMSP_SPARSE_BIG=0 (skip the 41 GB table). Writes 4 files into $OUT:
+# sizes, for a smoke run), MMSP_SPARSE_BIG=0 (skip the 41 GB table), MMSP_AUTOTUNE=1 (collective matmul
+# products and references through the cuBLASLt autotune, exec/cmatmul_lt.cuh; default 0: cublasGemmEx). Writes 4 files into $OUT:
 # mmsp_cmatmul.csv, mmsp_sparse.csv, mmsp_crossover.csv, mmsp_summary.txt (scratch goes to a temp folder).
 #
 # What runs (one process per command, so that a failure in one keeps the others' records):
@@ -90,7 +91,7 @@ fi
 mm=()
 for s in "${shapes[@]}"; do
   for d in half bfloat16; do
-    run "mm_${s//,/x}_$d" 60 --algo all -g 2 --shape "$s" -d "$d" "${mm_iters[@]}"
+    run "mm_${s//,/x}_$d" 60 --algo all -g 2 --shape "$s" -d "$d" "${mm_iters[@]}" --tune "matmul_autotune=${MMSP_AUTOTUNE:-0}"
     mm+=("$TMP/mm_${s//,/x}_$d.csv")
   done
 done

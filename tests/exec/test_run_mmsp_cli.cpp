@@ -65,9 +65,9 @@ TEST(RunMmspPlan, MatmulShapeAndAllExpansion) {
   const MmspRun q = plan_mmsp(o);
   EXPECT_EQ(q.algos, (std::vector<std::string>{"allgather_matmul.ring", "allgather_matmul.nccl_cublas"}));
   EXPECT_EQ(q.seed, 7u);
-  EXPECT_TRUE(q.matmul_autotune);  // on unless turned off
-  o.tune = "matmul_autotune=0,seed=3";
-  EXPECT_FALSE(plan_mmsp(o).matmul_autotune);
+  EXPECT_FALSE(q.matmul_autotune);  // off unless turned on
+  o.tune = "matmul_autotune=1,seed=3";
+  EXPECT_TRUE(plan_mmsp(o).matmul_autotune);
   o.tune = "matmul_autotune=2";
   EXPECT_THROW(plan_mmsp(o), Error);
   EXPECT_EQ(q.ring_chunks, 1);
