@@ -471,22 +471,14 @@ template <typename T>
 __device__ __forceinline__ uint4 unsentinel(uint4 v) {
   return make_uint4(unsentinel_word<T>(v.x), unsentinel_word<T>(v.y), unsentinel_word<T>(v.z), unsentinel_word<T>(v.w));
 }
-__device__ __forceinline__ uint4 ld_volatile_v4(const uint4* p) {
-  uint4 v;
-  asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p)
-               : "memory");
-  return v;
-}
 // Polls one received vector until no element is the sentinel; false (error recorded) on timeout.
 template <typename T>
 __device__ __forceinline__ bool receive_vec(const BidirArgs& a, const uint4* p, int block, int64_t at, uint4& v) {
-  v = ld_volatile_v4(p);
+  v = dev::ld_volatile_v4(p);
   if (!has_sentinel<T>(v)) return true;
   const uint64_t start = dev::globaltimer_ns();
   for (uint32_t it = 1;; ++it) {
-    v = ld_volatile_v4(p);
+    v = dev::ld_volatile_v4(p);
     if (!has_sentinel<T>(v)) return true;
     if ((it & 255u) == 0) {
       if (dev::globaltimer_ns() - start > a.timeout_ns) {
@@ -567,7 +559,7 @@ __global__ void __launch_bounds__(512) lamport_kernel(BidirArgs a) {
       const int64_t vs = sbase + int64_t(u) * W, vr = rbase + int64_t(u) * W;
       if (send && vs < nvec) mine[u] = __ldcg(own + vs);
       if (recv && vr < nvec) keep[u] = __ldcg(own + vr);
-      if (recv && vr < nvec) theirs[u] = ld_volatile_v4(region(r, 1) + vr);
+      if (recv && vr < nvec) theirs[u] = dev::ld_volatile_v4(region(r, 1) + vr);
     }
     if (send) {
       for (int j = 1; j < n; ++j) {
@@ -593,7 +585,7 @@ __global__ void __launch_bounds__(512) lamport_kernel(BidirArgs a) {
         for (int j = 1; j < n; ++j) {
           uint4* src = region(r, j) + v;
           uint4 x = theirs[u];
-          if (j > 1) x = ld_volatile_v4(src);
+          if (j > 1) x = dev::ld_volatile_v4(src);
           if (has_sentinel<T>(x) && !receive_vec<T>(a, src, b, v, x)) return;
           __stcg(src, sentinel);
           if (pair)

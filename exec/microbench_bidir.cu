@@ -549,14 +549,6 @@ __global__ void __launch_bounds__(512)
 // again to reduce, one load of each received vector), then the sends; a received vector still holding the
 // sentinel is polled until it has arrived; then the slot is reset and the arrived vector added (integer
 // lanes) to the own one and stored.
-__device__ __forceinline__ uint4 ld_volatile_v4(const uint4* p) {
-  uint4 x;
-  asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(x.x), "=r"(x.y), "=r"(x.z), "=r"(x.w)
-               : "l"(p)
-               : "memory");
-  return x;
-}
 template <int U>
 __global__ void __launch_bounds__(512)
     k_lamport_own(const uint4* __restrict__ own, uint4* peer_buf, uint4* my_buf, int64_t stride_vec,
@@ -578,7 +570,7 @@ __global__ void __launch_bounds__(512)
       const int64_t vs = sbase + int64_t(u) * W, vr = rbase + int64_t(u) * W;
       if (send && vs < nvec) mine[u] = __ldcg(own + vs);
       if (recv && vr < nvec) keep[u] = __ldcg(own + vr);
-      if (recv && vr < nvec) theirs[u] = ld_volatile_v4(my_buf + par + vr);
+      if (recv && vr < nvec) theirs[u] = dev::ld_volatile_v4(my_buf + par + vr);
     }
     if (send) {
 #pragma unroll
@@ -600,7 +592,7 @@ __global__ void __launch_bounds__(512)
             atomicExch(&me->err, 1);
             return;
           }
-          x = ld_volatile_v4(src);
+          x = dev::ld_volatile_v4(src);
         }
         __stcg(src, sentinel);
         out[v] = add_lanes(keep[u], x);
