@@ -60,7 +60,7 @@ __device__ __forceinline__ float combine(float a, float b) {
 template <typename T>
 __device__ __forceinline__ uint32_t add_packed(uint32_t a, uint32_t b) {
   uint32_t r;
-  if constexpr (sizeof(T) == 2 && std::is_same_v<T, __half>) {
+  if constexpr (std::is_same_v<T, __half>) {
     const __half2 s = __hadd2(*reinterpret_cast<const __half2*>(&a), *reinterpret_cast<const __half2*>(&b));
     r = *reinterpret_cast<const uint32_t*>(&s);
   } else {

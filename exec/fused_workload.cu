@@ -357,16 +357,7 @@ template <typename T, RedOp Op>
 struct Launch {
   static void run(const Args& a, int blocks, int threads, bool pdl, cudaStream_t s) {
     if (pdl && !g_pdl_refused) {
-      cudaLaunchConfig_t cfg = {};
-      cfg.gridDim = dim3(unsigned(blocks));
-      cfg.blockDim = dim3(unsigned(threads));
-      cfg.stream = s;
-      cudaLaunchAttribute attr[1];
-      attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-      attr[0].val.programmaticStreamSerializationAllowed = 1;
-      cfg.attrs = attr;
-      cfg.numAttrs = 1;
-      if (cudaLaunchKernelEx(&cfg, fused_kernel<T, Op>, a) == cudaSuccess) return;
+      if (dev::launch_pdl(fused_kernel<T, Op>, blocks, threads, s, a) == cudaSuccess) return;
       cudaGetLastError();
       g_pdl_refused = true;
     }

@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "exec/cuda_check.hpp"
+#include "exec/device_util.cuh"
 #include "exec/microbench.hpp"
 
 namespace cclab::exec {
@@ -901,18 +902,7 @@ void Bench::bench_graph() {
   });
   series("graph.kernel_pdl",
          "per iteration one empty kernel launched with programmatic dependent launch (griddepcontrol.wait first)",
-         [&](cudaStream_t o) {
-           cudaLaunchConfig_t cfg = {};
-           cfg.gridDim = dim3(1);
-           cfg.blockDim = dim3(32);
-           cfg.stream = o;
-           cudaLaunchAttribute attr[1];
-           attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-           attr[0].val.programmaticStreamSerializationAllowed = 1;
-           cfg.attrs = attr;
-           cfg.numAttrs = 1;
-           CCLAB_CUDA(cudaLaunchKernelEx(&cfg, k_empty_pdl));
-         });
+         [&](cudaStream_t o) { CCLAB_CUDA(dev::launch_pdl(k_empty_pdl, 1, 32, o)); });
   // Fork / join as exec/harness.cpp's fork_streams / join_streams do, around one copy on the forked stream.
   auto fork_join = [&](Gpu& g, cudaEvent_t join) {
     return [&g, &g0, &g1, fork0, join, copy8](cudaStream_t o) {
