@@ -103,7 +103,7 @@ __global__ void __launch_bounds__(512) ll_kernel(BidirArgs a) {
         asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];" : "=l"(v0), "=l"(v1) : "l"(slot) : "memory");
         if ((v0 >> 32) == e && (v1 >> 32) == e) break;
         if ((it & 1023u) == 0 && dev::globaltimer_ns() - start > a.timeout_ns) {
-          report_timeout(a, kWaitLL, int(blockIdx.x), int(w0), e, v0 >> 32);
+          report_timeout(a.err, a.rank, kWaitLL, int(blockIdx.x), int(w0), e, v0 >> 32);
           ok = false;
           break;
         }
@@ -482,7 +482,7 @@ __device__ __forceinline__ bool receive_vec(const BidirArgs& a, const uint4* p, 
     if (!has_sentinel<T>(v)) return true;
     if ((it & 255u) == 0) {
       if (dev::globaltimer_ns() - start > a.timeout_ns) {
-        report_timeout(a, kWaitLamport, block, int(at), 0, 0);
+        report_timeout(a.err, a.rank, kWaitLamport, block, int(at), 0, 0);
         return false;
       }
       if (*static_cast<volatile uint32_t*>(&a.err->code) != 0) return false;
@@ -616,7 +616,7 @@ __global__ void __launch_bounds__(512) lamport_kernel(BidirArgs a) {
           break;
         }
         if (dev::globaltimer_ns() - start > a.timeout_ns) {
-          report_timeout(a, kWaitLamport, b, int(tail0 + t), 0, 0);
+          report_timeout(a.err, a.rank, kWaitLamport, b, int(tail0 + t), 0, 0);
           return;
         }
       }
@@ -710,7 +710,7 @@ __global__ void __launch_bounds__(512) stream_kernel(BidirArgs a) {
         const uint64_t start = dev::globaltimer_ns();
         while (!aborted() && atomicAdd(&produced, 0u) < uint32_t(s + 1)) {
           if (dev::globaltimer_ns() - start > a.timeout_ns) {
-            report_timeout(a, kWaitStreamLocal, lane, int(seq % K), uint64_t(s + 1), atomicAdd(&produced, 0u));
+            report_timeout(a.err, a.rank, kWaitStreamLocal, lane, int(seq % K), uint64_t(s + 1), atomicAdd(&produced, 0u));
             set_abort();
           }
         }
