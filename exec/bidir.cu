@@ -710,7 +710,8 @@ __global__ void __launch_bounds__(512) stream_kernel(BidirArgs a) {
         const uint64_t start = dev::globaltimer_ns();
         while (!aborted() && atomicAdd(&produced, 0u) < uint32_t(s + 1)) {
           if (dev::globaltimer_ns() - start > a.timeout_ns) {
-            report_timeout(a.err, a.rank, kWaitStreamLocal, lane, int(seq % K), uint64_t(s + 1), atomicAdd(&produced, 0u));
+            report_timeout(a.err, a.rank, kWaitStreamLocal, lane, int(seq % K), uint64_t(s + 1),
+                           atomicAdd(&produced, 0u));
             set_abort();
           }
         }
