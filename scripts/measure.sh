@@ -39,9 +39,19 @@ else
 fi
 CCLAB="$BIN/cclab"
 
+# Iterations per timed graph replay. One replay has a fixed cost (graph launch on each GPU, the fork and
+# join events: ~15 us), spread over its ITERS operations: at 20 it added ~0.75 us to every small-message
+# time, so the one-kernel-per-GPU operations (NCCL's, the bidir kernels) are timed at 100 per replay.
+# Schedules of many graph nodes (copy engines, events between GPUs: the general lowering, sol.bidir_copy,
+# the copy mode) stay at 20: a graph of 100 of them is too large for the harness's hold kernel, so its
+# CPU launch (milliseconds) would be timed too (4 MiB in copy mode: 350 us per operation at 30, 90 at 20).
+WARMUP=${WARMUP:-20}
+ITERS_FUSED=${ITERS_FUSED:-100}
+ITERS_GRAPH=${ITERS_GRAPH:-20}
 stamp "calibration: allreduce.bidir modes by size (picks the crossovers of the sweep below)"
-cal() {  # name min max tune [iters: 30; copy-engine schedules 10, see the sweeps below]
-  timeout 60 "$CCLAB" run --algo allreduce.bidir -b "$2" -e "$3" -f 2 -w 5 -n "${5:-30}" --inplace 0 --tune "$4" \
+# Each mode is timed as the sweep will time it (same launches per replay), so the crossovers hold there.
+cal() {  # name min max tune [iters: ITERS_FUSED; the copy-engine schedules ITERS_GRAPH]
+  timeout 60 "$CCLAB" run --algo allreduce.bidir -b "$2" -e "$3" -f 2 -w 5 -n "${5:-$ITERS_FUSED}" --inplace 0 --tune "$4" \
     --csv "$TMP/cal_$1.csv" >>"$LOG" 2>&1 || echo "calibration $1: rc=$?" | tee -a "$LOG"
 }
 cal ll 16 1M mode=ll,ll_max_bytes=1M
@@ -56,23 +66,14 @@ cal lamport_split 64K 1G mode=lamport,lamport_split=1
 cal lamport_a1 64K 1G mode=lamport,lamport_ahead=1
 cal push 256K 1G mode=push
 cal push132 256K 64M mode=push,push_blocks=132
-cal copy 4M 1G mode=copy 10
-cal copy_p8 4M 1G mode=copy,ce_pieces=8 10
-cal copy_p2 4M 1G mode=copy,ce_pieces=2 10
+cal copy 4M 1G mode=copy "$ITERS_GRAPH"
+cal copy_p8 4M 1G mode=copy,ce_pieces=8 "$ITERS_GRAPH"
+cal copy_p2 4M 1G mode=copy,ce_pieces=2 "$ITERS_GRAPH"
 head -1 "$TMP/cal_ll.csv" >"$REC/calibration.csv"
 for f in "$TMP"/cal_*.csv; do tail -n +2 "$f" >>"$REC/calibration.csv"; done
 TUNE=$(python3 scripts/bidir_crossovers.py "$REC/calibration.csv" 2>>"$LOG" || echo "")
 stamp "allreduce.bidir tune: ${TUNE:-defaults}"
 
-# Iterations per timed graph replay. One replay has a fixed cost (graph launch on each GPU, the fork and
-# join events: ~15 us), spread over its ITERS operations: at 20 it added ~0.75 us to every small-message
-# time, so the one-kernel-per-GPU operations (NCCL's, the bidir kernels) are timed at 100 per replay.
-# Schedules of many graph nodes (copy engines, events between GPUs: the general lowering, sol.bidir_copy,
-# the copy mode) stay at 20: a graph of 100 of them is too large for the harness's hold kernel, so its
-# CPU launch (milliseconds) would be timed too (4 MiB in copy mode: 350 us per operation at 30, 90 at 20).
-WARMUP=${WARMUP:-20}
-ITERS_FUSED=${ITERS_FUSED:-100}
-ITERS_GRAPH=${ITERS_GRAPH:-20}
 sweep() {  # file factor dtype iters min max algos...
   local file=$1 f=$2 dt=$3 n=$4 lo=$5 hi=$6
   shift 6
