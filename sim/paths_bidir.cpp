@@ -222,10 +222,10 @@ std::optional<Seconds> within(const model::PathTable* t, double bytes) {
 }
 
 // The bidir kernels read their per-rank pointers from BidirArgs, a by-value block (~0.5 KB) indexed by rank at
-// run time, and pass it by reference to an out-of-line timeout reporter: every thread copies the block into a
-// stack frame in every launch (ptxas: ~500 bytes). The microbenchmarks pass plain pointers, except the .argref
-// series (and the older .args ones: the block without the reference), each measured beside the same kernel
-// without it. The copy's cost depends on how many threads make it: each pair's difference is read against
+// run time. The microbenchmarks pass plain pointers, except the .args series, each measured beside the same
+// kernel without it. (Until a06bb3f the kernels also passed the block by reference to their timeout reporter,
+// which copied it into a stack frame in every launch: the .argref series, no longer the kernels' shape.)
+// The block's cost depends on how many threads read it: each pair's difference is read against
 // the threads its microbenchmark launched at each size (exec/microbench_bidir.cu's grids, capped at the
 // H200's SMs), averaged where sizes share a grid, interpolated in threads and, beyond the most it launched,
 // taken in proportion to the threads. PDL launches: ll's and pull's pairs; plain launches: ll_plain's.
@@ -273,8 +273,7 @@ Seconds block_cost(const model::ModelParams& P, const ExecPath& path, int64_t th
                     : std::vector<BlockPair>{
                           {std::string("bidir.ll_plain") + suffix, "bidir.ll_plain.n100", ll_bench_threads}};
   };
-  std::map<int64_t, double> pts = block_cost_points(P, pairs_with(".argref.n100"), used);
-  if (pts.empty()) pts = block_cost_points(P, pairs_with(".args.n100"), used);
+  const std::map<int64_t, double> pts = block_cost_points(P, pairs_with(".args.n100"), used);
   if (pts.empty()) return Seconds(0);
   double y;
   if (threads <= pts.begin()->first) {
@@ -352,13 +351,13 @@ Seconds bidir_kernel_time(const model::ModelParams& P, const ExecPath& path, int
     time = time + std::max(Seconds(0), reduce_size - transfer_size);
     how += ", reduction overlapped (" + red_used + ")";
   }
-  // The argument block's copy, for the threads the kernel launches (the note's grid and threads).
+  // The argument block's reads, for the threads the kernel launches (the note's grid and threads).
   const int64_t threads = std::max<int64_t>(1, path.grid) * note_number(path.note, "threads=", 512);
   std::string block_used;
   const Seconds block = block_cost(P, path, threads, block_used);
   if (!block_used.empty()) {
     time = time + block;
-    how += " + the argument block's copy for " + std::to_string(threads) + " threads (" + block_used + ")";
+    how += " + the argument block's reads for " + std::to_string(threads) + " threads (" + block_used + ")";
   }
   if (name == "bidir.push" && path.mode == "lamport")
     how += "; lamport's data-as-flag stores costed as push's stores with a flag per tile (no bidir.lamport series)";
