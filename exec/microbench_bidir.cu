@@ -42,7 +42,7 @@
 //   bidir.ll.args.n100 / .ll_plain.args.n100 / .pull.own.args.n100   the same kernels reading their pointers
 //                 from a by-value block of per-rank pointer arrays indexed by rank at run time, as the bidir
 //                 kernels' BidirArgs; .argref.n100 instead of .args.n100: the block also passed by reference to
-//                 an out-of-line timeout reporter, as the bidir kernels' report_timeout(const BidirArgs&, ...).
+//                 an out-of-line timeout reporter, as the bidir kernels did until a06bb3f (what that cost them).
 //
 // Both directions run at once in every bidir.* series (each GPU's kernel moves S bytes towards the other).
 #include <nccl.h>
@@ -233,7 +233,7 @@ struct RankArgs {
   unsigned long long timeout_ns;
 };
 
-// The `.argref` variants' timeout path: as the bidir kernels' report_timeout(const BidirArgs&, ...), an
+// The `.argref` variants' timeout path: as the bidir kernels' report_timeout was until a06bb3f, an
 // out-of-line function given the whole argument block by reference (never called in a run that completes).
 __device__ __noinline__ void report_args(const RankArgs& a, unsigned code) {
   if (atomicCAS(&a.ctl[a.rank]->err, 0, int(code)) == 0) __threadfence_system();
@@ -1039,7 +1039,7 @@ void BidirBench::run() {
       "time (as the bidir kernels' BidirArgs)";
   const std::string argref_note =
       ", and passes that block by reference to an out-of-line function on its timeout path (as the bidir kernels' "
-      "report_timeout)";
+      "report_timeout did until a06bb3f)";
   // argref: the block also passed by reference to an out-of-line timeout reporter (the `.argref` series).
   auto ll_block = [&](bool argref) {
     for (const bool pdl : {true, false})
