@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/dtype.hpp"
 #include "core/error.hpp"
 #include "sim/paths.hpp"
 #include "sim/paths_detail.hpp"
@@ -329,7 +330,11 @@ Seconds bidir_kernel_time(const model::ModelParams& P, const ExecPath& path, int
   // (lamport: its kernel's own loop, which may be faster than the plain series' one; the others only add
   // loads: a difference below zero is timing noise, kept unbiased.)
   // push and stream: the .ownloop series (their kernels' own reduction loops) where measured.
-  std::string own_name = base + ".ownloop" + kRecordSuffix;
+  // Before those, a .kernelloop.<element> series where measured (stream's: its loop as the kernel runs it, the
+  // slot's address computed per vector and the elements widened to float; half takes bfloat16's): the records'
+  // time moves with the element type (stream bfloat16 1.2-1.4 x float from 32 KiB), which integer adds cannot show.
+  std::string own_name = base + ".kernelloop." + (dtype_size(dtype) == 4 ? "float" : "bfloat16") + kRecordSuffix;
+  if (!P.table(own_name)) own_name = base + ".ownloop" + kRecordSuffix;
   if (!P.table(own_name)) own_name = base + ".own" + kRecordSuffix;
   const model::PathTable *own_t = P.table(own_name), *base100_t = P.table(base + kRecordSuffix);
   const std::optional<Seconds> own100 = within(own_t, S);

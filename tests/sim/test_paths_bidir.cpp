@@ -216,6 +216,34 @@ TEST(BidirModel, TheOwnInputsLoadsFromTheOwnSeries) {
       at("bidir.lamport.t256.own.n100", S), 1e-12);
 }
 
+TEST(BidirModel, StreamsOwnLoopByElementType) {
+  const topo::Topology t = topo::load_topology("h200x2");
+  model::ModelParams p = params_with_bidir_series(t);
+  p.tables["bidir.ring.n100"] = line_table(9e-6, 200e9, 64 * kMiB);
+  p.tables["bidir.ring.ownloop.n100"] = line_table(9.5e-6, 150e9, 64 * kMiB);
+  const std::string note = "mode=stream slots=4 slot_bytes=262144 threads=512 grid=16";
+  auto at = [&](const char* series, int64_t s) { return p.tables.at(series).time(double(s)).value; };
+  auto predict = [&](DType dt) {
+    Simulator sim(t, p);
+    ExecPath path = parse_exec_note(note, "allreduce.bidir.stream");
+    path.iters = 100;
+    path.note = note;
+    AlgoArgs a = args2(4 * kMiB);
+    a.dtype = dt;
+    a.count = 4 * kMiB / dtype_size(dt);
+    return predict_exec_path(sim, "allreduce.bidir.stream", a, path).result.time.value;
+  };
+  // Without the kernel-loop series every element type takes the integer own loop.
+  EXPECT_NEAR(predict(DType::bf16), at("bidir.ring.ownloop.n100", 4 * kMiB), 1e-12);
+  // With them: float its own, bfloat16 and half the bfloat16 one (both widen 16-bit elements to float).
+  p.tables["bidir.ring.kernelloop.float.n100"] = line_table(10e-6, 120e9, 64 * kMiB);
+  p.tables["bidir.ring.kernelloop.bfloat16.n100"] = line_table(10e-6, 90e9, 64 * kMiB);
+  EXPECT_NEAR(predict(DType::f32), at("bidir.ring.kernelloop.float.n100", 4 * kMiB), 1e-12);
+  EXPECT_NEAR(predict(DType::bf16), at("bidir.ring.kernelloop.bfloat16.n100", 4 * kMiB), 1e-12);
+  EXPECT_NEAR(predict(DType::f16), at("bidir.ring.kernelloop.bfloat16.n100", 4 * kMiB), 1e-12);
+  EXPECT_GT(predict(DType::bf16), predict(DType::f32));
+}
+
 TEST(BidirModel, TheArgumentBlocksCostByThreadsLaunched) {
   const topo::Topology t = topo::load_topology("h200x2");
   model::ModelParams p = params_with_bidir_series(t);
