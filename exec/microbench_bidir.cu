@@ -389,6 +389,29 @@ __global__ void __launch_bounds__(kLLThreads) k_ll_argref(RankArgs a) {
           a.ctl[r], [&a] { report_args(a, 1); });
 }
 
+// The stream kernel's reduction loop (exec/bidir.cu stream_kernel), element type T: per vector and source, the
+// slot's address computed as its ring_slot does (run-time rank, source count, slots), the own vector and the
+// arrived ones converted to float, added, converted back (dev::Acc), then stored.
+template <typename T>
+__device__ __forceinline__ void stream_reduce_loop(const uint8_t* in_alias, uint8_t* out_alias, const uint8_t* my_ring,
+                                                   int64_t off, int64_t len, int lane, int K, int64_t B,
+                                                   unsigned long long seq, int r, int n, int t, int half,
+                                                   float divisor) {
+  auto ring_slot = [&](int src) {  // this lane's ring is laid out as k_ring's (one source, lane stride K)
+    const int idx = (src - r - 1 + n) % n;
+    return my_ring + ((int64_t(idx) + lane) * K + int64_t(seq % uint64_t(K))) * B;
+  };
+  const uint4* own = reinterpret_cast<const uint4*>(in_alias + off);
+  uint4* out = reinterpret_cast<uint4*>(out_alias + off);
+  for (int64_t v = t; v < len / 16; v += half) {
+    dev::Acc<T> acc;
+    acc.load(own[v]);
+    for (int j = 1; j < n; ++j)
+      acc.template add<RedOp::sum>(__ldcg(reinterpret_cast<const uint4*>(ring_slot((r + j) % n)) + v));
+    out[v] = acc.store(divisor);
+  }
+}
+
 // Persistent lanes through a ring of K slots of B bytes in the peer (the stream kernel's transfer, no
 // reduction): the producer half stores a unit into the peer's ring once the peer's consumer freed the slot,
 // fences at system scope and releases a flag; the consumer half waits for the peer's unit (and for its own
@@ -396,7 +419,7 @@ __global__ void __launch_bounds__(kLLThreads) k_ll_argref(RankArgs a) {
 __global__ void __launch_bounds__(512)
     k_ring(const uint8_t* __restrict__ in, uint8_t* peer_ring, const uint8_t* my_ring, uint8_t* __restrict__ out,
            int64_t bytes, int64_t B, int K, Ctl* me, Ctl* other, int own_operand, const uint8_t* in_alias,
-           uint8_t* out_alias, int sources) {
+           uint8_t* out_alias, int sources, int rank, float divisor) {
   __shared__ unsigned long long base_s;
   __shared__ unsigned produced;
   __shared__ int abort_s;
@@ -460,7 +483,14 @@ __global__ void __launch_bounds__(512)
       // sources in an inner loop of a run-time count, through pointers the compiler cannot prove distinct from
       // the output (as the kernel's BidirArgs pointers): no load of a vector before the last one's store.
       const uint4* own_unit = reinterpret_cast<const uint4*>(in + off);
-      if (own_operand == 2) {
+      if (own_operand >= 3) {  // 3: float, 4: bfloat16 (bidir.ring.kernelloop.*.n100)
+        if (own_operand == 3)
+          stream_reduce_loop<float>(in_alias, out_alias, my_ring, off, len, lane, K, B, seq, rank, sources, t, half,
+                                    divisor);
+        else
+          stream_reduce_loop<__nv_bfloat16>(in_alias, out_alias, my_ring, off, len, lane, K, B, seq, rank, sources, t,
+                                            half, divisor);
+      } else if (own_operand == 2) {
         const uint4* own_a = reinterpret_cast<const uint4*>(in_alias + off);
         uint4* out_a = reinterpret_cast<uint4*>(out_alias + off);
         for (int64_t v = t; v < len / 16; v += half) {
@@ -982,6 +1012,9 @@ void BidirBench::run() {
       "; the arrived bytes added (32-bit integer lanes) to the GPU's own input's in the stream kernel's loop (one "
       "vector per iteration, the peers in an inner loop of a run-time count, pointers not known to be distinct "
       "from the output)";
+  const std::string kernelloop_note =
+      "; the arrived bytes reduced with the GPU's own input's in the stream kernel's loop (per vector and source the "
+      "slot's address computed from run-time rank, source count and slots; float conversion and add, as dev::Acc): ";
   auto ring = [&](const std::string& name, int64_t max_bytes, int own = 0) {
     sweep(name,
           "both GPUs at once: L = min(SMs, S / 256 KiB) lanes of 512 threads, 256 KiB units through a ring of 4 "
@@ -990,6 +1023,7 @@ void BidirBench::run() {
           "replayed as the harness does (bytes per direction)" +
               (own == 1   ? own_note
                : own == 2 ? ownloop_note
+               : own >= 3 ? kernelloop_note + (own == 3 ? "float" : "bfloat16") + " elements"
                           : std::string()),
           max_bytes, [&, own](int g, cudaStream_t st, int64_t b) {
             const int L = int(std::clamp<int64_t>((b + kSlot - 1) / kSlot, 1, std::min(sms, kMaxCtas)));
@@ -1000,7 +1034,7 @@ void BidirBench::run() {
                 reinterpret_cast<const uint8_t*>(s_[g].in), reinterpret_cast<uint8_t*>(s_[1 - g].recv),
                 reinterpret_cast<const uint8_t*>(s_[g].recv), reinterpret_cast<uint8_t*>(s_[g].out), b, kSlot, kSlots,
                 s_[g].ctl, s_[1 - g].ctl, own, reinterpret_cast<const uint8_t*>(in_alias),
-                reinterpret_cast<uint8_t*>(out_alias), 2);
+                reinterpret_cast<uint8_t*>(out_alias), 2, g, 1.f);
             CCLAB_CUDA(cudaGetLastError());
           });
   };
@@ -1020,6 +1054,9 @@ void BidirBench::run() {
   pull("bidir.pull.own.n100", 4, 0, record_max, true);
   push("bidir.push.own.n100", 0, record_max, 1);
   if (ring_fits) ring("bidir.ring.own.n100", record_max, 1);
+  // The stream kernel's own reduction loop by element type (its address arithmetic and conversions).
+  if (ring_fits) ring("bidir.ring.kernelloop.float.n100", record_max, 3);
+  if (ring_fits) ring("bidir.ring.kernelloop.bfloat16.n100", record_max, 4);
   // ll, and pull adding the own input, with their pointers in one by-value block indexed by rank (as the bidir
   // kernels' BidirArgs): what reading the pointers from such a block adds to each launch.
   auto rank_args = [&](int g) {

@@ -262,6 +262,8 @@ const std::vector<std::string>& bench_names() {
           "bidir.lamport.t256.own.n100",
           // the stream kernel's reduction loop (one vector per iteration)
           "bidir.ring.ownloop.n100", "bidir.push.ownloop.n100",
+          // the stream kernel's reduction loop itself (address arithmetic per vector, float / bfloat16 conversions)
+          "bidir.ring.kernelloop.float.n100", "bidir.ring.kernelloop.bfloat16.n100",
           // the sparse all-reduce's local pieces (exec/microbench_sparse.cu)
           "sparse.coalesce.wall", "sparse.coalesce.issue", "sparse.sort_unique.wall", "sparse.sort_unique.issue",
           "sparse.segment_sum", "sparse.match", "sparse.fill_rows", "sparse.fill.issue", "sparse.copy.issue",
