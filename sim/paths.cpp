@@ -194,6 +194,17 @@ bool both_ways(const Schedule& s) {
   return false;
 }
 
+// The fork / join of c copy and k kernel streams per GPU on both GPUs. 1 + 1 is measured as such
+// (graph.fork_mix.1). Other mixes: the fork's cost grows with the streams per GPU, not per kind
+// (graph.fork_kernels.1/2/3: ~11 / 20 / 60 us on 2 x H200), so the kernel streams count as the streams
+// c+1..c+k of a kernel fork, and the c copy streams add what copies cost beyond kernels at c streams
+// (graph.fork_both.c against graph.fork_kernels.c). Counting the kernel streams as a first kernel stream
+// (fork_for's sum) left the copy-mode all-reduce (2 copy + 1 kernel streams per GPU) ~20 us too fast.
+Seconds fork_both_gpus(const model::ExecutorParams& e, int c, int k) {
+  if (c <= 0 || k <= 0 || (c == 1 && k == 1)) return e.fork_for(c, k);
+  return e.fork_for(c, 0) + e.fork_for(0, c + k) - e.fork_for(0, c);
+}
+
 // `iters`: iterations per replayed graph (the record's; 0: the harness's default of 20).
 SimResult run_general(Simulator& sim, const Schedule& schedule, std::string* how, int iters = 0) {
   const model::ModelParams& P = sim.params();
@@ -256,7 +267,7 @@ SimResult run_general(Simulator& sim, const Schedule& schedule, std::string* how
       : other_gpu && P.exec.fork_both_mix.value.value > 0
           ? Seconds(std::max(0.0, (P.exec.fork_both_mix.value - P.exec.fork_streams[0].value).value))
           : P.exec.fork_local_mix.value;
-  ro.start_latency = (other_gpu                            ? P.exec.fork_for(copy_streams, kernel_streams)
+  ro.start_latency = (other_gpu                            ? fork_both_gpus(P.exec, copy_streams, kernel_streams)
                       : copy_streams + kernel_streams >= 2 ? P.exec.fork_local2.value
                                                            : P.exec.fork_local.value) +
                      mix_extra;

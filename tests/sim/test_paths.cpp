@@ -168,6 +168,25 @@ TEST(ExecPaths, GeneralPathChargesEventsBetweenGpus) {
   EXPECT_NEAR(hier, 30e-6 + 4e-6 + 6e-6 + 2.5e-6, 0.1e-6);
 }
 
+TEST(ExecPaths, MixedForksCountKernelStreamsAfterTheCopyStreams) {
+  const topo::Topology t = topo::load_topology("h200x2");
+  // The copy-mode all-reduce: per GPU a copy stream in, a reduce kernel stream, a copy stream out (2 + 1).
+  const ExecPath copy_mode = parse_exec_note("mode=copy reduce-scatter+all-gather chunk=33554432 slots=3", "");
+  auto time_with = [&](double k1_us, double k2_us, double k3_us) {
+    model::ModelParams q = test_params(t);
+    q.exec.fork_kernel_streams = {
+        {{microseconds(k1_us), "test"}, {microseconds(k2_us), "test"}, {microseconds(k3_us), "test"}}};
+    Simulator sim(t, q);
+    return predict_exec_path(sim, "allreduce.bidir.copy", args2(8), copy_mode).result.time.value;
+  };
+  const double base = time_with(10, 20, 60);
+  // Its kernel stream is a GPU's third stream: it pays the kernel fork's third stream (60 - 20 us), not a first
+  // kernel stream's 10 us; graph.fork_both.2 (25 us here) stays whole.
+  EXPECT_NEAR(time_with(10, 20, 70) - base, 10e-6, 1e-9);
+  EXPECT_NEAR(time_with(10, 25, 60) - base, -5e-6, 1e-9);
+  EXPECT_NEAR(time_with(15, 20, 60) - base, 0.0, 1e-9);
+}
+
 TEST(ExecPaths, BidirKernelsFromTheirTransfers) {
   const topo::Topology t = topo::load_topology("h200x2");
   const model::ModelParams p = test_params(t);
