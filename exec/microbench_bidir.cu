@@ -41,8 +41,7 @@
 //                 (the peers in an inner loop of a run-time count, no load before the last vector's store).
 //   bidir.ll.args.n100 / .ll_plain.args.n100 / .pull.own.args.n100   the same kernels reading their pointers
 //                 from a by-value block of per-rank pointer arrays indexed by rank at run time, as the bidir
-//                 kernels' BidirArgs; .argref.n100 instead of .args.n100: the block also passed by reference to
-//                 an out-of-line timeout reporter, as the bidir kernels did until a06bb3f (what that cost them).
+//                 kernels' BidirArgs.
 //
 // Both directions run at once in every bidir.* series (each GPU's kernel moves S bytes towards the other).
 #include <nccl.h>
@@ -233,24 +232,12 @@ struct RankArgs {
   unsigned long long timeout_ns;
 };
 
-// The `.argref` variants' timeout path: as the bidir kernels' report_timeout was until a06bb3f, an
-// out-of-line function given the whole argument block by reference (never called in a run that completes).
-__device__ __noinline__ void report_args(const RankArgs& a, unsigned code) {
-  if (atomicCAS(&a.ctl[a.rank]->err, 0, int(code)) == 0) __threadfence_system();
-}
-
 template <int U, bool Own>
 __global__ void __launch_bounds__(kPullThreads) k_pull_args(RankArgs a) {
   const int r = a.rank, p = (r + 1) % a.nranks;
   Ctl* me = a.ctl[r];
   pull_body<U, Own>(reinterpret_cast<const uint4*>(a.in[p]), reinterpret_cast<uint4*>(a.out), a.nvec, me, a.ctl[p],
                     reinterpret_cast<const uint4*>(a.in[r]), [me] { atomicExch(&me->err, 1); });
-}
-template <int U, bool Own>
-__global__ void __launch_bounds__(kPullThreads) k_pull_argref(RankArgs a) {
-  const int r = a.rank, p = (r + 1) % a.nranks;
-  pull_body<U, Own>(reinterpret_cast<const uint4*>(a.in[p]), reinterpret_cast<uint4*>(a.out), a.nvec, a.ctl[r],
-                    a.ctl[p], reinterpret_cast<const uint4*>(a.in[r]), [&a] { report_args(a, 1); });
 }
 
 // One-shot push with a release flag per tile (the push kernel's transfer, no reduction). Receive buffers
@@ -381,12 +368,6 @@ __global__ void __launch_bounds__(kLLThreads) k_ll_args(RankArgs a) {
   ll_body(reinterpret_cast<const uint32_t*>(a.in[r]), reinterpret_cast<unsigned long long*>(a.buf[p]),
           reinterpret_cast<unsigned long long*>(a.buf[r]), a.ll_words, reinterpret_cast<uint32_t*>(a.out), a.words, me,
           [me] { atomicExch(&me->err, 1); });
-}
-__global__ void __launch_bounds__(kLLThreads) k_ll_argref(RankArgs a) {
-  const int r = a.rank, p = (r + 1) % a.nranks;
-  ll_body(reinterpret_cast<const uint32_t*>(a.in[r]), reinterpret_cast<unsigned long long*>(a.buf[p]),
-          reinterpret_cast<unsigned long long*>(a.buf[r]), a.ll_words, reinterpret_cast<uint32_t*>(a.out), a.words,
-          a.ctl[r], [&a] { report_args(a, 1); });
 }
 
 // The stream kernel's reduction loop (exec/bidir.cu stream_kernel), element type T: per vector and source, the
@@ -1074,50 +1055,38 @@ void BidirBench::run() {
   const std::string args_note =
       "; the kernel reads its pointers from a by-value block of per-rank pointer arrays indexed by rank at run "
       "time (as the bidir kernels' BidirArgs)";
-  const std::string argref_note =
-      ", and passes that block by reference to an out-of-line function on its timeout path (as the bidir kernels' "
-      "report_timeout did until a06bb3f)";
-  // argref: the block also passed by reference to an out-of-line timeout reporter (the `.argref` series).
-  auto ll_block = [&](bool argref) {
-    for (const bool pdl : {true, false})
-      sweep(std::string(pdl ? "bidir.ll" : "bidir.ll_plain") + (argref ? ".argref.n100" : ".args.n100"),
-            std::string("both GPUs at once: LL words (4 data + 4 flag bytes), two per thread in a 16-byte store into "
-                        "the peer, each thread polling its own received pair; 256 threads, G = min(SMs, pairs / 256) "
-                        "CTAs; ") +
-                (pdl ? "PDL launches" : "plain launches (no PDL)") +
-                " in per-GPU graphs, replayed as the harness does (data bytes per direction)" + args_note +
-                (argref ? argref_note : ""),
-            kLLMaxBytes, [&, pdl, argref](int g, cudaStream_t st, int64_t b) {
-              RankArgs a = rank_args(g);
-              a.words = (b + 3) / 4;
-              a.ll_words = (kLLMaxBytes / 4 + 2) & ~int64_t(1);
-              const int64_t pairs = (a.words + 1) / 2;
-              const int G = int(std::clamp<int64_t>((pairs + kLLThreads - 1) / kLLThreads, 1, std::min(sms, kMaxCtas)));
-              auto* kernel = argref ? k_ll_argref : k_ll_args;
-              if (pdl) {
-                launch_pdl(kernel, G, kLLThreads, st, a);
-              } else {
-                kernel<<<G, kLLThreads, 0, st>>>(a);
-                CCLAB_CUDA(cudaGetLastError());
-              }
-            });
-  };
-  ll_block(false);
-  auto pull_block = [&](bool argref) {
-    sweep(argref ? "bidir.pull.own.argref.n100" : "bidir.pull.own.args.n100",
-          "both GPUs at once: G = min(SMs, S / 32 KiB) CTAs of 512 threads, start flag handshake with the peer's CTA, "
-          "16-byte loads of the peer's S bytes (4 per thread in flight, next tile prefetched), finish handshake; PDL "
-          "launches in per-GPU graphs, replayed as the harness does (bytes per direction)" +
-              own_note + args_note + (argref ? argref_note : ""),
-          record_max, [&, argref](int g, cudaStream_t st, int64_t b) {
+  for (const bool pdl : {true, false})
+    sweep(std::string(pdl ? "bidir.ll" : "bidir.ll_plain") + ".args.n100",
+          std::string("both GPUs at once: LL words (4 data + 4 flag bytes), two per thread in a 16-byte store into "
+                      "the peer, each thread polling its own received pair; 256 threads, G = min(SMs, pairs / 256) "
+                      "CTAs; ") +
+              (pdl ? "PDL launches" : "plain launches (no PDL)") +
+              " in per-GPU graphs, replayed as the harness does (data bytes per direction)" + args_note,
+          kLLMaxBytes, [&, pdl](int g, cudaStream_t st, int64_t b) {
             RankArgs a = rank_args(g);
-            a.nvec = (b + 15) / 16;
-            const int64_t tile = int64_t(kPullThreads) * 4;
-            const int G = int(std::clamp<int64_t>((a.nvec + tile - 1) / tile, 1, std::min(sms, kMaxCtas)));
-            launch_pdl(argref ? k_pull_argref<4, true> : k_pull_args<4, true>, G, kPullThreads, st, a);
+            a.words = (b + 3) / 4;
+            a.ll_words = (kLLMaxBytes / 4 + 2) & ~int64_t(1);
+            const int64_t pairs = (a.words + 1) / 2;
+            const int G = int(std::clamp<int64_t>((pairs + kLLThreads - 1) / kLLThreads, 1, std::min(sms, kMaxCtas)));
+            if (pdl) {
+              launch_pdl(k_ll_args, G, kLLThreads, st, a);
+            } else {
+              k_ll_args<<<G, kLLThreads, 0, st>>>(a);
+              CCLAB_CUDA(cudaGetLastError());
+            }
           });
-  };
-  pull_block(false);
+  sweep("bidir.pull.own.args.n100",
+        "both GPUs at once: G = min(SMs, S / 32 KiB) CTAs of 512 threads, start flag handshake with the peer's CTA, "
+        "16-byte loads of the peer's S bytes (4 per thread in flight, next tile prefetched), finish handshake; PDL "
+        "launches in per-GPU graphs, replayed as the harness does (bytes per direction)" +
+            own_note + args_note,
+        record_max, [&](int g, cudaStream_t st, int64_t b) {
+          RankArgs a = rank_args(g);
+          a.nvec = (b + 15) / 16;
+          const int64_t tile = int64_t(kPullThreads) * 4;
+          const int G = int(std::clamp<int64_t>((a.nvec + tile - 1) / tile, 1, std::min(sms, kMaxCtas)));
+          launch_pdl(k_pull_args<4, true>, G, kPullThreads, st, a);
+        });
   iters_ = kIters;
   // lamport: its defaults (512 threads, 2 vectors per thread per tile, 2 tiles ahead) and the variants
   // scripts/measure.sh calibrates (lamport_threads=256; lamport_split=1: half the threads send, half
@@ -1171,12 +1140,9 @@ void BidirBench::run() {
   };
   iters_ = kIters;
   bench_nccl();
-  // The newest variants last, so that a failure among them costs no other series: the argument block passed
-  // by reference, the push and stream kernels' reduction loops, then lamport's loop on receive buffers reset
-  // to the sentinel.
+  // The newest variants last, so that a failure among them costs no other series: the push and stream kernels'
+  // reduction loops, then lamport's loop on receive buffers reset to the sentinel.
   iters_ = kRecordIters;
-  ll_block(true);
-  pull_block(true);
   push("bidir.push.ownloop.n100", 0, record_max, 2);
   if (ring_fits) ring("bidir.ring.ownloop.n100", record_max, 2);
   for (Side& sd : s_) {

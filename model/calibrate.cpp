@@ -256,8 +256,6 @@ const std::vector<std::string>& bench_names() {
           "bidir.pull.own.n100", "bidir.push.own.n100", "bidir.ring.own.n100",
           // ll and pull (own input added) reading their pointers from a by-value per-rank block (as BidirArgs)
           "bidir.ll.args.n100", "bidir.pull.own.args.n100", "bidir.ll_plain.args.n100", "bidir.ll_plain.n100",
-          // the same passing the block by reference to an out-of-line timeout reporter (as report_timeout)
-          "bidir.ll.argref.n100", "bidir.ll_plain.argref.n100", "bidir.pull.own.argref.n100",
           // the lamport kernel's loop with its reduction's loads
           "bidir.lamport.t256.own.n100",
           // the stream kernel's reduction loop (one vector per iteration)

@@ -205,8 +205,7 @@ Seconds fork_both_gpus(const model::ExecutorParams& e, int c, int k) {
   return e.fork_for(c, 0) + e.fork_for(0, c + k) - e.fork_for(0, c);
 }
 
-// `iters`: iterations per replayed graph (the record's; 0: the harness's default of 20).
-SimResult run_general(Simulator& sim, const Schedule& schedule, std::string* how, [[maybe_unused]] int iters = 0) {
+SimResult run_general(Simulator& sim, const Schedule& schedule, std::string* how) {
   const model::ModelParams& P = sim.params();
   const Schedule s = coalesce_like_executor(schedule);
   const Rates rt = rates_of(sim);
@@ -757,8 +756,7 @@ Prediction predict_exec_path(Simulator& sim, const std::string& algo_name, AlgoA
   if (path.kind == ExecPath::Kind::nccl || algo.library || path.kind == ExecPath::Kind::unknown)
     return predict(sim, algo, args);
   const Schedule s = build_schedule(algo, args);
-  const SimResult r =
-      path.kind == ExecPath::Kind::fused ? run_fused(sim, s, path, &how) : run_general(sim, s, &how, path.iters);
+  const SimResult r = path.kind == ExecPath::Kind::fused ? run_fused(sim, s, path, &how) : run_general(sim, s, &how);
   Prediction p = make_prediction(sim, algo.name, algo.collective, args, s.count, r.time, how, algo.rooted);
   p.result = r;
   return p;

@@ -225,7 +225,7 @@ std::optional<Seconds> within(const model::PathTable* t, double bytes) {
 // The bidir kernels read their per-rank pointers from BidirArgs, a by-value block (~0.5 KB) indexed by rank at
 // run time. The microbenchmarks pass plain pointers, except the .args series, each measured beside the same
 // kernel without it. (Until a06bb3f the kernels also passed the block by reference to their timeout reporter,
-// which copied it into a stack frame in every launch: the .argref series, no longer the kernels' shape.)
+// which copied it into a stack frame in every launch; exec/NOTES.md, session 5.)
 // The block's cost depends on how many threads read it: each pair's difference is read against
 // the threads its microbenchmark launched at each size (exec/microbench_bidir.cu's grids, capped at the
 // H200's SMs), averaged where sizes share a grid, interpolated in threads and, beyond the most it launched,
@@ -267,14 +267,11 @@ std::map<int64_t, double> block_cost_points(const model::ModelParams& P, const s
 
 // The block's cost for `threads` launched per GPU (0 without the series).
 Seconds block_cost(const model::ModelParams& P, const ExecPath& path, int64_t threads, std::string& used) {
-  auto pairs_with = [&](const char* suffix) {
-    return path.pdl ? std::vector<BlockPair>{{std::string("bidir.ll") + suffix, "bidir.ll.n100", ll_bench_threads},
-                                             {std::string("bidir.pull.own") + suffix, "bidir.pull.own.n100",
-                                              pull_bench_threads}}
-                    : std::vector<BlockPair>{
-                          {std::string("bidir.ll_plain") + suffix, "bidir.ll_plain.n100", ll_bench_threads}};
-  };
-  const std::map<int64_t, double> pts = block_cost_points(P, pairs_with(".args.n100"), used);
+  const std::vector<BlockPair> pairs =
+      path.pdl ? std::vector<BlockPair>{{"bidir.ll.args.n100", "bidir.ll.n100", ll_bench_threads},
+                                        {"bidir.pull.own.args.n100", "bidir.pull.own.n100", pull_bench_threads}}
+               : std::vector<BlockPair>{{"bidir.ll_plain.args.n100", "bidir.ll_plain.n100", ll_bench_threads}};
+  const std::map<int64_t, double> pts = block_cost_points(P, pairs, used);
   if (pts.empty()) return Seconds(0);
   double y;
   if (threads <= pts.begin()->first) {
