@@ -400,6 +400,7 @@ class Bench {
   void bench_matmul();
   void bench_bidir() { run_bidir_microbenchmarks(opt_, res_.series, res_.warnings); }    // microbench_bidir.cu
   void bench_sparse() { run_sparse_microbenchmarks(opt_, res_.series, res_.warnings); }  // microbench_sparse.cu
+  void bench_fused_programs() { run_fused_microbenchmarks(opt_, res_.series, res_.warnings); }  // microbench_fused.cpp
   double graph_time(const std::function<void(cudaStream_t)>& body);
 
   MicrobenchOptions opt_;
@@ -1780,6 +1781,7 @@ MicrobenchResult Bench::run() {
   group("unheld replays", &Bench::bench_graph_unheld);
   group("flag chain", &Bench::bench_flag_chain);
   group("fused steps", &Bench::bench_fused_steps);
+  group("fused programs", &Bench::bench_fused_programs);
   group("peer bandwidth", &Bench::bench_p2p);
   group("NCCL send/recv", &Bench::bench_nccl_p2p);
   group("local bandwidth", &Bench::bench_local);

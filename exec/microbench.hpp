@@ -56,4 +56,8 @@ void run_bidir_microbenchmarks(const MicrobenchOptions& opt, std::vector<BenchSe
 void run_sparse_microbenchmarks(const MicrobenchOptions& opt, std::vector<BenchSeries>& out,
                                 std::vector<std::string>& warnings);
 
+// The executor's fused kernel on synthetic programs (exec/microbench_fused.cpp): series appended to `out`.
+void run_fused_microbenchmarks(const MicrobenchOptions& opt, std::vector<BenchSeries>& out,
+                               std::vector<std::string>& warnings);
+
 }  // namespace cclab::exec

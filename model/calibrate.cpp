@@ -240,6 +240,9 @@ const std::vector<std::string>& bench_names() {
         "fused.step_quiet.put", "fused.step_quiet.get", "fused.step_quiet.local",
         // ops without a flag each copying what the previous op of the lane wrote (within GPU0)
         "fused.step_chain.local",
+        // the executor's fused kernel on synthetic programs (algorithms/fused_probes.hpp)
+        "fused.prog.oneway.0", "fused.prog.oneway.8", "fused.prog.exchange.0", "fused.prog.exchange.8",
+        "fused.prog.puts.8", "fused.prog.reduce.8",
         // copy-engine copies of every size inside replayed graphs (the general lowering's copy nodes)
         "p2p.ce.graph.uni", "p2p.ce.graph.bidir", "copy.local.graph",
         // replays of graphs over the harness's hold limit, against their node count
@@ -446,10 +449,12 @@ Calibration calibrate(const MicroMeasurements& m) {
         c.curves.push_back({s.name, fit_saturating(x, t)});
       }
     } catch (const Error& e) {
-      // The sparse pieces and the matmuls beside copies are read as tables only (sim/paths_sparse.cpp, the
+      // The sparse pieces, the fused probes and the matmuls beside copies are read as tables only (sim/paths_sparse.cpp, the
       // collective matmul model): a curve that cannot be fitted to one (a host time that hardly grows, two
       // shapes) must not cost the rest of the calibration.
-      if (starts_with(s.name, "sparse.") || s.name.find(".ce_both") != std::string::npos) continue;
+      if (starts_with(s.name, "sparse.") || starts_with(s.name, "fused.prog.") ||
+          s.name.find(".ce_both") != std::string::npos)
+        continue;
       throw_input("series '" + s.name + "': " + e.what());
     }
   }

@@ -8,6 +8,7 @@
 
 #include <random>
 
+#include "algorithms/fused_probes.hpp"
 #include "algorithms/registry.hpp"
 #include "algorithms/transport.hpp"
 #include "core/error.hpp"
@@ -227,6 +228,28 @@ TEST(FusedSim, EveryAlgorithmTwoRanksCtaGroups) { check_all({0, 1}, {(1 << 18) +
 TEST(FusedSim, EveryAlgorithmFourRanksOnTwoGpus) { check_all({0, 0, 1, 1}, {7, 1031}, 2, 132); }
 TEST(FusedSim, EveryAlgorithmEightRanksOnTwoGpus) { check_all({0, 0, 0, 0, 1, 1, 1, 1}, {13, 4099}, 1, 132); }
 TEST(FusedSim, EveryAlgorithmFourGpus) { check_all({0, 1, 2, 3}, {1031, (1 << 16) + 3}, 2, 16); }
+
+// The calibration's synthetic programs (algorithms/fused_probes.hpp) are valid schedules the fused kernel runs
+// safely, with one lane per rank that sends (rank 0 only for the one-way ones) and the ops the names promise.
+TEST(FusedSim, CalibrationProbes) {
+  const std::pair<FusedProbe, int> probes[] = {{FusedProbe::oneway, 0}, {FusedProbe::oneway, 8},
+                                               {FusedProbe::exchange, 0}, {FusedProbe::exchange, 8},
+                                               {FusedProbe::puts, 8},     {FusedProbe::reduce, 8}};
+  for (const auto& [kind, n] : probes)
+    for (int64_t bytes : {8, 2048}) {
+      const Schedule s = fused_probe(kind, n, bytes);
+      validate_dataflow(s);
+      const bool both = kind == FusedProbe::exchange || kind == FusedProbe::reduce;
+      EXPECT_EQ(s.ops.size(), size_t(both ? 2 * (n + 1) : n + 1)) << s.algo;
+      FusedOptions fo;
+      fo.rank_device = {0, 1};
+      const FusedProgram p = encode_fused(s, fo);
+      EXPECT_EQ(p.lanes.size(), size_t(both ? 2 : 1)) << s.algo;
+      for (uint64_t seed = 0; seed < 3; ++seed) ASSERT_EQ(simulate(s, p, seed), "") << s.algo;
+    }
+  EXPECT_EQ(fused_probe_series(FusedProbe::exchange, 8), "fused.prog.exchange.8");
+  EXPECT_THROW(fused_probe(FusedProbe::puts, 1, 6), Error);
+}
 
 // The model itself must catch a broken program: without waits, or without end waits, some
 // interleaving violates the schedule.

@@ -1,0 +1,73 @@
+#include "algorithms/fused_probes.hpp"
+
+#include "algorithms/transport.hpp"
+#include "core/error.hpp"
+
+namespace cclab {
+
+std::string_view fused_probe_kind(FusedProbe p) {
+  switch (p) {
+    case FusedProbe::oneway:
+      return "oneway";
+    case FusedProbe::exchange:
+      return "exchange";
+    case FusedProbe::puts:
+      return "puts";
+    case FusedProbe::reduce:
+      return "reduce";
+  }
+  return "?";
+}
+
+std::string fused_probe_series(FusedProbe p, int n) {
+  return "fused.prog." + std::string(fused_probe_kind(p)) + "." + std::to_string(n);
+}
+
+Schedule fused_probe(FusedProbe p, int n, int64_t bytes) {
+  if (n < 0 || bytes < 4 || bytes % 4 != 0) throw_input("fused probe: n >= 0 and a positive multiple of 4 bytes");
+  Schedule s;
+  s.algo = fused_probe_series(p, n);
+  s.collective = "alltoall";  // buffers of equal size per rank; the probes are timed, never checked
+  s.nranks = 2;
+  s.dtype = DType::f32;
+  s.count = bytes / 4 * 2;
+  const int64_t stride = (bytes + 255) / 256 * 256;  // each op its own 256-byte aligned slot
+  const int64_t room = stride * (n + 2);
+  s.buffers.assign(2, BufferSizes{room, room, room});
+  Transport t(s);
+  switch (p) {
+    case FusedProbe::oneway: {
+      Ref last = in(0);
+      for (int i = 0; i < n; ++i) {
+        t.copy(0, last, scratch(0, i * stride), bytes);
+        last = scratch(0, i * stride);
+      }
+      t.put(0, last, out(1), bytes);
+      break;
+    }
+    case FusedProbe::puts:
+      for (int i = 0; i <= n; ++i) t.put(0, in(0, i * stride), out(1, i * stride), bytes);
+      break;
+    case FusedProbe::exchange:
+    case FusedProbe::reduce: {
+      const bool red = p == FusedProbe::reduce;
+      OpId sent[2];
+      for (int r = 0; r < 2; ++r) sent[r] = t.put(r, in(r), red ? scratch(1 - r) : out(1 - r), bytes);
+      for (int r = 0; r < 2; ++r) {
+        Ref last = red ? scratch(r) : out(r);
+        for (int i = 0; i < n; ++i) {
+          const Ref dst = red ? out(r, i * stride) : scratch(r, (i + 1) * stride);
+          if (red)
+            t.reduce(r, last, in(r, stride), dst, bytes, i == 0 ? Transport::DepList{sent[1 - r]} : Transport::DepList{});
+          else
+            t.copy(r, last, dst, bytes, i == 0 ? Transport::DepList{sent[1 - r]} : Transport::DepList{});
+          last = dst;
+        }
+      }
+      break;
+    }
+  }
+  return s;
+}
+
+}  // namespace cclab

@@ -1,0 +1,28 @@
+// Synthetic programs for the fused path (not collectives): `cclab calibrate` times them through the
+// executor's own fused kernel (exec/microbench_fused.cpp) and the simulator's fused model starts from their
+// measured times (sim/paths.cpp). Two ranks, ops of `bytes` each, all on channel 0 (one lane per rank):
+//   oneway.n    rank 0 makes n local copies (each reading the previous one's output), then puts into rank 1
+//   exchange.n  both ranks put into the other; each then makes n local copies of what the peer put
+//   puts.n      rank 0 puts n + 1 times into rank 1
+//   reduce.n    both ranks put into the other's scratch; each then makes n local reductions, the first
+//               reading what the peer put (an exchange whose ops after the wait are reductions)
+// oneway.0 and exchange.0 are the fused kernel's fixed cost with one flag each way (launch, start and end
+// waits) for a one-directional and a two-directional program; the n > 0 programs add n ops of a kind.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "algorithms/schedule.hpp"
+
+namespace cclab {
+
+enum class FusedProbe : uint8_t { oneway, exchange, puts, reduce };
+
+std::string_view fused_probe_kind(FusedProbe p);
+// The microbenchmark series of a probe: "fused.prog.<kind>.<n>".
+std::string fused_probe_series(FusedProbe p, int n);
+Schedule fused_probe(FusedProbe p, int n, int64_t bytes);
+
+}  // namespace cclab
