@@ -398,8 +398,8 @@ class Bench {
   void bench_graph_unheld();
   void bench_nccl_p2p();
   void bench_matmul();
-  void bench_bidir() { run_bidir_microbenchmarks(opt_, res_.series, res_.warnings); }    // microbench_bidir.cu
-  void bench_sparse() { run_sparse_microbenchmarks(opt_, res_.series, res_.warnings); }  // microbench_sparse.cu
+  void bench_bidir() { run_bidir_microbenchmarks(opt_, res_.series, res_.warnings); }           // microbench_bidir.cu
+  void bench_sparse() { run_sparse_microbenchmarks(opt_, res_.series, res_.warnings); }         // microbench_sparse.cu
   void bench_fused_programs() { run_fused_microbenchmarks(opt_, res_.series, res_.warnings); }  // microbench_fused.cpp
   double graph_time(const std::function<void(cudaStream_t)>& body);
 

@@ -449,9 +449,9 @@ Calibration calibrate(const MicroMeasurements& m) {
         c.curves.push_back({s.name, fit_saturating(x, t)});
       }
     } catch (const Error& e) {
-      // The sparse pieces, the fused probes and the matmuls beside copies are read as tables only (sim/paths_sparse.cpp, the
-      // collective matmul model): a curve that cannot be fitted to one (a host time that hardly grows, two
-      // shapes) must not cost the rest of the calibration.
+      // The sparse pieces, the fused probes and the matmuls beside copies are read as tables only
+      // (sim/paths_sparse.cpp, the collective matmul model): a curve that cannot be fitted to one (a host time that
+      // hardly grows, two shapes) must not cost the rest of the calibration.
       if (starts_with(s.name, "sparse.") || starts_with(s.name, "fused.prog.") ||
           s.name.find(".ce_both") != std::string::npos)
         continue;

@@ -232,7 +232,7 @@ TEST(FusedSim, EveryAlgorithmFourGpus) { check_all({0, 1, 2, 3}, {1031, (1 << 16
 // The calibration's synthetic programs (algorithms/fused_probes.hpp) are valid schedules the fused kernel runs
 // safely, with one lane per rank that sends (rank 0 only for the one-way ones) and the ops the names promise.
 TEST(FusedSim, CalibrationProbes) {
-  const std::pair<FusedProbe, int> probes[] = {{FusedProbe::oneway, 0}, {FusedProbe::oneway, 8},
+  const std::pair<FusedProbe, int> probes[] = {{FusedProbe::oneway, 0},   {FusedProbe::oneway, 8},
                                                {FusedProbe::exchange, 0}, {FusedProbe::exchange, 8},
                                                {FusedProbe::puts, 8},     {FusedProbe::reduce, 8}};
   for (const auto& [kind, n] : probes)
