@@ -58,7 +58,8 @@ Schedule fused_probe(FusedProbe p, int n, int64_t bytes) {
         for (int i = 0; i < n; ++i) {
           const Ref dst = red ? out(r, i * stride) : scratch(r, (i + 1) * stride);
           if (red)
-            t.reduce(r, last, in(r, stride), dst, bytes, i == 0 ? Transport::DepList{sent[1 - r]} : Transport::DepList{});
+            t.reduce(r, last, in(r, stride), dst, bytes,
+                     i == 0 ? Transport::DepList{sent[1 - r]} : Transport::DepList{});
           else
             t.copy(r, last, dst, bytes, i == 0 ? Transport::DepList{sent[1 - r]} : Transport::DepList{});
           last = dst;

@@ -35,7 +35,7 @@ void run_fused_microbenchmarks(const MicrobenchOptions& opt, std::vector<BenchSe
   FusedParams fp;
   fp.lowering = LoweringMode::fused;
   constexpr int kTrials = 5;
-  const std::pair<FusedProbe, int> probes[] = {{FusedProbe::oneway, 0}, {FusedProbe::oneway, 8},
+  const std::pair<FusedProbe, int> probes[] = {{FusedProbe::oneway, 0},   {FusedProbe::oneway, 8},
                                                {FusedProbe::exchange, 0}, {FusedProbe::exchange, 8},
                                                {FusedProbe::puts, 8},     {FusedProbe::reduce, 8}};
   for (const auto& [kind, n] : probes) {
