@@ -146,6 +146,8 @@ Record RowPredictor::with_prediction(const Record& measured) {
   Record r = measured;
   r.pred_time_us = p.time_us;
   r.pred_busbw_gbps = p.busbw_gbps;
+  // How the model priced the row (path and terms), beside the measured note: the first thing to read on a miss.
+  r.extra.emplace_back("pred_note", p.note);
   return r;
 }
 
