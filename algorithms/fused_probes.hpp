@@ -20,6 +20,9 @@ namespace cclab {
 
 enum class FusedProbe : uint8_t { oneway, exchange, puts, reduce };
 
+// Launches per replayed graph the probes are timed with (scripts/measure.sh's for the fused sizes).
+constexpr int kFusedProbeLaunches = 100;
+
 std::string_view fused_probe_kind(FusedProbe p);
 // The microbenchmark series of a probe: "fused.prog.<kind>.<n>".
 std::string fused_probe_series(FusedProbe p, int n);

@@ -1,9 +1,8 @@
 // Microbenchmarks for the fused path's model (sim/paths.cpp): synthetic programs (algorithms/fused_probes.hpp:
 // one-way and two-way puts, with chains of local copies, extra puts or reductions; never a collective) run by
-// the executor's own fused kernel (exec/fused_workload.cu) as `cclab run` times it: one graph per GPU of 20
-// launches (scripts/measure.sh's launches per replay for the general algorithms, whose small sizes run fused; the
-// model spreads the replay's fixed cost over other counts with bidir.replay), 20 warm-up launches, the median
-// of 5 replays.
+// the executor's own fused kernel (exec/fused_workload.cu) as `cclab run` times it: one graph per GPU of
+// kFusedProbeLaunches (100) launches, as scripts/measure.sh times the fused sizes (the model spreads the replay's
+// fixed cost over other counts with bidir.replay), 20 warm-up launches, the median of 5 replays.
 //   fused.prog.<kind>.<n>   time per launch of the probe <kind>.<n>, at 8 B and 2 KiB per op
 // The kernel's fixed cost (launch, start and end flags) comes with the exact code the executor runs, which the
 // flag-chain and per-op kernels of microbench.cu only approximate.
@@ -30,7 +29,7 @@ void run_fused_microbenchmarks(const MicrobenchOptions& opt, std::vector<BenchSe
   Communicator comm(CommOptions{2, false});
   TimingOptions t;
   t.warmup = 20;
-  t.iters = 20;
+  t.iters = kFusedProbeLaunches;
   t.graph = true;
   t.timeout_s = 30;
   Harness h(comm, t);
@@ -44,7 +43,8 @@ void run_fused_microbenchmarks(const MicrobenchOptions& opt, std::vector<BenchSe
     const std::string name = fused_probe_series(kind, n);
     BenchSeries s{name,
                   "time per launch of the executor's fused kernel running the synthetic program " + name +
-                      " (algorithms/fused_probes.hpp), one graph per GPU of 20 launches, median of 5 replays",
+                      " (algorithms/fused_probes.hpp), one graph per GPU of " + std::to_string(kFusedProbeLaunches) +
+                      " launches, median of 5 replays",
                   {}};
     try {
       for (int64_t bytes : {int64_t(8), int64_t(2048)}) {

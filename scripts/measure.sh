@@ -103,10 +103,14 @@ allreduces allreduce_float.csv 2 float allreduce.tree,allreduce.rhd
 stamp "sweep: every other algorithm and its NCCL baseline, float, 8 B .. 1 GiB x4"
 sweep others_float.csv 4 float "$ITERS_FUSED" 8 1G \
   allgather.nccl,reducescatter.nccl,broadcast.nccl,reduce.nccl,alltoall.nccl
-sweep others_float.csv 4 float "$ITERS_GRAPH" 8 1G \
-  allgather.ring reducescatter.ring,reducescatter.hier broadcast.pipeline,broadcast.binomial,broadcast.scatter_allgather \
-  reduce.binomial,reduce.direct gather.binomial,gather.direct,scatter.binomial,scatter.direct \
-  alltoall.direct,alltoall.bruck,alltoall.hier
+# Up to 512 KiB these run fused (one kernel per GPU, fused_max 1 MiB): 100 launches per replay, as the
+# calibration's fused.prog.* probes; from 2 MiB the general lowering's graphs at 20. The reduces stay on the
+# general lowering at every size (a kernel reading the peer), at 20.
+OTHERS="allgather.ring reducescatter.ring,reducescatter.hier broadcast.pipeline,broadcast.binomial,broadcast.scatter_allgather"
+OTHERS+=" gather.binomial,gather.direct,scatter.binomial,scatter.direct alltoall.direct,alltoall.bruck,alltoall.hier"
+sweep others_float.csv 4 float "$ITERS_FUSED" 8 512K $OTHERS
+sweep others_float.csv 4 float "$ITERS_GRAPH" 2M 1G $OTHERS
+sweep others_float.csv 4 float "$ITERS_GRAPH" 8 1G reduce.binomial,reduce.direct
 stamp "sweep: all-reduces in half and bfloat16, x4"
 allreduces allreduce_half.csv 4 half
 allreduces allreduce_bfloat16.csv 4 bfloat16

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "algorithms/copy_pipeline.hpp"
+#include "algorithms/fused_probes.hpp"
 #include "algorithms/transport.hpp"
 #include "core/error.hpp"
 #include "sim/paths_detail.hpp"
@@ -577,8 +578,117 @@ std::optional<Seconds> fused_from_op_tables(const model::ModelParams& P, const S
   return Seconds(total);
 }
 
+// The fused kernels from the executor's own kernel timed on synthetic programs (fused.prog.*, algorithms/
+// fused_probes.hpp; kFusedProbeLaunches per replay, as measure.sh times the fused sizes; other counts take the
+// difference in the replay's fixed cost per launch, replay_correction). A launch costs what the measured probe of its
+// direction costs (oneway.0: one GPU puts into the other; exchange.0: both do; launch, start and end flags and
+// one put included), plus what its lanes do beyond that probe's single put: per lane its ops one after the
+// other, each at its kind's measured cost in the kernel (the slope of the probe with 8 more ops of that kind:
+// local copies before the lane's first wait from oneway.8, after it from exchange.8, puts from puts.8,
+// reductions from reduce.8) plus what the op's size adds (fused.step_quiet.* against their smallest size), and
+// a flag hop per wait on another lane. Ops before a lane's first wait are not hidden behind the start flag: in
+// back-to-back launches the peer's start flag is already there (oneway.8's slope is the copies' full cost).
+// Lanes of several CTAs keep the group tables (fused.group*). Empty without the probes.
+std::optional<Seconds> fused_from_probes(const model::ModelParams& P, const Schedule& s, int iters, std::string* how) {
+  auto at = [&](const char* name) -> std::optional<double> {
+    const model::PathTable* t = table(P, name);
+    if (!t || t->points.empty()) return std::nullopt;
+    return t->points.front().second;  // the probes' 8-byte ops
+  };
+  const auto ow0 = at("fused.prog.oneway.0"), ow8 = at("fused.prog.oneway.8"), ex0 = at("fused.prog.exchange.0"),
+             ex8 = at("fused.prog.exchange.8"), puts8 = at("fused.prog.puts.8"), red8 = at("fused.prog.reduce.8");
+  const char* moves[] = {"put", "get", "local"};
+  const model::PathTable *quiet[3], *group[3], *group_free[3];
+  for (int m = 0; m < 3; ++m) {
+    quiet[m] = table(P, std::string("fused.step_quiet.") + moves[m]);
+    group[m] = table(P, std::string("fused.group.") + moves[m]);
+    group_free[m] = table(P, std::string("fused.group_free.") + moves[m]);
+    if (!quiet[m] || quiet[m]->points.empty()) return std::nullopt;
+  }
+  if (!ow0 || !ow8 || !ex0 || !ex8 || !puts8 || !red8) return std::nullopt;
+  const double local_pre = std::max(0.0, (*ow8 - *ow0) / 8), local_post = std::max(0.0, (*ex8 - *ex0) / 8),
+               put = std::max(0.0, (*puts8 - *ow0) / 8), reduce = std::max(0.0, (*red8 - *ex0) / 8);
+  const double hop = P.exec.flag_hop.value.value;
+  // What an op's size adds to its kind's cost at the probes' 8 bytes (a CTA's share in a group).
+  auto grows = [&](int m, double bytes) {
+    const double b0 = double(quiet[m]->points.front().first);
+    return std::max(0.0, quiet[m]->time(std::max(bytes, b0)).value - quiet[m]->time(b0).value);
+  };
+  const FusedLayout f = fused_layout_of(s);
+  const size_t n = s.ops.size();
+  auto move_of = [&](const Op& op) {
+    const Ref d = s.resolve(op.dst), a = s.resolve(op.src), b = s.resolve(op.src2);
+    if (d.rank != op.rank) return 0;
+    if (a.rank != op.rank || (op.kind == OpKind::reduce && b.rank != op.rank)) return 1;
+    return 2;
+  };
+  // Lanes start together; the probe's fixed cost is added at the end.
+  std::vector<double> end(n, 0), lane_free(f.lane_gpu.size(), 0);
+  std::vector<char> lane_waited(f.lane_gpu.size(), 0);
+  std::map<int, double> touched_until;
+  std::map<int, std::set<int>> touches;  // GPU -> the other GPUs its lanes touch
+  double last = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const Op& op = s.ops[i];
+    const int l = f.lane[i], g = f.lane_gpu[size_t(l)], k = f.lane_ctas[size_t(l)];
+    double t = lane_free[size_t(l)];
+    bool own_wait = false;
+    for (OpId d : f.waits[i]) {
+      const int dl = f.lane[size_t(d)];
+      own_wait = own_wait || dl == l;
+      if (dl != l) lane_waited[size_t(l)] = 1;
+      t = std::max(t, end[size_t(d)] + (dl == l ? 0.0 : hop));
+    }
+    const int m = move_of(op);
+    const double bytes = double(op.bytes) * (m == 2 && op.kind == OpKind::reduce ? 1.5 : 1.0);
+    double dur;
+    if (k > 1 && own_wait && group[m]) {
+      dur = group[m]->time(bytes).value;  // a CTA group's op waiting for its lane's previous op
+    } else if (k > 1 && group_free[m]) {
+      dur = group_free[m]->time(bytes).value;
+    } else {
+      const double fixed = op.kind == OpKind::reduce ? reduce
+                           : m == 2                  ? (lane_waited[size_t(l)] ? local_post : local_pre)
+                                                     : put;
+      dur = fixed + grows(m, bytes / k) +
+            (m == 1 ? std::max(0.0, quiet[1]->points.front().second - quiet[0]->points.front().second) : 0.0);
+    }
+    end[i] = t + dur;
+    lane_free[size_t(l)] = end[i];
+    last = std::max(last, end[i]);
+    for (const Access& a : fused_accesses(s, op))
+      if (a.ref.rank != g) {
+        touched_until[a.ref.rank] = std::max(touched_until[a.ref.rank], end[i]);
+        touches[g].insert(a.ref.rank);
+      }
+  }
+  for (const auto& [g, e] : touched_until) last = std::max(last, e + hop);
+  bool both_ways = false;
+  for (const auto& [g, others] : touches)
+    for (int o : others) both_ways = both_ways || (touches.count(o) && touches[o].count(g));
+  // The probe's own lanes on the same terms: its put (and, two-way, the peer's at the same time) and the flag.
+  const double base = both_ways ? *ex0 : *ow0, base_lanes = put + hop;
+  std::string h;
+  std::string unused;
+  const Seconds replay =
+      replay_correction(P, iters > 0 ? iters : 20, h) - replay_correction(P, kFusedProbeLaunches, unused);
+  if (how)
+    *how = std::string("fused model: the executor's kernel on the probe fused.prog.") +
+           (both_ways ? "exchange.0" : "oneway.0") + " plus " + std::to_string(f.lane_gpu.size()) +
+           " lanes' ops at the probes' per-op costs (local " + std::to_string(int(local_pre * 1e9)) + "/" +
+           std::to_string(int(local_post * 1e9)) + " ns before/after a wait, put " + std::to_string(int(put * 1e9)) +
+           " ns, reduce " + std::to_string(int(reduce * 1e9)) +
+           " ns) and fused.step_quiet.* growth, a flag hop per wait" + h;
+  return Seconds(base + std::max(0.0, last - base_lanes)) + replay;
+}
+
 SimResult run_fused(Simulator& sim, const Schedule& s, const ExecPath& path, std::string* how) {
   const model::ModelParams& P = sim.params();
+  if (auto t = fused_from_probes(P, s, path.iters, how)) {
+    SimResult r;
+    r.time = *t;
+    return r;
+  }
   if (auto t = fused_from_op_tables(P, s, how)) {
     SimResult r;
     r.time = *t;

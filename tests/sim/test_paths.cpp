@@ -295,6 +295,42 @@ TEST(ExecPaths, FusedPathFromTheMeasuredOpsOfItsKernel) {
               2 * 1.0e-6, 1e-12);
 }
 
+// With the fused kernel's probes measured (fused.prog.*), a launch costs its direction's probe plus what its
+// lanes do beyond the probe's one put: every number below follows from the probes' per-op slopes.
+TEST(ExecPaths, FusedPathFromTheKernelsProbes) {
+  const topo::Topology t = topo::load_topology("h200x2");
+  model::ModelParams p = fused_params(t);
+  for (const char* m : {"put", "get", "local"})
+    p.tables[std::string("fused.step_quiet.") + m] = line_table(0.6e-6, 40e9);
+  auto flat = [](double us) {
+    model::PathTable tb;
+    tb.points = {{8, us * 1e-6}, {2048, us * 1e-6}};
+    return tb;
+  };
+  const double ow0 = 5.0, ex0 = 5.5, local_pre = 0.6, local_post = 0.8, put = 0.7, reduce = 1.0;
+  p.tables["fused.prog.oneway.0"] = flat(ow0);
+  p.tables["fused.prog.oneway.8"] = flat(ow0 + 8 * local_pre);
+  p.tables["fused.prog.exchange.0"] = flat(ex0);
+  p.tables["fused.prog.exchange.8"] = flat(ex0 + 8 * local_post);
+  p.tables["fused.prog.puts.8"] = flat(ow0 + 8 * put);
+  p.tables["fused.prog.reduce.8"] = flat(ex0 + 8 * reduce);
+  Simulator sim(t, p);
+  const ExecPath fused = parse_exec_note("lowering=fused: 2 ops in 2 lanes, one launch per GPU of up to 1 CTAs", "");
+  auto us = [&](const char* algo) { return predict_exec_path(sim, algo, args2(8), fused).result.time.us(); };
+  // gather: GPU1's put is the one-way probe; GPU0's own copy runs on a lane beside it.
+  EXPECT_NEAR(us("gather.direct"), ow0, 1e-9);
+  // scatter: GPU0's own copy, then its put, on one lane: the copy is not hidden behind the start flag.
+  EXPECT_NEAR(us("scatter.direct"), ow0 + local_pre, 1e-9);
+  // all-to-all: both GPUs copy their own block, then put: the two-way probe and a copy.
+  EXPECT_NEAR(us("alltoall.direct"), ex0 + local_pre, 1e-9);
+  // reduce-scatter ring: put, wait for the peer's put, reduce.
+  EXPECT_NEAR(us("reducescatter.ring"), ex0 + reduce, 1e-9);
+  // Bruck on 2 ranks: 3 copies, the put, the wait, 3 copies.
+  EXPECT_NEAR(us("alltoall.bruck"), ex0 + 3 * local_pre + 3 * local_post, 1e-9);
+  const Prediction a2a = predict_exec_path(sim, "alltoall.direct", args2(8), fused);
+  EXPECT_NE(a2a.record.note.find("fused.prog.exchange.0"), std::string::npos) << a2a.record.note;
+}
+
 TEST(ExecPaths, FusedOpsThatStoreNoFlagAtTheirOwnMeasurement) {
   const topo::Topology t = topo::load_topology("h200x2");
   model::ModelParams p = fused_params(t);
