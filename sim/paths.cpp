@@ -644,9 +644,9 @@ std::optional<Seconds> fused_from_probes(const model::ModelParams& P, const Sche
     double dur;
     if (k > 1 && own_wait && group[m]) {
       dur = group[m]->time(bytes).value;  // a CTA group's op waiting for its lane's previous op
-    } else if (k > 1 && group_free[m]) {
-      dur = group_free[m]->time(bytes).value;
-    } else {
+    } else if (k > 1 && f.publishes[i] && group_free[m]) {
+      dur = group_free[m]->time(bytes).value;  // its CTAs count their arrivals (fences) before the flag
+    } else {  // one CTA, or a CTA group's op without a flag: each CTA moves its share and goes on
       const double fixed = op.kind == OpKind::reduce ? reduce
                            : m == 2                  ? (lane_waited[size_t(l)] ? local_post : local_pre)
                                                      : put;
