@@ -91,12 +91,16 @@ sweep() {  # file factor dtype iters min max algos...
 COPY_FROM=$(echo "${TUNE:-}" | tr ',' '\n' | sed -n 's/^auto_flash_max=//p')
 COPY_FROM=${COPY_FROM:-134217728}
 KERNELS=allreduce.nccl,allreduce.bidir.ll,allreduce.bidir.flash,allreduce.bidir.lamport,allreduce.bidir.push,allreduce.bidir.stream
-GRAPHS=sol.bidir_copy,allreduce.bidir.copy,allreduce.ring
+GRAPHS=sol.bidir_copy,allreduce.bidir.copy
+RINGS=allreduce.ring
 allreduces() {  # file factor dtype [more graph-schedule algos]
   sweep "$1" "$2" "$3" "$ITERS_FUSED" 8 1G $KERNELS
   sweep "$1" "$2" "$3" "$ITERS_FUSED" 8 "$COPY_FROM" allreduce.bidir
   sweep "$1" "$2" "$3" "$ITERS_GRAPH" $((COPY_FROM * $2)) 1G allreduce.bidir  # the next size of the sweep
-  sweep "$1" "$2" "$3" "$ITERS_GRAPH" 8 1G $GRAPHS${4:+,$4}
+  sweep "$1" "$2" "$3" "$ITERS_GRAPH" 8 1G $GRAPHS
+  # The general schedules run fused up to 1 MiB (one kernel per GPU): 100 launches per replay there.
+  sweep "$1" "$2" "$3" "$ITERS_FUSED" 8 1M $RINGS${4:+,$4}
+  sweep "$1" "$2" "$3" "$ITERS_GRAPH" 2M 1G $RINGS${4:+,$4}
 }
 stamp "sweep: all-reduces and sol.bidir_copy, float, 8 B .. 1 GiB x2"
 allreduces allreduce_float.csv 2 float allreduce.tree,allreduce.rhd
