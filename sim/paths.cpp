@@ -609,6 +609,10 @@ std::optional<Seconds> fused_from_probes(const model::ModelParams& P, const Sche
   const double local_pre = std::max(0.0, (*ow8 - *ow0) / 8), local_post = std::max(0.0, (*ex8 - *ex0) / 8),
                put = std::max(0.0, (*puts8 - *ow0) / 8), reduce = std::max(0.0, (*red8 - *ex0) / 8);
   const double hop = P.exec.flag_hop.value.value;
+  double publish[3] = {0, 0, 0};
+  for (int m = 0; m < 3; ++m)
+    if (const model::PathTable* st = table(P, std::string("fused.step.") + moves[m]); st && !st->points.empty())
+      publish[m] = std::max(0.0, st->points.front().second - quiet[m]->time(double(st->points.front().first)).value);
   // What an op's size adds to its kind's cost at the probes' 8 bytes (a CTA's share in a group).
   auto grows = [&](int m, double bytes) {
     const double b0 = double(quiet[m]->points.front().first);
@@ -645,7 +649,10 @@ std::optional<Seconds> fused_from_probes(const model::ModelParams& P, const Sche
     if (k > 1 && own_wait && group[m]) {
       dur = group[m]->time(bytes).value;  // a CTA group's op waiting for its lane's previous op
     } else if (k > 1 && f.publishes[i] && group_free[m]) {
-      dur = group_free[m]->time(bytes).value;  // its CTAs count their arrivals (fences) before the flag
+      // Its CTAs count their arrivals (fences) before the flag; the flag's own release is in the probe already
+      // (its one put stores a flag): what a flag adds to a one-CTA op (fused.step - fused.step_quiet) is not
+      // counted twice.
+      dur = std::max(0.0, group_free[m]->time(bytes).value - publish[m]);
     } else {  // one CTA, or a CTA group's op without a flag: each CTA moves its share and goes on
       const double fixed = op.kind == OpKind::reduce ? reduce
                            : m == 2                  ? (lane_waited[size_t(l)] ? local_post : local_pre)
