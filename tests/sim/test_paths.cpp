@@ -327,6 +327,12 @@ TEST(ExecPaths, FusedPathFromTheKernelsProbes) {
   EXPECT_NEAR(us("reducescatter.ring"), ex0 + reduce, 1e-9);
   // Bruck on 2 ranks: 3 copies, the put, the wait, 3 copies.
   EXPECT_NEAR(us("alltoall.bruck"), ex0 + 3 * local_pre + 3 * local_post, 1e-9);
+  // gather at 512 KiB: GPU1's 256 KiB put runs on a group of 8 CTAs (32 KiB each) whose arrivals publish the
+  // flag (fused.group_free.put), less the flag's release the probe's put already paid (fused.step - step_quiet).
+  const double publish =
+      p.tables.at("fused.step.put").time(8).value - p.tables.at("fused.step_quiet.put").time(8).value;
+  EXPECT_NEAR(predict_exec_path(sim, "gather.direct", args2(512 << 10), fused).result.time.us(),
+              ow0 + (p.tables.at("fused.group_free.put").time(256 << 10).value - publish) * 1e6 - put, 1e-9);
   const Prediction a2a = predict_exec_path(sim, "alltoall.direct", args2(8), fused);
   EXPECT_NE(a2a.record.note.find("fused.prog.exchange.0"), std::string::npos) << a2a.record.note;
 }
