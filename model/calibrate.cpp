@@ -241,8 +241,8 @@ const std::vector<std::string>& bench_names() {
         // ops without a flag each copying what the previous op of the lane wrote (within GPU0)
         "fused.step_chain.local",
         // the executor's fused kernel on synthetic programs (algorithms/fused_probes.hpp)
-        "fused.prog.oneway.0", "fused.prog.oneway.8", "fused.prog.exchange.0", "fused.prog.exchange.8",
-        "fused.prog.puts.8", "fused.prog.reduce.8",
+        "fused.prog.oneway.0", "fused.prog.oneway.1", "fused.prog.oneway.8", "fused.prog.exchange.1",
+        "fused.prog.exchange.0", "fused.prog.exchange.8", "fused.prog.puts.8", "fused.prog.reduce.8",
         // copy-engine copies of every size inside replayed graphs (the general lowering's copy nodes)
         "p2p.ce.graph.uni", "p2p.ce.graph.bidir", "copy.local.graph",
         // replays of graphs over the harness's hold limit, against their node count

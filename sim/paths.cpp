@@ -596,7 +596,8 @@ std::optional<Seconds> fused_from_probes(const model::ModelParams& P, const Sche
     return t->points.front().second;  // the probes' 8-byte ops
   };
   const auto ow0 = at("fused.prog.oneway.0"), ow8 = at("fused.prog.oneway.8"), ex0 = at("fused.prog.exchange.0"),
-             ex8 = at("fused.prog.exchange.8"), puts8 = at("fused.prog.puts.8"), red8 = at("fused.prog.reduce.8");
+             ex8 = at("fused.prog.exchange.8"), puts8 = at("fused.prog.puts.8"), red8 = at("fused.prog.reduce.8"),
+             ow1 = at("fused.prog.oneway.1"), ex1 = at("fused.prog.exchange.1");
   const char* moves[] = {"put", "get", "local"};
   const model::PathTable *quiet[3], *group[3], *group_free[3];
   for (int m = 0; m < 3; ++m) {
@@ -608,6 +609,12 @@ std::optional<Seconds> fused_from_probes(const model::ModelParams& P, const Sche
   if (!ow0 || !ow8 || !ex0 || !ex8 || !puts8 || !red8) return std::nullopt;
   const double local_pre = std::max(0.0, (*ow8 - *ow0) / 8), local_post = std::max(0.0, (*ex8 - *ex0) / 8),
                put = std::max(0.0, (*puts8 - *ow0) / 8), reduce = std::max(0.0, (*red8 - *ex0) / 8);
+  // The first copy of a lane before its first wait (after it) costs what oneway.1 (exchange.1) adds to the
+  // probe without it; the others the slope from there to 8 copies. Profiles without the .1 probes: the slope.
+  const double pre_first = ow1 ? std::max(0.0, *ow1 - *ow0) : local_pre,
+               pre_next = ow1 ? std::max(0.0, (*ow8 - *ow1) / 7) : local_pre,
+               post_first = ex1 ? std::max(0.0, *ex1 - *ex0) : local_post,
+               post_next = ex1 ? std::max(0.0, (*ex8 - *ex1) / 7) : local_post;
   const double hop = P.exec.flag_hop.value.value;
   double publish[3] = {0, 0, 0};
   for (int m = 0; m < 3; ++m)
@@ -629,6 +636,7 @@ std::optional<Seconds> fused_from_probes(const model::ModelParams& P, const Sche
   // Lanes start together; the probe's fixed cost is added at the end.
   std::vector<double> end(n, 0), lane_free(f.lane_gpu.size(), 0);
   std::vector<char> lane_waited(f.lane_gpu.size(), 0);
+  std::vector<int> copies_pre(f.lane_gpu.size(), 0), copies_post(f.lane_gpu.size(), 0);
   std::map<int, double> touched_until;
   std::map<int, std::set<int>> touches;  // GPU -> the other GPUs its lanes touch
   double last = 0;
@@ -654,9 +662,14 @@ std::optional<Seconds> fused_from_probes(const model::ModelParams& P, const Sche
       // counted twice.
       dur = std::max(0.0, group_free[m]->time(bytes).value - publish[m]);
     } else {  // one CTA, or a CTA group's op without a flag: each CTA moves its share and goes on
-      const double fixed = op.kind == OpKind::reduce ? reduce
-                           : m == 2                  ? (lane_waited[size_t(l)] ? local_post : local_pre)
-                                                     : put;
+      double fixed = put;
+      if (op.kind == OpKind::reduce) {
+        fixed = reduce;
+      } else if (m == 2) {
+        int& before = (lane_waited[size_t(l)] ? copies_post : copies_pre)[size_t(l)];
+        fixed = lane_waited[size_t(l)] ? (before ? post_next : post_first) : (before ? pre_next : pre_first);
+        ++before;
+      }
       dur = fixed + grows(m, bytes / k) +
             (m == 1 ? std::max(0.0, quiet[1]->points.front().second - quiet[0]->points.front().second) : 0.0);
     }
@@ -682,8 +695,9 @@ std::optional<Seconds> fused_from_probes(const model::ModelParams& P, const Sche
   if (how)
     *how = std::string("fused model: the executor's kernel on the probe fused.prog.") +
            (both_ways ? "exchange.0" : "oneway.0") + " plus " + std::to_string(f.lane_gpu.size()) +
-           " lanes' ops at the probes' per-op costs (local " + std::to_string(int(local_pre * 1e9)) + "/" +
-           std::to_string(int(local_post * 1e9)) + " ns before/after a wait, put " + std::to_string(int(put * 1e9)) +
+           " lanes' ops at the probes' per-op costs (copies " + std::to_string(int(pre_first * 1e9)) + "+" +
+           std::to_string(int(pre_next * 1e9)) + "/" + std::to_string(int(post_first * 1e9)) + "+" +
+           std::to_string(int(post_next * 1e9)) + " ns before/after a wait, put " + std::to_string(int(put * 1e9)) +
            " ns, reduce " + std::to_string(int(reduce * 1e9)) +
            " ns) and fused.step_quiet.* growth, a flag hop per wait" + h;
   return Seconds(base + std::max(0.0, last - base_lanes)) + replay;
