@@ -15,6 +15,8 @@ std::string_view fused_probe_kind(FusedProbe p) {
       return "puts";
     case FusedProbe::reduce:
       return "reduce";
+    case FusedProbe::exchange_pre:
+      return "exchange_pre";
   }
   return "?";
 }
@@ -36,15 +38,17 @@ Schedule fused_probe(FusedProbe p, int n, int64_t bytes) {
   s.buffers.assign(2, BufferSizes{room, room, room});
   Transport t(s);
   switch (p) {
-    case FusedProbe::oneway: {
-      Ref last = in(0);
-      for (int i = 0; i < n; ++i) {
-        t.copy(0, last, scratch(0, i * stride), bytes);
-        last = scratch(0, i * stride);
+    case FusedProbe::oneway:
+    case FusedProbe::exchange_pre:
+      for (int r = 0; r < (p == FusedProbe::oneway ? 1 : 2); ++r) {
+        Ref last = in(r);
+        for (int i = 0; i < n; ++i) {
+          t.copy(r, last, scratch(r, i * stride), bytes);
+          last = scratch(r, i * stride);
+        }
+        t.put(r, last, out(1 - r), bytes);
       }
-      t.put(0, last, out(1), bytes);
       break;
-    }
     case FusedProbe::puts:
       for (int i = 0; i <= n; ++i) t.put(0, in(0, i * stride), out(1, i * stride), bytes);
       break;

@@ -6,6 +6,8 @@
 //   puts.n      rank 0 puts n + 1 times into rank 1
 //   reduce.n    both ranks put into the other's scratch; each then makes n local reductions, the first
 //               reading what the peer put (an exchange whose ops after the wait are reductions)
+//   exchange_pre.n  both ranks make n local copies (each reading the previous one's output), then put into
+//               the other (oneway.n both ways: copies before the put in a two-way program)
 // oneway.0 and exchange.0 are the fused kernel's fixed cost with one flag each way (launch, start and end
 // waits) for a one-directional and a two-directional program; the n > 0 programs add n ops of a kind.
 #pragma once
@@ -18,7 +20,7 @@
 
 namespace cclab {
 
-enum class FusedProbe : uint8_t { oneway, exchange, puts, reduce };
+enum class FusedProbe : uint8_t { oneway, exchange, puts, reduce, exchange_pre };
 
 // Launches per replayed graph the probes are timed with (scripts/measure.sh's for the fused sizes).
 constexpr int kFusedProbeLaunches = 100;

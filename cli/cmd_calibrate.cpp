@@ -30,7 +30,7 @@ namespace cclab::cli {
 
 namespace {
 
-std::string iso_now() {
+[[maybe_unused]] std::string iso_now() {
   const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   std::tm tm{};
   gmtime_r(&t, &tm);
@@ -41,7 +41,7 @@ std::string iso_now() {
 
 // The commit the measurements were made with: $CCLAB_COMMIT (machines that get the tree without .git),
 // else git, else "unknown".
-std::string current_commit() {
+[[maybe_unused]] std::string current_commit() {
   if (const char* c = std::getenv("CCLAB_COMMIT"); c && *c) return c;
   std::string out;
   if (FILE* p = popen("git rev-parse --short=12 HEAD 2>/dev/null", "r")) {

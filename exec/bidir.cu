@@ -1286,6 +1286,10 @@ std::string BidirWorkload::hang_report() {
   return "fused " + std::string(bidir_mode_name(mode_)) + " kernel still running (no spin-wait reported a timeout)";
 }
 
-std::string BidirWorkload::note() const { return ctx_.params().describe(mode_) + " grid=" + std::to_string(grid_); }
+// The note says when the driver refused programmatic dependent launch: the params still ask for it,
+// but every launch since went plain, and the record must not claim what did not run.
+std::string BidirWorkload::note() const {
+  return ctx_.params().describe(mode_) + " grid=" + std::to_string(grid_) + (g_pdl_refused ? " pdl=refused" : "");
+}
 
 }  // namespace cclab::exec

@@ -13,10 +13,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <sstream>
+#include <thread>
 
 #include "exec/cuda_check.hpp"
+#include "exec/device.hpp"
 #include "exec/device_util.cuh"
+#include "exec/kernels.hpp"
 #include "exec/microbench.hpp"
 
 namespace cclab::exec {
@@ -30,7 +34,8 @@ constexpr int kTrials = 3;       // batches per point; the median is kept
 constexpr double kBatchTarget_s = 1e-3;
 constexpr int kMaxReps = 500;  // stays below the launch queue depth, so enqueueing never blocks
 constexpr double kMaxGate_s = 0.1;
-constexpr int kMatmulWarmup = 10, kMatmulIters = 50;              // as the executor times matmuls (cmatmul.cu)
+constexpr int kMatmulWarmup = 10, kMatmulIters = 50;  // as the executor times matmuls (cmatmul.cu)
+constexpr int kRestMs = 200;                          // idle time before a rested matmul burst (matmul.<type>.rested)
 constexpr unsigned long long kFlagTimeout_ns = 2'000'000'000ULL;  // a flag not seen in 2 s is a hang
 
 #define CCLAB_CUBLAS(call)                                                                                           \
@@ -396,6 +401,7 @@ class Bench {
   void bench_fused_steps();
   void bench_graph_copies();
   void bench_graph_unheld();
+  void bench_graph_held();
   void bench_nccl_p2p();
   void bench_matmul();
   void bench_bidir() { run_bidir_microbenchmarks(opt_, res_.series, res_.warnings); }           // microbench_bidir.cu
@@ -1004,6 +1010,11 @@ void Bench::bench_graph() {
          "per iteration: fork to 2 streams on each GPU, an 8-byte peer copy on one and an empty kernel on the other, "
          "join all back",
          fork_kinds(1, 1));
+  // The copy-mode all-reduce's fork (exec/bidir_schedules.cpp: 2 copy streams and 1 kernel stream per GPU).
+  series("graph.fork_mix.2_1",
+         "per iteration: fork to 3 streams on each GPU, an 8-byte peer copy on two and an empty kernel on the third, "
+         "join all back",
+         fork_kinds(2, 1));
   // Two streams on each GPU where the copy waits for the kernel through an event (a 2-rank tree all-reduce
   // lowers so: a reduce kernel, then the put of its result on the copy stream): the same fork / join as
   // graph.fork_mix.1 with a dependency between the streams of each GPU.
@@ -1362,6 +1373,389 @@ void Bench::bench_graph_copies() {
     log(os.str());
     res_.series.push_back(std::move(local));
   }
+  // The same with each of the 20 iterations copying its own part of the buffers (as a collective's plan
+  // touches fresh data each copy): copy.local.graph repeats one source and destination, which up to ~16 MiB
+  // stay in L2 (50 MB) across the replay.
+  BenchSeries cold{"copy.local.graph.cold",
+                   "per iteration of a replayed graph (20 per replay): one cudaMemcpyAsync within GPU0 on the origin "
+                   "stream, each iteration at its own offset of the buffers (up to 1 GiB apart; bytes copied)",
+                   {}};
+  for (int64_t b : sizes()) {
+    if (b < (64 << 10)) continue;
+    if (b > kMaxGraphCopy) break;
+    if (over_budget()) {
+      res_.warnings.push_back("copy.local.graph.cold: stopped at " + fmt_bytes(b) + " (time budget spent)");
+      break;
+    }
+    const int64_t stride = (b + 255) / 256 * 256;
+    const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(20, opt_.max_bytes / stride));
+    int64_t i = 0;
+    const double t = graph_time([&, b, stride, parts](cudaStream_t o) {
+      const int64_t off = (i++ % parts) * stride;
+      CCLAB_CUDA(cudaMemcpyAsync(g0.buf[1] + off, g0.buf[0] + off, size_t(b), cudaMemcpyDeviceToDevice, o));
+    });
+    cold.points.push_back({b, t, 20});
+  }
+  if (!cold.points.empty()) {
+    std::ostringstream os;
+    os.precision(4);
+    for (const auto& p : cold.points)
+      if (p.bytes == (16 << 20)) os << "  copy.local.graph.cold: " << p.seconds * 1e6 << " us at 16 MiB";
+    log(os.str());
+    res_.series.push_back(std::move(cold));
+  }
+}
+
+// The general lowering's fork / join shapes timed as exec/harness.cpp times a replay: the graph's launch
+// behind the harness's hold kernel (released once cudaGraphLaunch has returned), so that the host's launch
+// of the multi-GPU graph is never in the time, whatever its length (graph_time's fixed 1 ms gate does not
+// cover a launch longer than that). graph.held.<shape>: per iteration of a 20-iteration replay, 9 replays,
+// each its own point (the graph.fork_* samples moved 1.5x between calls while the records they price did
+// not). graph.launch.<shape>: the host's cudaGraphLaunch call, per replay. Sized shapes (tables against
+// S, one copy of S per node, S = 1, 4, 16 MiB): held.fork_copy (fork to a stream of GPU0, a peer copy,
+// join), held.fork_local_mix (a local copy then a peer copy on that stream: a 2-rank scatter's plan),
+// held.fork_local2 (the local and the peer copy on two streams: a 2-rank broadcast's plan), held.copy
+// (the peer copy on the origin stream, no fork).
+void Bench::bench_graph_held() {
+  if (gpus_.size() < 2) return;
+  constexpr int kIters = 20;
+  constexpr int kSamples = 9;
+  Gpu& g0 = gpus_[0];
+  Gpu& g1 = gpus_[1];
+  log("graph forks behind the harness's hold (20 iterations per replay)");
+  CCLAB_CUDA(cudaSetDevice(g0.dev));
+  MappedHost control(64);
+  auto* ctl = static_cast<volatile uint32_t*>(control.host());
+  auto* dev_ctl = static_cast<uint32_t*>(control.device());
+  constexpr int kStreams = 3;
+  std::vector<cudaEvent_t> evs;
+  cudaStream_t extra[2][kStreams] = {};
+  cudaEvent_t joins[2][kStreams] = {};
+  struct Free {
+    std::vector<cudaEvent_t>& evs;
+    cudaStream_t (&st)[2][kStreams];
+    ~Free() {
+      for (cudaEvent_t e : evs) cudaEventDestroy(e);
+      for (auto& row : st)
+        for (cudaStream_t x : row)
+          if (x) cudaStreamDestroy(x);
+    }
+  } free_all{evs, extra};
+  auto event = [&](int dev) {
+    CCLAB_CUDA(cudaSetDevice(dev));
+    cudaEvent_t e = nullptr;
+    CCLAB_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    evs.push_back(e);
+    return e;
+  };
+  const cudaEvent_t fork0 = event(g0.dev);
+  for (int g = 0; g < 2; ++g)
+    for (int j = 0; j < kStreams; ++j) {
+      CCLAB_CUDA(cudaSetDevice(gpus_[size_t(g)].dev));
+      CCLAB_CUDA(cudaStreamCreateWithFlags(&extra[g][j], cudaStreamNonBlocking));
+      joins[g][j] = event(gpus_[size_t(g)].dev);
+    }
+  const cudaStream_t origin = g0.stream[0];
+  // One graph of kIters bodies; per replay: seconds per iteration (held) and the host's launch call.
+  auto held = [&](const std::function<void(cudaStream_t)>& body, int samples, std::vector<double>& per_iter,
+                  std::vector<double>& launch_s, int& blocked, bool hold = true) {
+    CCLAB_CUDA(cudaSetDevice(g0.dev));
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    struct FreeGraph {
+      cudaGraph_t* g;
+      cudaGraphExec_t* e;
+      ~FreeGraph() {
+        if (*e) cudaGraphExecDestroy(*e);
+        if (*g) cudaGraphDestroy(*g);
+      }
+    } free_graph{&graph, &exec};
+    CCLAB_CUDA(cudaStreamBeginCapture(origin, cudaStreamCaptureModeThreadLocal));
+    for (int i = 0; i < kIters; ++i) body(origin);
+    CCLAB_CUDA(cudaSetDevice(g0.dev));
+    CCLAB_CUDA(cudaStreamEndCapture(origin, &graph));
+    CCLAB_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+    CCLAB_CUDA(cudaGraphLaunch(exec, origin));  // warm-up: uploads the graph
+    CCLAB_CUDA(cudaStreamSynchronize(origin));
+    for (int t = 0; t < samples; ++t) {
+      ctl[0] = 0;
+      ctl[1] = 0;
+      CCLAB_CUDA(cudaStreamSynchronize(origin));
+      // 20 ms: a launch that blocks behind the hold shows. Unheld: as the harness times a graph over 512 nodes.
+      if (hold) launch_hold(origin, dev_ctl, dev_ctl + 1, 20000000ULL);
+      CCLAB_CUDA(cudaEventRecord(ev_[0].start, origin));
+      const auto t0 = std::chrono::steady_clock::now();
+      CCLAB_CUDA(cudaGraphLaunch(exec, origin));
+      const auto t1 = std::chrono::steady_clock::now();
+      CCLAB_CUDA(cudaEventRecord(ev_[0].stop, origin));
+      ctl[0] = 1;
+      CCLAB_CUDA(cudaEventSynchronize(ev_[0].stop));
+      if (ctl[1]) ++blocked;
+      float ms = 0;
+      CCLAB_CUDA(cudaEventElapsedTime(&ms, ev_[0].start, ev_[0].stop));
+      per_iter.push_back(double(ms) * 1e-3 / kIters);
+      launch_s.push_back(std::chrono::duration<double>(t1 - t0).count());
+    }
+  };
+  auto median_us = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2] * 1e6;
+  };
+  auto shape = [&](const std::string& name, const std::string& what, int64_t bytes,
+                   const std::function<void(cudaStream_t)>& body, BenchSeries* sized, int samples) {
+    std::vector<double> per_iter, launch_s;
+    int blocked = 0;
+    held(body, samples, per_iter, launch_s, blocked);
+    std::ostringstream os;
+    os.precision(3);
+    os << "  " << (sized ? "held." : "graph.held.") << name << " (" << bytes << " B): " << median_us(per_iter)
+       << " us per iteration, launch " << median_us(launch_s) << " us (median of " << samples << ")";
+    if (blocked) os << ", " << blocked << " launches blocked behind the hold";
+    log(os.str());
+    if (blocked) res_.warnings.push_back(name + ": a launch blocked behind the hold");
+    if (sized) {
+      for (double v : per_iter) sized->points.push_back({bytes, v, kIters});
+      return;
+    }
+    BenchSeries s{"graph.held." + name, "held replay (as exec/harness.cpp), per iteration: " + what, {}};
+    BenchSeries l{
+        "graph.launch." + name, "host time of cudaGraphLaunch of the 20-iteration graph, per replay: " + what, {}};
+    for (size_t i = 0; i < per_iter.size(); ++i) {
+      s.points.push_back({bytes, per_iter[i], kIters});
+      l.points.push_back({bytes, launch_s[i], kIters});
+    }
+    res_.series.push_back(std::move(s));
+    res_.series.push_back(std::move(l));
+  };
+  auto copy = [](cudaStream_t s, void* dst, const void* src, int64_t bytes) {
+    CCLAB_CUDA(cudaMemcpyAsync(dst, src, size_t(bytes), cudaMemcpyDeviceToDevice, s));
+  };
+  auto join_all = [&](cudaStream_t o, int per_gpu, int gpus) {
+    CCLAB_CUDA(cudaSetDevice(g0.dev));
+    for (int g = 0; g < gpus; ++g)
+      for (int j = 0; j < per_gpu; ++j) CCLAB_CUDA(cudaStreamWaitEvent(o, joins[g][j], 0));
+  };
+  // c 8-byte peer copies and k empty kernels on streams of their own on each GPU (as graph.fork_kinds).
+  auto fork_kinds = [&](int c, int k) {
+    return [&, c, k](cudaStream_t o) {
+      CCLAB_CUDA(cudaSetDevice(g0.dev));
+      CCLAB_CUDA(cudaEventRecord(fork0, o));
+      for (int g = 0; g < 2; ++g) {
+        Gpu& me = gpus_[size_t(g)];
+        Gpu& peer = gpus_[size_t(1 - g)];
+        CCLAB_CUDA(cudaSetDevice(me.dev));
+        for (int j = 0; j < c + k; ++j) {
+          cudaStream_t x = extra[g][j];
+          CCLAB_CUDA(cudaStreamWaitEvent(x, fork0, 0));
+          if (j < c) {
+            copy(x, peer.buf[1] + 64 * j, me.buf[0] + 64 * j, 8);
+          } else {
+            k_empty<<<1, 32, 0, x>>>();
+            CCLAB_CUDA_LAUNCHED();
+          }
+          CCLAB_CUDA(cudaEventRecord(joins[g][j], x));
+        }
+      }
+      join_all(o, c + k, 2);
+    };
+  };
+  for (int k = 1; k <= kStreams; ++k)
+    shape("fork_both." + std::to_string(k),
+          "fork to " + std::to_string(k) + " streams on each GPU, an 8-byte peer copy on each, join", 8,
+          fork_kinds(k, 0), nullptr, kSamples);
+  for (int k = 1; k <= kStreams; ++k)
+    shape("fork_kernels." + std::to_string(k),
+          "fork to " + std::to_string(k) + " streams on each GPU, an empty kernel on each, join", 8, fork_kinds(0, k),
+          nullptr, kSamples);
+  shape("fork_mix.1", "fork to 2 streams on each GPU, an 8-byte peer copy on one, an empty kernel on the other, join",
+        8, fork_kinds(1, 1), nullptr, kSamples);
+  shape("fork_mix.2_1",
+        "fork to 3 streams on each GPU, an 8-byte peer copy on two, an empty kernel on the third, join (the copy-mode "
+        "all-reduce's streams)",
+        8, fork_kinds(2, 1), nullptr, kSamples);
+  // GPU0-only plans: a local then a peer copy on one forked stream (scatter), or the two on two streams
+  // (broadcast), or the peer copy alone on a forked stream / on the origin stream.
+  auto local_mix = [&](int64_t bytes) {
+    return [&, bytes](cudaStream_t o) {
+      CCLAB_CUDA(cudaSetDevice(g0.dev));
+      CCLAB_CUDA(cudaEventRecord(fork0, o));
+      cudaStream_t x = extra[0][0];
+      CCLAB_CUDA(cudaStreamWaitEvent(x, fork0, 0));
+      copy(x, g0.buf[1], g0.buf[0], bytes);
+      copy(x, g1.buf[1], g0.buf[2], bytes);
+      CCLAB_CUDA(cudaEventRecord(joins[0][0], x));
+      join_all(o, 1, 1);
+    };
+  };
+  auto local2 = [&](int64_t bytes) {
+    return [&, bytes](cudaStream_t o) {
+      CCLAB_CUDA(cudaSetDevice(g0.dev));
+      CCLAB_CUDA(cudaEventRecord(fork0, o));
+      for (int j = 0; j < 2; ++j) {
+        cudaStream_t x = extra[0][j];
+        CCLAB_CUDA(cudaStreamWaitEvent(x, fork0, 0));
+        if (j == 0)
+          copy(x, g0.buf[1], g0.buf[0], bytes);
+        else
+          copy(x, g1.buf[1], g0.buf[0], bytes);
+        CCLAB_CUDA(cudaEventRecord(joins[0][j], x));
+      }
+      join_all(o, 2, 1);
+    };
+  };
+  auto fork_copy = [&](int64_t bytes) {
+    return [&, bytes](cudaStream_t o) {
+      CCLAB_CUDA(cudaSetDevice(g0.dev));
+      CCLAB_CUDA(cudaEventRecord(fork0, o));
+      cudaStream_t x = extra[0][0];
+      CCLAB_CUDA(cudaStreamWaitEvent(x, fork0, 0));
+      copy(x, g1.buf[1], g0.buf[0], bytes);
+      CCLAB_CUDA(cudaEventRecord(joins[0][0], x));
+      join_all(o, 1, 1);
+    };
+  };
+  auto plain_copy = [&](int64_t bytes) { return [&, bytes](cudaStream_t o) { copy(o, g1.buf[1], g0.buf[0], bytes); }; };
+  shape("fork_local_mix", "fork to a stream of GPU0, an 8-byte copy within GPU0 then an 8-byte copy into GPU1, join", 8,
+        local_mix(8), nullptr, kSamples);
+  shape("fork_local2", "fork to 2 streams of GPU0, an 8-byte copy within GPU0 on one, into GPU1 on the other, join", 8,
+        local2(8), nullptr, kSamples);
+  struct Sized {
+    const char* name;
+    const char* what;
+    std::function<std::function<void(cudaStream_t)>(int64_t)> make;
+  };
+  const Sized sized[] = {
+      {"copy", "one peer copy GPU0 -> GPU1 of S bytes on the origin stream", plain_copy},
+      {"fork_copy", "fork to a stream of GPU0, a peer copy of S bytes there, join", fork_copy},
+      {"fork_local_mix", "fork to a stream of GPU0, a copy of S bytes within GPU0 then one of S into GPU1, join",
+       local_mix},
+      {"fork_local2",
+       "fork to 2 streams of GPU0, a copy of S bytes within GPU0 on one, one of S into GPU1 on the other, join",
+       local2},
+  };
+  for (const Sized& z : sized) {
+    if (over_budget()) {
+      res_.warnings.push_back(std::string("held.") + z.name + ": skipped (time budget)");
+      continue;
+    }
+    BenchSeries s{
+        std::string("held.") + z.name, std::string("held replay (as exec/harness.cpp), per iteration: ") + z.what, {}};
+    for (int64_t bytes : {int64_t(1) << 20, int64_t(4) << 20, int64_t(16) << 20})
+      if (bytes <= opt_.max_bytes) shape(z.name, z.what, bytes, z.make(bytes), &s, 5);
+    if (!s.points.empty()) res_.series.push_back(std::move(s));
+  }
+  // Graphs of 20 iterations, each a fork to a stream on each GPU with k/2 nodes on each (8-byte peer copies
+  // and empty kernels alternating, as replay.unheld), joined back: held (k <= 24, 480 nodes: within the
+  // harness's 512-node hold limit), unheld (start event, launch, stop event: as the harness times a larger
+  // graph), and the host's launch call. What the missing hold adds against the launch's own length.
+  // One graph timed held or unheld, 5 replays each, as tables against the graph's nodes per replay (20 k):
+  // <shape>.held / <shape>.unheld per iteration, <shape>.launch / <shape>.launch_unheld the host's
+  // cudaGraphLaunch call per replay.
+  std::map<std::string, BenchSeries> tables;
+  auto graph_pair = [&](const std::string& shape, int k, const std::function<void(cudaStream_t)>& body, bool hold,
+                        const std::string& what) {
+    std::vector<double> per_iter, launch_s;
+    int blocked = 0;
+    held(body, 5, per_iter, launch_s, blocked, hold);
+    const std::string tn = shape + (hold ? ".held" : ".unheld"), ln = shape + (hold ? ".launch" : ".launch_unheld");
+    BenchSeries& t = tables[tn];
+    BenchSeries& l = tables[ln];
+    t.name = tn;
+    t.method = std::string(hold ? "held replay" : "unheld replay (start event, launch, stop event)") +
+               ", per iteration: " + what + "; bytes = nodes per replay";
+    l.name = ln;
+    l.method = "host time of cudaGraphLaunch, per replay: " + what + "; bytes = nodes per replay";
+    for (size_t i = 0; i < per_iter.size(); ++i) {
+      t.points.push_back({int64_t(kIters) * k, per_iter[i], kIters});
+      l.points.push_back({int64_t(kIters) * k, launch_s[i], kIters});
+    }
+    std::ostringstream os;
+    os.precision(4);
+    os << "  " << tn << " (" << kIters * k << " nodes): " << median_us(per_iter) << " us per iteration, launch "
+       << median_us(launch_s) << " us per replay";
+    if (blocked) os << ", " << blocked << " launches blocked behind the hold";
+    log(os.str());
+  };
+  for (int k : {16, 24, 32, 64}) {
+    if (over_budget()) break;
+    auto chain = [&, k](cudaStream_t o) {
+      CCLAB_CUDA(cudaSetDevice(g0.dev));
+      CCLAB_CUDA(cudaEventRecord(fork0, o));
+      for (int g = 0; g < 2; ++g) {
+        CCLAB_CUDA(cudaSetDevice(gpus_[size_t(g)].dev));
+        CCLAB_CUDA(cudaStreamWaitEvent(extra[g][0], fork0, 0));
+      }
+      for (int j = 0; j < k / 2; ++j)
+        for (int g = 0; g < 2; ++g) {
+          Gpu& me = gpus_[size_t(g)];
+          Gpu& peer = gpus_[size_t(1 - g)];
+          CCLAB_CUDA(cudaSetDevice(me.dev));
+          if (j % 2 == 0) {
+            copy(extra[g][0], peer.buf[1] + 64 * (j % 64), me.buf[0], 8);
+          } else {
+            k_empty<<<1, 32, 0, extra[g][0]>>>();
+            CCLAB_CUDA_LAUNCHED();
+          }
+        }
+      for (int g = 0; g < 2; ++g) {
+        CCLAB_CUDA(cudaSetDevice(gpus_[size_t(g)].dev));
+        CCLAB_CUDA(cudaEventRecord(joins[g][0], extra[g][0]));
+      }
+      join_all(o, 1, 2);
+    };
+    for (bool hold : {true, false}) {
+      if (hold && k > 24) continue;
+      graph_pair("chain", k, chain, hold,
+                 "20 iterations of a fork to a stream on each GPU with k/2 nodes on each (8-byte peer copies and "
+                 "empty kernels alternating), join");
+    }
+  }
+  // The same node counts in the shape of a 2-rank tree all-reduce's plan (a copy and a kernel stream per
+  // GPU, 32 ops on 4 streams and 16 cross-stream events per iteration at 8 MiB): per round and GPU an empty
+  // kernel waiting for the other GPU's last copy, then an 8-byte peer copy on the copy stream waiting for it.
+  for (int k : {16, 24, 32, 64}) {
+    if (over_budget()) break;
+    cudaEvent_t ek[2] = {joins[0][1], joins[1][1]}, ec[2] = {joins[0][2], joins[1][2]};
+    auto xchain = [&, k](cudaStream_t o) {
+      CCLAB_CUDA(cudaSetDevice(g0.dev));
+      CCLAB_CUDA(cudaEventRecord(fork0, o));
+      for (int g = 0; g < 2; ++g) {
+        CCLAB_CUDA(cudaSetDevice(gpus_[size_t(g)].dev));
+        CCLAB_CUDA(cudaStreamWaitEvent(extra[g][0], fork0, 0));
+        CCLAB_CUDA(cudaStreamWaitEvent(extra[g][1], fork0, 0));
+      }
+      for (int r = 0; r < k / 4; ++r)
+        for (int g = 0; g < 2; ++g) {
+          Gpu& me = gpus_[size_t(g)];
+          Gpu& peer = gpus_[size_t(1 - g)];
+          CCLAB_CUDA(cudaSetDevice(me.dev));
+          if (r > 0) CCLAB_CUDA(cudaStreamWaitEvent(extra[g][1], ec[1 - g], 0));
+          k_empty<<<1, 32, 0, extra[g][1]>>>();
+          CCLAB_CUDA_LAUNCHED();
+          CCLAB_CUDA(cudaEventRecord(ek[g], extra[g][1]));
+          CCLAB_CUDA(cudaStreamWaitEvent(extra[g][0], ek[g], 0));
+          copy(extra[g][0], peer.buf[1] + 64 * (r % 64), me.buf[0], 8);
+          CCLAB_CUDA(cudaEventRecord(ec[g], extra[g][0]));
+        }
+      for (int g = 0; g < 2; ++g) {
+        CCLAB_CUDA(cudaSetDevice(gpus_[size_t(g)].dev));
+        CCLAB_CUDA(cudaEventRecord(joins[g][0], extra[g][0]));
+        CCLAB_CUDA(cudaEventRecord(ek[g], extra[g][1]));
+      }
+      CCLAB_CUDA(cudaSetDevice(g0.dev));
+      for (int g = 0; g < 2; ++g) {
+        CCLAB_CUDA(cudaStreamWaitEvent(o, joins[g][0], 0));
+        CCLAB_CUDA(cudaStreamWaitEvent(o, ek[g], 0));
+      }
+    };
+    for (bool hold : {true, false}) {
+      if (hold && k > 24) continue;
+      graph_pair("xchain", k, xchain, hold,
+                 "20 iterations of a fork to a copy and a kernel stream on each GPU, k/4 rounds of (per GPU) an "
+                 "empty kernel waiting for the other GPU's last copy, then an 8-byte peer copy waiting for it, join");
+    }
+  }
+  for (auto& [name, t] : tables) res_.series.push_back(std::move(t));
 }
 
 // Replayed graphs too large for the harness's hold kernel (exec/harness.cpp: more than 512 nodes): the timed
@@ -1664,6 +2058,10 @@ void Bench::bench_matmul() {
                             " (collective matmul shard shapes) while back-to-back 128 MiB copy-engine copies run "
                             "GPU0 -> GPU1 and GPU1 -> GPU0 (cudaMemcpyPeerAsync, other streams)",
                         {}};
+    BenchSeries rested{std::string("matmul.") + ty.name + ".rested",
+                       std::string("as matmul.") + ty.name + " (products of 1e11 FLOPs and more), each burst after " +
+                           std::to_string(kRestMs) + " ms with the GPU idle",
+                       {}};
     BenchSeries s{
         std::string("matmul.") + ty.name,
         std::string("cublasGemmEx C(m x n) = A(m x k) B(k x n) in ") + ty.name + ", fp32 accumulate, GPU0, CUDA events",
@@ -1701,6 +2099,24 @@ void Bench::bench_matmul() {
       p.k = sh.k;
       p.n = sh.n;
       s.points.push_back(p);
+      // The executor times the collective matmul's full product first (exec/cmatmul.cu), after no
+      // tensor-core burst: its clocks are not yet lowered by the power limit, which the back-to-back trials
+      // above reach for long products (s7a: 8192^3 half at 720 TFLOP/s in the executor, 654 here). The same
+      // burst after the GPU rested kRestMs.
+      if (ty.bytes == 2 && 2.0 * double(sh.m) * double(sh.k) * double(sh.n) >= 1e11) {
+        std::vector<double> rested_trials;
+        for (int i = 0; i < kTrials; ++i) {
+          CCLAB_CUDA(cudaDeviceSynchronize());
+          std::this_thread::sleep_for(std::chrono::milliseconds(kRestMs));
+          timed(kMatmulWarmup, lanes);
+          const double gate = std::min(kMaxGate_s, 2.0 * last_enqueue_s_ * kMatmulIters + 50e-6);
+          rested_trials.push_back(timed(kMatmulIters, lanes, gate));
+        }
+        std::sort(rested_trials.begin(), rested_trials.end());
+        BenchPoint r = p;
+        r.seconds = rested_trials[kTrials / 2];
+        rested.points.push_back(r);
+      }
       // The collective matmul's shard products while copy engines move data both ways between the GPUs (the
       // ring's copies run beside its matmuls: they share HBM and the power budget).
       const bool shard = (sh.m == 1024 && sh.k == 4096 && sh.n == 4096) || (sh.m == 4096 && sh.k == 8192);
@@ -1735,6 +2151,7 @@ void Bench::bench_matmul() {
       }
     }
     if (!overlap.points.empty()) res_.series.push_back(std::move(overlap));
+    if (!rested.points.empty()) res_.series.push_back(std::move(rested));
     if (!s.points.empty()) {
       const auto& last = s.points.back();
       std::ostringstream os;
@@ -1777,6 +2194,7 @@ MicrobenchResult Bench::run() {
   };
   group("latencies", &Bench::bench_latency);
   group("graph nodes", &Bench::bench_graph);
+  group("graph forks held", &Bench::bench_graph_held);
   group("graph copies", &Bench::bench_graph_copies);
   group("unheld replays", &Bench::bench_graph_unheld);
   group("flag chain", &Bench::bench_flag_chain);

@@ -52,6 +52,10 @@ MicrobenchResult run_microbenchmarks(const MicrobenchOptions& opt);
 void run_bidir_microbenchmarks(const MicrobenchOptions& opt, std::vector<BenchSeries>& out,
                                std::vector<std::string>& warnings);
 
+// The child process of run_bidir_microbenchmarks (`cclab __nccl-p2p-probe PREFIX MAX_BYTES`): NCCL send/recv
+// series PREFIX.graph.{uni,bidir}.n100 under the environment it was started with, printed on stdout.
+int nccl_p2p_probe_main(const std::string& prefix, int64_t max_bytes);
+
 // The sparse all-reduce's local pieces on GPU0 (exec/microbench_sparse.cu): series appended to `out`.
 void run_sparse_microbenchmarks(const MicrobenchOptions& opt, std::vector<BenchSeries>& out,
                                 std::vector<std::string>& warnings);

@@ -43,12 +43,24 @@
 //                 from a by-value block of per-rank pointer arrays indexed by rank at run time, as the bidir
 //                 kernels' BidirArgs.
 //
+//   bidir.step.send.g24 / .copysend.g24 / .rrcs.g24 / .rrc.g24   NCCL's ring steps on 2 GPUs (a send; all-gather's
+//                 copy-and-send; all-reduce's reduce-copy-and-send; reduce-scatter's reduce-copy) as byte streams
+//                 without flags: 24 CTAs of 512 threads (the collectives' 24 channels), each a contiguous part.
+//   bidir.step.p2p the same shape for send/recv: NCCL's p2p channel count for the size, half of each CTA sending,
+//                 half copying a local buffer out. 256 KiB .. max bytes, 20 launches per graph. .g1: one CTA
+//                 (send, copysend, rrcs, p2p; to 64 MiB): the steps' cost per channel without the link's limit.
+//   nccl.p2p.ll.graph.{uni,bidir}.n100 / nccl.p2p.simple.graph.{uni,bidir}.n100   nccl.p2p.graph.*.n100 with the
+//                 protocol pinned: LL at every size (NCCL_P2P_LL_THRESHOLD=1 GiB), Simple at every size (=0), each
+//                 in a child process of this executable (NCCL reads the threshold once per process). 8 B .. 64 MiB.
+//
 // Both directions run at once in every bidir.* series (each GPU's kernel moves S bytes towards the other).
 #include <nccl.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <sstream>
 
 #include "exec/cuda_check.hpp"
@@ -614,6 +626,57 @@ __global__ void __launch_bounds__(512)
   if (t == 0) finish_launch(me, e, G);
 }
 
+// NCCL's ring steps on two GPUs as streams of bytes, without their flags (bidir.step.*): G CTAs of 512 threads
+// (a ring channel's shape), each CTA a contiguous part of the S bytes, 4 vectors per thread loaded before
+// they are stored. send: own input into the peer; copysend: own input into the own output and the peer
+// (all-gather's step); rrcs: own input plus a local buffer (the peer's data, float adds) into the own output
+// and the peer (all-reduce's second step); rrc: the same into the own output only (reduce-scatter's last
+// step); p2p: half the threads send into the peer, half copy a local buffer out (send/recv's two halves).
+enum RingStep : int { kRingSend, kRingCopySend, kRingRrcs, kRingRrc, kRingP2p };
+
+__device__ __forceinline__ uint4 add_floats(uint4 x, uint4 y) {
+  return make_uint4(__float_as_uint(__uint_as_float(x.x) + __uint_as_float(y.x)),
+                    __float_as_uint(__uint_as_float(x.y) + __uint_as_float(y.y)),
+                    __float_as_uint(__uint_as_float(x.z) + __uint_as_float(y.z)),
+                    __float_as_uint(__uint_as_float(x.w) + __uint_as_float(y.w)));
+}
+
+template <int Step>
+__global__ void __launch_bounds__(512)
+    k_ring_step(const uint4* __restrict__ src, const uint4* __restrict__ src2, uint4* __restrict__ dst_local,
+                uint4* __restrict__ dst_remote, int64_t nvec) {
+  constexpr int U = 4;
+  const int64_t part = (nvec + gridDim.x - 1) / gridDim.x, lo = int64_t(blockIdx.x) * part,
+                hi = std::min<int64_t>(nvec, lo + part);
+  int T = blockDim.x, t = threadIdx.x;
+  bool copier = false;
+  if (Step == kRingP2p) {
+    T /= 2;
+    copier = t >= T;
+    if (copier) t -= T;
+  }
+  for (int64_t base = lo + t; base < hi; base += int64_t(U) * T) {
+    uint4 v[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int64_t i = base + int64_t(u) * T;
+      if (i < hi) {
+        v[u] = __ldcg((copier ? src2 : src) + i);
+        if (Step == kRingRrcs || Step == kRingRrc) v[u] = add_floats(v[u], __ldcg(src2 + i));
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int64_t i = base + int64_t(u) * T;
+      if (i < hi) {
+        if (Step == kRingCopySend || Step == kRingRrcs || Step == kRingRrc || copier) __stcg(dst_local + i, v[u]);
+        if (Step == kRingSend || Step == kRingCopySend || Step == kRingRrcs || (Step == kRingP2p && !copier))
+          __stcg(dst_remote + i, v[u]);
+      }
+    }
+  }
+}
+
 __global__ void k_empty_pdl_b() { pdl_enter(); }
 
 __global__ void k_gate(unsigned long long ns) {
@@ -661,9 +724,16 @@ class BidirBench {
   // A series over sizes, each point a replay of graphs of `iters_` launches (kIters, or kRecordIters for
   // the ".n100" series).
   void sweep(const std::string& name, const std::string& method, int64_t max_bytes,
-             const std::function<void(int, cudaStream_t, int64_t)>& enqueue);
-  void bench_nccl();
+             const std::function<void(int, cudaStream_t, int64_t)>& enqueue, int64_t min_bytes = 0);
+  // NCCL send/recv series named prefix.graph.{uni,bidir}[.n100]; `only_n100`: the 100-launch ones only.
+  void bench_nccl(const std::string& prefix = "nccl.p2p", bool only_n100 = false);
+  void bench_ring_steps();
 
+ public:
+  void setup_only() { setup(); }
+  void bench_nccl_public(const std::string& prefix) { bench_nccl(prefix, true); }
+
+ private:
   MicrobenchOptions opt_;
   std::vector<BenchSeries>& out_;
   std::vector<std::string>& warnings_;
@@ -801,10 +871,10 @@ double BidirBench::replay(int iters, const std::function<void(int, cudaStream_t)
 }
 
 void BidirBench::sweep(const std::string& name, const std::string& method, int64_t max_bytes,
-                       const std::function<void(int, cudaStream_t, int64_t)>& enqueue) {
+                       const std::function<void(int, cudaStream_t, int64_t)>& enqueue, int64_t min_bytes) {
   BenchSeries s{name, method, {}};
   if (iters_ != kIters) s.method += " [" + std::to_string(iters_) + " launches per graph, not 20]";
-  for (int64_t b = std::max<int64_t>(opt_.min_bytes, 8); b <= std::min(max_bytes, max_); b *= 2) {
+  for (int64_t b = std::max<int64_t>({opt_.min_bytes, min_bytes, 8}); b <= std::min(max_bytes, max_); b *= 2) {
     if (over_budget()) {
       warnings_.push_back(name + ": stopped at " + std::to_string(b) + " bytes (time budget spent)");
       break;
@@ -821,7 +891,7 @@ void BidirBench::sweep(const std::string& name, const std::string& method, int64
   out_.push_back(std::move(s));
 }
 
-void BidirBench::bench_nccl() {
+void BidirBench::bench_nccl(const std::string& prefix, bool only_n100) {
   if (const char* skip = std::getenv("CCLAB_CALIBRATE_SKIP_NCCL"); skip && *skip && *skip != '0') return;
   apply_nccl_environment(NcclOptions{});
   ncclComm_t comms[2] = {nullptr, nullptr};
@@ -870,13 +940,84 @@ void BidirBench::bench_nccl() {
       bytes = b;
       group(g, st);
     };
-    sweep(both ? "nccl.p2p.graph.bidir" : "nccl.p2p.graph.uni", method, opt_.max_bytes, enqueue);
+    const std::string name = prefix + (both ? ".graph.bidir" : ".graph.uni");
+    if (!only_n100) sweep(name, method, opt_.max_bytes, enqueue);
     {  // as the records are timed since session 4 (kRecordIters per graph)
       iters_ = kRecordIters;
-      sweep(both ? "nccl.p2p.graph.bidir.n100" : "nccl.p2p.graph.uni.n100", method,
-            std::min(opt_.max_bytes, kRecordItersMax), enqueue);
+      sweep(name + ".n100", method, std::min(opt_.max_bytes, kRecordItersMax), enqueue);
       iters_ = kIters;
     }
+  }
+}
+
+void BidirBench::bench_ring_steps() {
+  t0_ = std::chrono::steady_clock::now();  // their own time budget: they come after every other series
+  log("NCCL's ring steps as byte streams (24 CTAs, a ring channel each) and send/recv's two halves");
+  // NCCL 2.28's send/recv channels for S bytes to one peer of two (enqueue.cc addP2pToPlan, 32 p2p channels
+  // per peer): min(16, S / 64 KiB) parts, doubled while a part is over 16 MiB.
+  auto p2p_channels = [](int64_t b) {
+    int nc = int(std::clamp<int64_t>((b + (64 << 10) - 1) / (64 << 10), 1, 16));
+    while ((b + nc - 1) / nc > (int64_t(16) << 20) && nc <= 16) nc *= 2;
+    return nc;
+  };
+  struct Variant {
+    const char* name;
+    int step;
+    const char* what;
+    int ctas = 24;  // 0: NCCL's p2p channel count for the size
+  };
+  const Variant variants[] = {
+      {"bidir.step.send.g24", kRingSend, "own input stored into the peer"},
+      {"bidir.step.copysend.g24", kRingCopySend, "own input stored into the own output and into the peer"},
+      {"bidir.step.rrcs.g24", kRingRrcs,
+       "own input plus a local buffer (float adds) stored into the own output and into the peer"},
+      {"bidir.step.rrc.g24", kRingRrc, "own input plus a local buffer (float adds) stored into the own output"},
+      {"bidir.step.p2p", kRingP2p,
+       "G = NCCL's send/recv channels for S bytes (16 up to 256 MiB, then 32); half the threads store the own "
+       "input into the peer, half copy a local buffer into the own output",
+       0},
+      // one channel alone (no link limit): the steps' cost per CTA
+      {"bidir.step.send.g1", kRingSend, "own input stored into the peer", 1},
+      {"bidir.step.copysend.g1", kRingCopySend, "own input stored into the own output and into the peer", 1},
+      {"bidir.step.rrcs.g1", kRingRrcs,
+       "own input plus a local buffer (float adds) stored into the own output and into the peer", 1},
+      {"bidir.step.p2p.g1", kRingP2p,
+       "half the threads store the own input into the peer, half copy a local buffer out", 1}};
+  for (const Variant& v : variants) {
+    const int step = v.step, ctas = v.ctas;
+    sweep(
+        v.name,
+        std::string("both GPUs at once, no flags: ") +
+            (ctas == 0 ? "" : std::to_string(ctas) + " CTA(s) of 512 threads; ") + v.what +
+            "; each CTA a contiguous part, 4 16-byte vectors per thread loaded then stored; plain launches in "
+            "per-GPU graphs of 20, replayed as the harness does (bytes per direction)",
+        ctas == 1 ? std::min<int64_t>(max_, int64_t(64) << 20) : max_,
+        [&, step, ctas](int g, cudaStream_t st, int64_t b) {
+          const int64_t nvec = std::max<int64_t>(1, b / 16);
+          const int G = ctas == 0 ? p2p_channels(b) : ctas;
+          auto* src = reinterpret_cast<const uint4*>(s_[g].in);
+          auto* src2 = reinterpret_cast<const uint4*>(s_[g].recv + max_);
+          auto* local = reinterpret_cast<uint4*>(s_[g].out);
+          auto* remote = reinterpret_cast<uint4*>(s_[1 - g].recv);
+          switch (step) {
+            case kRingSend:
+              k_ring_step<kRingSend><<<G, 512, 0, st>>>(src, src2, local, remote, nvec);
+              break;
+            case kRingCopySend:
+              k_ring_step<kRingCopySend><<<G, 512, 0, st>>>(src, src2, local, remote, nvec);
+              break;
+            case kRingRrcs:
+              k_ring_step<kRingRrcs><<<G, 512, 0, st>>>(src, src2, local, remote, nvec);
+              break;
+            case kRingRrc:
+              k_ring_step<kRingRrc><<<G, 512, 0, st>>>(src, src2, local, remote, nvec);
+              break;
+            default:
+              k_ring_step<kRingP2p><<<G, 512, 0, st>>>(src, src2, local, remote, nvec);
+          }
+          CCLAB_CUDA(cudaGetLastError());
+        },
+        int64_t(256) << 10);
   }
 }
 
@@ -1152,15 +1293,113 @@ void BidirBench::run() {
   }
   lamport_own();
   iters_ = kIters;
+  bench_ring_steps();
 }
 
+}  // namespace
+
+// NCCL reads NCCL_P2P_LL_THRESHOLD once per process (an NCCL_PARAM), so send/recv with the protocol pinned
+// runs in a child process of this executable (nccl_p2p_probe_main), one per protocol: LL at every size
+// (threshold 1 GiB per channel) and Simple at every size (threshold 0). Its series come back on its stdout.
+namespace {
+constexpr const char* kProbeTag = "@cclab-probe ";
+}
+
+int nccl_p2p_probe_main(const std::string& prefix, int64_t max_bytes) {
+  MicrobenchOptions opt;
+  opt.max_bytes = max_bytes;
+  std::vector<BenchSeries> out;
+  std::vector<std::string> warnings;
+  {
+    BidirBench b(opt, out, warnings);
+    b.setup_only();
+    b.bench_nccl_public(prefix);
+  }
+  std::ostringstream os;
+  os.precision(9);
+  for (const BenchSeries& s : out) {
+    os << kProbeTag << "series " << s.name << "\n" << kProbeTag << "method " << s.method << "\n";
+    for (const BenchPoint& p : s.points)
+      os << kProbeTag << "point " << p.bytes << " " << p.seconds << " " << p.reps << "\n";
+  }
+  for (const std::string& w : warnings) os << kProbeTag << "warning " << w << "\n";
+  std::fputs(os.str().c_str(), stdout);
+  std::fflush(stdout);
+  return 0;
+}
+
+namespace {
+void run_nccl_probe_child(const char* env, const std::string& prefix, const std::string& what,
+                          const MicrobenchOptions& opt, std::vector<BenchSeries>& out,
+                          std::vector<std::string>& warnings) {
+  if (const char* skip = std::getenv("CCLAB_CALIBRATE_SKIP_NCCL"); skip && *skip && *skip != '0') return;
+  char exe[4096];
+  const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  if (n <= 0) {
+    warnings.push_back(prefix + ": not measured (no /proc/self/exe)");
+    return;
+  }
+  exe[n] = 0;
+  const int64_t max_bytes = std::min(opt.max_bytes, kRecordItersMax);
+  // At most 3 minutes (a hung NCCL init must not hang the calibration).
+  const std::string limit = access("/usr/bin/timeout", X_OK) == 0 ? "/usr/bin/timeout 180 " : "";
+  const std::string cmd = limit + "env " + env + " '" + exe + "' __nccl-p2p-probe " + prefix + " " +
+                          std::to_string(max_bytes) + " 2>/dev/null";
+  if (opt.log) opt.log("NCCL send/recv with " + what + " (a child process: " + env + ")");
+  FILE* f = popen(cmd.c_str(), "r");
+  if (!f) {
+    warnings.push_back(prefix + ": not measured (the child process did not start)");
+    return;
+  }
+  std::vector<BenchSeries> got;
+  char line[8192];
+  const std::string tag = kProbeTag;
+  while (std::fgets(line, sizeof(line), f)) {
+    std::string l(line);
+    while (!l.empty() && (l.back() == '\n' || l.back() == '\r')) l.pop_back();
+    if (l.compare(0, tag.size(), tag) != 0) continue;  // NCCL's own lines
+    std::istringstream is(l.substr(tag.size()));
+    std::string kind;
+    is >> kind;
+    if (kind == "series") {
+      got.push_back({});
+      is >> got.back().name;
+    } else if (kind == "method" && !got.empty()) {
+      std::getline(is >> std::ws, got.back().method);
+      got.back().method += " [" + what + ": " + env + ", in a child process]";
+    } else if (kind == "point" && !got.empty()) {
+      BenchPoint p;
+      is >> p.bytes >> p.seconds >> p.reps;
+      if (is && p.seconds > 0) got.back().points.push_back(p);
+    } else if (kind == "warning") {
+      std::string w;
+      std::getline(is >> std::ws, w);
+      warnings.push_back(w);
+    }
+  }
+  const int rc = pclose(f);
+  if (rc != 0) warnings.push_back(prefix + ": the child process exited with status " + std::to_string(rc));
+  for (BenchSeries& s : got) {
+    if (s.points.empty()) continue;
+    if (opt.log)
+      opt.log("  " + s.name + ": " + std::to_string(s.points.size()) + " sizes, " +
+              std::to_string(s.points.front().seconds * 1e6) + " us at " + std::to_string(s.points.front().bytes) +
+              " B");
+    out.push_back(std::move(s));
+  }
+}
 }  // namespace
 
 void run_bidir_microbenchmarks(const MicrobenchOptions& opt, std::vector<BenchSeries>& out,
                                std::vector<std::string>& warnings) {
   if (opt.gpus < 2) return;
-  BidirBench b(opt, out, warnings);
-  b.run();
+  {
+    BidirBench b(opt, out, warnings);
+    b.run();
+  }
+  // After every other series (a failure here costs none of them): send/recv with NCCL's protocol pinned.
+  run_nccl_probe_child("NCCL_P2P_LL_THRESHOLD=1073741824", "nccl.p2p.ll", "LL at every size", opt, out, warnings);
+  run_nccl_probe_child("NCCL_P2P_LL_THRESHOLD=0", "nccl.p2p.simple", "Simple at every size", opt, out, warnings);
 }
 
 }  // namespace cclab::exec

@@ -36,9 +36,10 @@ void run_fused_microbenchmarks(const MicrobenchOptions& opt, std::vector<BenchSe
   FusedParams fp;
   fp.lowering = LoweringMode::fused;
   constexpr int kTrials = 5;
-  const std::pair<FusedProbe, int> probes[] = {{FusedProbe::oneway, 0},   {FusedProbe::oneway, 8},
-                                               {FusedProbe::exchange, 0}, {FusedProbe::exchange, 8},
-                                               {FusedProbe::puts, 8},     {FusedProbe::reduce, 8}};
+  const std::pair<FusedProbe, int> probes[] = {
+      {FusedProbe::oneway, 0},   {FusedProbe::oneway, 1},      {FusedProbe::oneway, 8}, {FusedProbe::exchange, 0},
+      {FusedProbe::exchange, 1}, {FusedProbe::exchange, 8},    {FusedProbe::puts, 8},   {FusedProbe::reduce, 1},
+      {FusedProbe::reduce, 8},   {FusedProbe::exchange_pre, 1}};
   for (const auto& [kind, n] : probes) {
     const std::string name = fused_probe_series(kind, n);
     BenchSeries s{name,

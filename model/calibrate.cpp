@@ -242,11 +242,28 @@ const std::vector<std::string>& bench_names() {
         "fused.step_chain.local",
         // the executor's fused kernel on synthetic programs (algorithms/fused_probes.hpp)
         "fused.prog.oneway.0", "fused.prog.oneway.1", "fused.prog.oneway.8", "fused.prog.exchange.1",
-        "fused.prog.exchange.0", "fused.prog.exchange.8", "fused.prog.puts.8", "fused.prog.reduce.8",
+        "fused.prog.exchange_pre.1", "fused.prog.exchange.0", "fused.prog.exchange.8", "fused.prog.puts.8",
+        "fused.prog.reduce.1", "fused.prog.reduce.8",
         // copy-engine copies of every size inside replayed graphs (the general lowering's copy nodes)
         "p2p.ce.graph.uni", "p2p.ce.graph.bidir", "copy.local.graph",
         // replays of graphs over the harness's hold limit, against their node count
-        "replay.unheld"};
+        "replay.unheld",
+        // the copy-mode all-reduce's fork (2 copy + 1 kernel streams per GPU), gated as the graph.fork_* above
+        "graph.fork_mix.2_1",
+        // GPU0-only plans of copies of 1-16 MiB behind the harness's hold (tables against the bytes)
+        "held.copy", "held.fork_copy", "held.fork_local_mix", "held.fork_local2",
+        // local copies in replayed graphs, each iteration on its own part of the buffers (not L2-resident)
+        "copy.local.graph.cold"};
+    // the fork shapes behind the harness's hold (per iteration) and the host's launch of their graph
+    for (const char* f : {"fork_both.1", "fork_both.2", "fork_both.3", "fork_kernels.1", "fork_kernels.2",
+                          "fork_kernels.3", "fork_mix.1", "fork_mix.2_1", "fork_local_mix", "fork_local2"}) {
+      v.push_back(std::string("graph.held.") + f);
+      v.push_back(std::string("graph.launch.") + f);
+    }
+    // graphs of 20 iterations of k nodes (replay.unheld's shape: chain; a tree all-reduce's plan's: xchain),
+    // held (up to the hold's 512 nodes), unheld, and the host's launch call, against the nodes per replay
+    for (const char* shape : {"chain.", "xchain."})
+      for (const char* what : {"held", "unheld", "launch", "launch_unheld"}) v.push_back(std::string(shape) + what);
     // the bidir kernels' transfers and NCCL send/recv under graph replay (exec/microbench_bidir.cu)
     for (const char* b :
          {"bidir.pull", "bidir.pull.u2", "bidir.pull.u8", "bidir.pull.u2.g66", "bidir.push", "bidir.push.g132",
@@ -268,13 +285,20 @@ const std::vector<std::string>& bench_names() {
           // the sparse all-reduce's local pieces (exec/microbench_sparse.cu)
           "sparse.coalesce.wall", "sparse.coalesce.issue", "sparse.sort_unique.wall", "sparse.sort_unique.issue",
           "sparse.segment_sum", "sparse.match", "sparse.fill_rows", "sparse.fill.issue", "sparse.copy.issue",
-          "sparse.coalesce.wall2", "sparse.sort_unique.wall2"})
+          "sparse.coalesce.wall2", "sparse.sort_unique.wall2",
+          // NCCL's ring steps as byte streams on its 24 channels, and send/recv's two halves (the NCCL model)
+          "bidir.step.send.g24", "bidir.step.copysend.g24", "bidir.step.rrcs.g24", "bidir.step.rrc.g24",
+          "bidir.step.p2p", "bidir.step.send.g1", "bidir.step.copysend.g1", "bidir.step.rrcs.g1", "bidir.step.p2p.g1",
+          // NCCL send/recv with its protocol pinned (a child process each: LL at every size, Simple at every size)
+          "nccl.p2p.ll.graph.uni.n100", "nccl.p2p.ll.graph.bidir.n100", "nccl.p2p.simple.graph.uni.n100",
+          "nccl.p2p.simple.graph.bidir.n100"})
       v.push_back(b);
     for (const char* d : kDtypes) {
       v.push_back(std::string("reduce.local.") + d);
       v.push_back(std::string("reduce.peer.") + d);
       v.push_back(std::string("matmul.") + d);
       v.push_back(std::string("matmul.") + d + ".ce_both");
+      v.push_back(std::string("matmul.") + d + ".rested");
     }
     return v;
   }();
@@ -452,8 +476,9 @@ Calibration calibrate(const MicroMeasurements& m) {
       // The sparse pieces, the fused probes and the matmuls beside copies are read as tables only
       // (sim/paths_sparse.cpp, the collective matmul model): a curve that cannot be fitted to one (a host time that
       // hardly grows, two shapes) must not cost the rest of the calibration.
-      if (starts_with(s.name, "sparse.") || starts_with(s.name, "fused.prog.") ||
-          s.name.find(".ce_both") != std::string::npos)
+      if (starts_with(s.name, "sparse.") || starts_with(s.name, "fused.prog.") || starts_with(s.name, "held.") ||
+          s.name == "copy.local.graph.cold" || starts_with(s.name, "chain.") || starts_with(s.name, "xchain.") ||
+          s.name.find(".ce_both") != std::string::npos || s.name.find(".rested") != std::string::npos)
         continue;
       throw_input("series '" + s.name + "': " + e.what());
     }

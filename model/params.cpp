@@ -203,6 +203,7 @@ ModelParams defaults_for(const topo::Topology& t) {
   p.exec.event_peer_mix = {Seconds(0), "not measured (graph.fork_mix_cross.1: cclab calibrate)"};
   p.exec.flag_launch_table = {Seconds(0), "not measured (graph.flag_chain_table.2: cclab calibrate)"};
   p.exec.flag_exchange = {Seconds(0), "not measured (graph.flag_exchange.2/.6: cclab calibrate)"};
+  p.exec.fork_mix21 = {Seconds(0), "not measured (graph.fork_mix.2_1: cclab calibrate)"};
   p.sync_latency = {microseconds(1.0),
                     "flag store over NVLink seen by a polling peer: ~1 µs, estimate until calibrated"};
   p.local_dep_latency = {microseconds(0.5), "cross-stream event wait on one GPU: estimate until calibrated"};
@@ -320,6 +321,7 @@ const std::map<std::string, Accessor, std::less<>>& accessors() {
     t["exec.event_peer_mix_us"] = seconds_us([](ModelParams & p) -> auto& { return p.exec.event_peer_mix; });
     t["exec.flag_launch_table_us"] = seconds_us([](ModelParams & p) -> auto& { return p.exec.flag_launch_table; });
     t["exec.flag_exchange_us"] = seconds_us([](ModelParams & p) -> auto& { return p.exec.flag_exchange; });
+    t["exec.fork_mix_2_1_us"] = seconds_us([](ModelParams & p) -> auto& { return p.exec.fork_mix21; });
     t["nccl.max_channels"] = plain([](ModelParams & p) -> auto& { return p.nccl.max_channels; });
     const char* pn[3] = {"ll", "ll128", "simple"};
     for (int j = 0; j < 3; ++j) {
@@ -378,6 +380,7 @@ std::string source_of(const ModelParams& p, const std::string& name) {
   if (name == "exec.event_peer_mix_us") return p.exec.event_peer_mix.source;
   if (name == "exec.flag_launch_table_us") return p.exec.flag_launch_table.source;
   if (name == "exec.flag_exchange_us") return p.exec.flag_exchange.source;
+  if (name == "exec.fork_mix_2_1_us") return p.exec.fork_mix21.source;
   if (name == "exec.copy_local_node_us") return p.exec.copy_local_node.source;
   for (int k = 1; k <= 3; ++k) {
     if (name == "exec.fork_streams_" + std::to_string(k) + "_us") return p.exec.fork_streams[size_t(k - 1)].source;

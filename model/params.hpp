@@ -92,6 +92,11 @@ struct NcclTuning {
   // Channels NCCL opens for collectives (NVLS off); the sim lowers it for small sizes as NCCL does
   // (enqueue.cc: while nBytes < nc * nthreads * threadThreshold, nc--).
   Sourced<double> max_channels{16, "NCCL on NVSwitch systems: 16 ring channels, graph search (src/graph/search.cc)"};
+  // The rings' bus bandwidth NCCL's tuner uses (channels x per-channel bandwidth from its graph search); its
+  // protocol choice on 2 GPUs follows from it (sim/paths_nccl.cpp).
+  Sourced<double> ring_bw_GBps{360,
+                               "NCCL 2.28.3 on 2 x H200 (NCCL_DEBUG=INFO tuning table, session 6): Ring Simple "
+                               "360 GB/s = 24 channels x 15 GB/s (graph search: 12 x 30 GB/s, doubled)"};
   // Buffer sizes (bytes per channel, src/init.cc defaults): Simple 4 MiB, LL 512 KiB, LL128 ~4.7 MiB;
   // NCCL_STEPS = 8 steps per buffer.
   int64_t simple_buff = 4 << 20;
@@ -154,6 +159,9 @@ struct ExecutorParams {
   Sourced<Seconds> event_peer_mix;
   // One launch of a flag-synchronised kernel that first loads a lane's op table (the fused kernel's prologue).
   Sourced<Seconds> flag_launch_table;
+  // Fork to 2 copy streams and 1 kernel stream on each GPU and join back (the copy-mode all-reduce's streams),
+  // beyond one copy node.
+  Sourced<Seconds> fork_mix21;
   // One flag exchange between kernels of two GPUs: both store into the peer, then wait for the peer's store
   // (two lanes waiting on each other), against flag_hop where one GPU waits at a time.
   Sourced<Seconds> flag_exchange;

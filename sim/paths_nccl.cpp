@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <string>
 
 #include "sim/paths_detail.hpp"
@@ -29,6 +30,110 @@ Seconds p2p_time(const model::ModelParams& P, const std::string& name, double by
   return graph ? t + replay_correction(P, iters, how) : t;
 }
 
+// The protocol NCCL 2.28 runs a ring collective with on 2 GPUs of one node (tuning.cc): the cheaper of LL and
+// Simple by its own estimate, latency (baseLat + steps x hwLat on NVLink) + bytes / bandwidth, Simple at the
+// rings' bus bandwidth, LL at half of it capped by llMaxBw, both times n / nsteps for all-gather and
+// reduce-scatter. LL128's estimate is dearer than Simple's in both terms on NVLink (latency 15.9 > 11.8 us,
+// 0.92 of Simple's bandwidth): never picked, left out.
+bool nccl_ring_picks_ll(const model::NcclTuning& k, std::string_view coll, double S) {
+  const bool ar = coll == "allreduce";
+  const bool ag_rs = coll == "allgather" || coll == "reducescatter";
+  const int lat_steps = ar ? 2 : 1;  // all-reduce: 2 (n - 1) steps; the rest one step's latency
+  const double alg = ag_rs ? 2.0 : 1.0;
+  const double bw_s = k.ring_bw_GBps.value * alg, bw_ll = std::min(k.ll_max_bw_GBps, 0.5 * k.ring_bw_GBps.value) * alg;
+  const double t_ll = k.ring_base_us[0] + lat_steps * k.ring_nvlink_us[0] + S / (bw_ll * 1e3);
+  const double t_s = k.ring_base_us[2] + lat_steps * k.ring_nvlink_us[2] + S / (bw_s * 1e3);
+  return t_ll <= t_s;
+}
+
+// What NCCL's ring steps on the collective's 24 channels cost beyond send/recv moving the same bytes per
+// direction, from cclab's byte-stream kernels of both shapes (bidir.step.*, no flags): each step's size part
+// summed, less send/recv's (both halves of its channels at once) at the bytes its p2p table is read at.
+// all-gather: one copy-and-send of S/2 (the receive writes straight into the output: nothing to copy);
+// reduce-scatter: a send, then a reduce-copy, of S/2; all-reduce: a send, then a reduce-copy-and-send, of S/2.
+// nullopt without the series.
+std::optional<double> ring_step_extra(const model::ModelParams& P, std::string_view coll, double S, std::string& how) {
+  const model::PathTable* p2p = P.table("bidir.step.p2p");
+  auto part = [&](const char* name, double b) -> std::optional<double> {
+    const model::PathTable* t = P.table(name);
+    if (!t || t->empty()) return std::nullopt;
+    return t->size_part(b).value;
+  };
+  if (!p2p || p2p->empty()) return std::nullopt;
+  std::optional<double> steps;
+  double p2p_bytes = S / 2;
+  if (coll == "allgather") {
+    steps = part("bidir.step.copysend.g24", S / 2);
+    how += " + (bidir.step.copysend.g24(S/2) - bidir.step.p2p(S/2))";
+  } else if (coll == "reducescatter") {
+    auto a = part("bidir.step.send.g24", S / 2), b = part("bidir.step.rrc.g24", S / 2);
+    if (a && b) steps = *a + *b;
+    how += " + (bidir.step.send.g24(S/2) + bidir.step.rrc.g24(S/2) - bidir.step.p2p(S/2))";
+  } else if (coll == "allreduce") {
+    auto a = part("bidir.step.send.g24", S / 2), b = part("bidir.step.rrcs.g24", S / 2);
+    if (a && b) steps = *a + *b;
+    p2p_bytes = S;
+    how += " + (bidir.step.send.g24(S/2) + bidir.step.rrcs.g24(S/2) - bidir.step.p2p(S))";
+  } else {
+    return 0.0;
+  }
+  if (!steps) return std::nullopt;
+  return std::max(0.0, *steps - p2p->size_part(p2p_bytes).value);
+}
+
+// With NCCL's send/recv timed at each protocol pinned (nccl.p2p.ll.* / nccl.p2p.simple.*): the collective at
+// the protocol NCCL's tuner picks for it (nccl_ring_picks_ll), as send/recv of that protocol moving its bytes
+// (the rings' channels against send/recv's: bidir.step.* for Simple), all-reduce's second step waiting one
+// more flight of the peer's data (sync_latency). nullopt without those series.
+std::optional<Seconds> nccl_two_gpus_pinned(const model::ModelParams& P, std::string_view coll, double S, int iters,
+                                            std::string& how) {
+  const bool ring =
+      coll == "allreduce" || coll == "allgather" || coll == "reducescatter" || coll == "broadcast" || coll == "reduce";
+  if (!ring) return std::nullopt;
+  for (const char* n : {"nccl.p2p.ll.graph.uni.n100", "nccl.p2p.ll.graph.bidir.n100", "nccl.p2p.simple.graph.uni.n100",
+                        "nccl.p2p.simple.graph.bidir.n100"})
+    if (!P.table(n) || P.table(n)->empty()) return std::nullopt;
+  const bool ll = nccl_ring_picks_ll(P.nccl, coll, S);
+  const bool one_way = coll == "broadcast" || coll == "reduce";
+  const double b = one_way || coll == "allreduce" ? S : S / 2;  // bytes per direction
+  const std::string proto = ll ? "ll" : "simple";
+  // The pinned tables reach 64 MiB (100 launches per graph); beyond, send/recv runs Simple by itself: the
+  // default tables (to 1 GiB) are the same protocol there.
+  const std::string base = std::string("nccl.p2p.") + proto + ".graph." + (one_way ? "uni" : "bidir");
+  const model::PathTable* pinned = P.table(base + ".n100");
+  how = std::string("nccl 2 GPUs, NCCL's tuner picks ") + (ll ? "LL" : "Simple") + " (" +
+        (one_way               ? "S"
+         : coll == "allreduce" ? "S, two steps of S/2"
+                               : "S/2") +
+        " per direction): ";
+  double t;
+  if (double(pinned->points.back().first) >= b && (iters == 100 || iters <= 0)) {
+    how += base + ".n100";
+    t = pinned->time(b).value;
+    if (iters <= 0) {
+      std::string h;
+      t += replay_correction(P, 20, h).value - replay_correction(P, 100, h).value;
+    }
+  } else if (!ll && P.table(std::string("nccl.p2p.graph.") + (one_way ? "uni" : "bidir"))) {
+    t = p2p_time(P, std::string("nccl.p2p.graph.") + (one_way ? "uni" : "bidir"), b, iters, true, how).value;
+  } else {
+    how += base + ".n100";
+    t = pinned->time(b).value;
+  }
+  if (!ll) {
+    std::string h;
+    if (auto extra = ring_step_extra(P, coll, S, h)) {
+      t += *extra;
+      how += h;
+    }
+  }
+  if (coll == "allreduce") {
+    t += P.sync_latency.value.value;
+    how += " + sync_latency (the reduce-copy-send waits for the peer's send)";
+  }
+  return Seconds(t);
+}
+
 }  // namespace
 
 std::optional<Seconds> nccl_two_gpus(const model::ModelParams& P, std::string_view coll, int64_t bytes, int nranks,
@@ -44,6 +149,7 @@ std::optional<Seconds> nccl_two_gpus(const model::ModelParams& P, std::string_vi
   const model::PathTable* bi = P.table(bi_name);
   if (!uni || !bi) return std::nullopt;
   const double S = double(bytes);
+  if (auto t = nccl_two_gpus_pinned(P, coll, S, iters, how)) return t;
   if (coll == "broadcast" || coll == "reduce") {
     how = "nccl 2 GPUs: (S) of ";
     return p2p_time(P, uni_name, S, iters, graph, how);

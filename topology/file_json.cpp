@@ -18,6 +18,7 @@
 // "source" ("") may be left out; "index" is required for GPUs. "fabric" is optional (clusters only).
 #include <algorithm>
 #include <cctype>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -282,7 +283,12 @@ std::string read_text(const std::string& path) {
   std::string text;
   std::vector<char> chunk(size_t(1) << 20);
   while (in.read(chunk.data(), static_cast<std::streamsize>(chunk.size())) || in.gcount() > 0) {
-    text.append(chunk.data(), static_cast<size_t>(in.gcount()));
+    const size_t got = static_cast<size_t>(in.gcount());
+    // JSON text holds no NUL byte: refuse binary input (/dev/zero) at once instead of reading 256 MiB.
+    if (const void* nul = std::memchr(chunk.data(), '\0', got))
+      throw_input("topology file '" + path + "' is binary (a NUL byte at offset " +
+                  std::to_string(text.size() + size_t(static_cast<const char*>(nul) - chunk.data())) + "), not JSON");
+    text.append(chunk.data(), got);
     if (text.size() > kMaxBytes) throw_input("topology file '" + path + "' is larger than 256 MiB");
   }
   return text;

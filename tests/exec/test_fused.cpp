@@ -232,14 +232,15 @@ TEST(FusedSim, EveryAlgorithmFourGpus) { check_all({0, 1, 2, 3}, {1031, (1 << 16
 // The calibration's synthetic programs (algorithms/fused_probes.hpp) are valid schedules the fused kernel runs
 // safely, with one lane per rank that sends (rank 0 only for the one-way ones) and the ops the names promise.
 TEST(FusedSim, CalibrationProbes) {
-  const std::pair<FusedProbe, int> probes[] = {{FusedProbe::oneway, 0},   {FusedProbe::oneway, 8},
-                                               {FusedProbe::exchange, 0}, {FusedProbe::exchange, 8},
-                                               {FusedProbe::puts, 8},     {FusedProbe::reduce, 8}};
+  const std::pair<FusedProbe, int> probes[] = {
+      {FusedProbe::oneway, 0},   {FusedProbe::oneway, 1},      {FusedProbe::oneway, 8}, {FusedProbe::exchange, 0},
+      {FusedProbe::exchange, 1}, {FusedProbe::exchange, 8},    {FusedProbe::puts, 8},   {FusedProbe::reduce, 1},
+      {FusedProbe::reduce, 8},   {FusedProbe::exchange_pre, 1}};
   for (const auto& [kind, n] : probes)
     for (int64_t bytes : {8, 2048}) {
       const Schedule s = fused_probe(kind, n, bytes);
       validate_dataflow(s);
-      const bool both = kind == FusedProbe::exchange || kind == FusedProbe::reduce;
+      const bool both = kind == FusedProbe::exchange || kind == FusedProbe::reduce || kind == FusedProbe::exchange_pre;
       EXPECT_EQ(s.ops.size(), size_t(both ? 2 * (n + 1) : n + 1)) << s.algo;
       FusedOptions fo;
       fo.rank_device = {0, 1};
@@ -248,6 +249,7 @@ TEST(FusedSim, CalibrationProbes) {
       for (uint64_t seed = 0; seed < 3; ++seed) ASSERT_EQ(simulate(s, p, seed), "") << s.algo;
     }
   EXPECT_EQ(fused_probe_series(FusedProbe::exchange, 8), "fused.prog.exchange.8");
+  EXPECT_EQ(fused_probe_series(FusedProbe::exchange_pre, 1), "fused.prog.exchange_pre.1");
   EXPECT_THROW(fused_probe(FusedProbe::puts, 1, 6), Error);
 }
 

@@ -239,5 +239,33 @@ TEST(CalibrateProfile, ExecutorCostsAndTablesComeFromTheirMicrobenchmarks) {
   EXPECT_EQ(p.params.table("latency.launch"), nullptr);
 }
 
+// The fork shapes timed behind the harness's hold (graph.held.*) replace the gated ones where measured, and
+// the copy-mode fork (2 copy + 1 kernel streams per GPU) is taken as measured.
+TEST(CalibrateProfile, HeldForkShapesReplaceTheGatedOnes) {
+  MicroMeasurements m = synthetic_machine();
+  for (auto [name, us] : std::initializer_list<std::pair<const char*, double>>{{"graph.copy", 2.5},
+                                                                               {"graph.kernel", 0.9},
+                                                                               {"graph.fork_both.2", 73.5},
+                                                                               {"graph.held.fork_both.2", 52.5},
+                                                                               {"graph.fork_mix.1", 66.5},
+                                                                               {"graph.held.fork_mix.1", 28.5},
+                                                                               {"graph.fork_kernels.3", 63.9},
+                                                                               {"graph.fork_mix.2_1", 120.5},
+                                                                               {"graph.held.fork_mix.2_1", 85.5}})
+    m.series.push_back(latency_series(name, us));
+  const Calibration cal = calibrate(m);
+  const topo::Topology t = topo::load_topology("h200x2");
+  const std::string path = ::testing::TempDir() + "cclab_exec_profile_held.json";
+  {
+    std::ofstream f(path);
+    f << make_profile_json(cal, t, "h200x2", "synthetic");
+  }
+  const ExecutorParams& e = load_profile_file(path).params.exec;
+  EXPECT_NEAR(e.fork_streams[1].value.us(), 50.0, 1e-9);         // held fork_both.2 - copy
+  EXPECT_NEAR(e.fork_mix.value.us(), 26.0, 1e-9);                // held fork_mix.1 - copy
+  EXPECT_NEAR(e.fork_mix21.value.us(), 83.0, 1e-9);              // held fork_mix.2_1 - copy
+  EXPECT_NEAR(e.fork_kernel_streams[2].value.us(), 63.0, 1e-9);  // no held one: the gated
+}
+
 }  // namespace
 }  // namespace cclab::model

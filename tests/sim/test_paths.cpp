@@ -135,6 +135,58 @@ TEST(ExecPaths, GeneralPathsOverTheHoldLimitDoNotHangOnTheUnheldReplayTable) {
   EXPECT_EQ(big.record.note.find("bound by the unheld replay"), std::string::npos) << big.record.note;
 }
 
+TEST(ExecPaths, GeneralPathsOverTheHoldLimitAreBoundByTheHostsLaunch) {
+  const topo::Topology t = topo::load_topology("h200x2");
+  model::ModelParams p = test_params(t);
+  const ExecPath general = parse_exec_note("general lowering: 32 ops on 4 streams, 16 events", "allreduce.tree");
+  Simulator before(t, p);
+  auto time = [&](Simulator& sim, int64_t bytes) {
+    return predict_exec_path(sim, "allreduce.tree", args2(bytes), general).result.time.value;
+  };
+  const double small0 = time(before, 4 * kMiB), big0 = time(before, 8 * kMiB), mid0 = time(before, 16 * kMiB);
+  // The host launches 20-iteration graphs of this shape in 3 ms at 640 nodes, 4 ms at 1280.
+  model::PathTable launch;
+  launch.points = {{320, 1000e-6}, {640, 3000e-6}, {1280, 4000e-6}};
+  p.tables["xchain.launch_unheld"] = launch;
+  Simulator after(t, p);
+  // 8 MiB: 32 ops per iteration, 640 nodes per replay: the launch / 20 plus one iteration's work.
+  ASSERT_LT(big0, 150e-6);
+  const Prediction big = predict_exec_path(after, "allreduce.tree", args2(8 * kMiB), general);
+  EXPECT_NEAR(big.result.time.value, (3000e-6 + big0) / 20, 1e-9);
+  EXPECT_NE(big.record.note.find("unheld (640 nodes): launch-bound"), std::string::npos) << big.record.note;
+  // 16 MiB: 1280 nodes; 4 MiB: 320 nodes, held: unchanged whatever its launch takes.
+  EXPECT_NEAR(time(after, 16 * kMiB), std::max(mid0, (4000e-6 + mid0) / 20), 1e-9);
+  EXPECT_DOUBLE_EQ(time(after, 4 * kMiB), small0);
+  // A launch shorter than the work bounds nothing.
+  launch.points = {{320, 10e-6}, {1280, 20e-6}};
+  p.tables["xchain.launch_unheld"] = launch;
+  Simulator quick(t, p);
+  EXPECT_DOUBLE_EQ(time(quick, 8 * kMiB), big0);
+}
+
+TEST(ExecPaths, BothWaysCopySizePartIsAgainstItsSlowerFixedMode) {
+  const topo::Topology t = topo::load_topology("h200x2");
+  const ExecPath general = parse_exec_note("general lowering: 128 ops on 4 streams, 64 events", "allreduce.tree");
+  // A both-ways graph copy table whose fixed part (8 B - 64 KiB) is bimodal per point: 7.1 or 8.4 us.
+  auto tree_with = [&](double first_us, double mode_shift_us) {
+    model::ModelParams p = test_params(t);
+    model::PathTable bt;
+    int i = 0;
+    for (int64_t b = 8; b <= (int64_t(1) << 30); b *= 2, ++i) {
+      const double fixed = b == 8 ? first_us : (i % 2 ? 7.1 : 8.4 + mode_shift_us);
+      bt.points.push_back({b, b <= (64 << 10) ? fixed * 1e-6 : 8.4e-6 + mode_shift_us * 1e-6 + double(b) / 300e9});
+    }
+    p.tables["p2p.ce.graph.bidir"] = bt;
+    p.tables["p2p.ce.graph.uni"] = line_table(2.5e-6, 320e9);
+    Simulator sim(t, p);
+    return predict_exec_path(sim, "allreduce.tree", args2(32 * kMiB), general).result.time.value;
+  };
+  // Which mode the 8-byte point landed in does not move the prediction (it did by 1.3 us per put).
+  EXPECT_DOUBLE_EQ(tree_with(6.6, 0), tree_with(8.4, 0));
+  // The slower mode is the base of the size parts: moving it with the large sizes changes nothing either.
+  EXPECT_NEAR(tree_with(8.4, 0.5), tree_with(8.4, 0), 1e-9);
+}
+
 TEST(ExecPaths, GeneralPathCoalescesAChainBroadcastIntoOneCopy) {
   const topo::Topology t = topo::load_topology("h200x2");
   const model::ModelParams p = test_params(t);
@@ -184,6 +236,24 @@ TEST(ExecPaths, MixedForksCountKernelStreamsAfterTheCopyStreams) {
   EXPECT_NEAR(time_with(10, 20, 70) - base, 10e-6, 1e-9);
   EXPECT_NEAR(time_with(10, 25, 60) - base, -5e-6, 1e-9);
   EXPECT_NEAR(time_with(15, 20, 60) - base, 0.0, 1e-9);
+}
+
+TEST(ExecPaths, CopyModeForkIsTheMeasuredTwoPlusOneFork) {
+  const topo::Topology t = topo::load_topology("h200x2");
+  const ExecPath copy_mode = parse_exec_note("mode=copy reduce-scatter+all-gather chunk=33554432 slots=3", "");
+  auto time_with = [&](double mix21_us, double k3_us) {
+    model::ModelParams q = test_params(t);
+    q.exec.fork_kernel_streams = {
+        {{microseconds(10), "test"}, {microseconds(20), "test"}, {microseconds(k3_us), "test"}}};
+    q.exec.fork_mix21 = {microseconds(mix21_us), "test"};
+    Simulator sim(t, q);
+    return predict_exec_path(sim, "allreduce.bidir.copy", args2(8), copy_mode).result.time.value;
+  };
+  // Measured (graph.fork_mix.2_1): the 2 + 1 fork is taken whole, the kernel forks no longer compose it.
+  EXPECT_NEAR(time_with(80, 60) - time_with(70, 60), 10e-6, 1e-9);
+  EXPECT_NEAR(time_with(80, 90) - time_with(80, 60), 0.0, 1e-9);
+  // Not measured (0): composed as before, so the third kernel stream counts again.
+  EXPECT_NEAR(time_with(0, 90) - time_with(0, 60), 30e-6, 1e-9);
 }
 
 TEST(ExecPaths, BidirKernelsFromTheirTransfers) {
@@ -342,6 +412,19 @@ TEST(ExecPaths, FusedPathFromTheKernelsProbes) {
   EXPECT_NEAR(us1("scatter.direct"), ow0 + 0.3, 1e-9);
   EXPECT_NEAR(us1("alltoall.bruck"), ex0 + 0.3 + 2 * (8 * local_pre - 0.3) / 7 + 0.5 + 2 * (8 * local_post - 0.5) / 7,
               1e-9);
+  // Two-way programs take their first copy before the wait from exchange_pre.1 where measured; one-way ones
+  // keep oneway.1's.
+  p.tables["fused.prog.exchange_pre.1"] = flat(ex0 + 0.9);
+  Simulator pre(t, p);
+  auto us2 = [&](const char* algo) { return predict_exec_path(pre, algo, args2(8), fused).result.time.us(); };
+  EXPECT_NEAR(us2("alltoall.direct"), ex0 + 0.9, 1e-9);
+  EXPECT_NEAR(us2("scatter.direct"), ow0 + 0.3, 1e-9);
+  EXPECT_NEAR(us2("alltoall.bruck"), ex0 + 0.9 + 2 * (8 * local_pre - 0.3) / 7 + 0.5 + 2 * (8 * local_post - 0.5) / 7,
+              1e-9);
+  // A lane's first reduction (after its wait) from reduce.1 where measured: the 2-rank reduce-scatter's one.
+  p.tables["fused.prog.reduce.1"] = flat(ex0 + 1.4);
+  Simulator red(t, p);
+  EXPECT_NEAR(predict_exec_path(red, "reducescatter.ring", args2(8), fused).result.time.us(), ex0 + 1.4, 1e-9);
   const Prediction a2a = predict_exec_path(sim, "alltoall.direct", args2(8), fused);
   EXPECT_NE(a2a.record.note.find("fused.prog.exchange.0"), std::string::npos) << a2a.record.note;
 }
@@ -465,6 +548,88 @@ TEST(ExecPaths, GeneralPathUsesTheGraphShapesMeasuredForIt) {
               0.05e-6);
 }
 
+TEST(ExecPaths, GpuZeroOnlyStreamTakesItsForkAndMixFromTheHeldPlans) {
+  const topo::Topology t = topo::load_topology("h200x2");
+  const ExecPath general = parse_exec_note("general lowering: 2 ops on 1 streams, 0 events", "");
+  auto sized = [](double base_us, double rate) {  // 1, 4, 16 MiB, as calibrate times the held.* plans
+    model::PathTable tb;
+    for (int64_t b : {kMiB, 4 * kMiB, 16 * kMiB}) tb.points.push_back({b, base_us * 1e-6 + double(b) / rate});
+    return tb;
+  };
+  auto scatter = [&](double fork_us, double mix_us, double gated_mix_us) {
+    model::ModelParams p = test_params(t);
+    p.tables["copy.local.graph"] = line_table(1e-6, 2000e9);
+    p.exec.fork_local_mix = {microseconds(gated_mix_us), "test"};
+    p.tables["held.copy"] = sized(2.5, 300e9);
+    p.tables["held.fork_copy"] = sized(2.5 + fork_us, 300e9);
+    model::PathTable mix = sized(2.5 + fork_us + mix_us, 300e9);
+    for (auto& [b, sec] : mix.points) sec += p.tables.at("copy.local.graph").time(double(b)).value;
+    p.tables["held.fork_local_mix"] = mix;
+    Simulator sim(t, p);
+    return predict_exec_path(sim, "scatter.direct", args2(2 * kMiB), general).result.time.value;
+  };
+  // scatter on 2 ranks: one GPU0 stream, a local copy then the put. The fork and the mixed stream's extra
+  // come from the plans timed at MiB sizes; the gated 8-byte graph.fork_local_mix no longer counts.
+  const double base = scatter(1, 5, 4);
+  EXPECT_NEAR(scatter(1, 8, 4) - base, 3e-6, 1e-9);
+  EXPECT_NEAR(scatter(2, 5, 4) - base, 1e-6, 1e-9);
+  EXPECT_NEAR(scatter(1, 5, 16) - base, 0.0, 1e-12);
+}
+
+TEST(ExecPaths, GpuZeroSecondStreamAddsItsHeldExtraAtThePeerCopysSize) {
+  const topo::Topology t = topo::load_topology("h200x2");
+  const ExecPath general = parse_exec_note("general lowering: 2 ops on 2 streams, 0 events", "");
+  // The second stream adds k x (4, 1, 0.25) us to the held peer copy's plan at 1, 4, 16 MiB.
+  auto broadcast = [&](double k, int64_t bytes) {
+    model::ModelParams p = test_params(t);
+    p.tables["copy.local.graph"] = line_table(1e-6, 2000e9);
+    model::PathTable copy, fork, two;
+    for (auto [b, x_us] : {std::pair{kMiB, 4.0}, {4 * kMiB, 1.0}, {16 * kMiB, 0.25}}) {
+      copy.points.push_back({b, 2.5e-6 + double(b) / 300e9});
+      fork.points.push_back({b, 3.5e-6 + double(b) / 300e9});  // the fork of one stream: 1 us
+      two.points.push_back({b, fork.points.back().second + k * x_us * 1e-6});
+    }
+    p.tables["held.copy"] = copy;
+    p.tables["held.fork_copy"] = fork;
+    p.tables["held.fork_local2"] = two;
+    p.exec.fork_local2 = {microseconds(30), "test"};  // the gated 8-byte fork: no longer counted
+    Simulator sim(t, p);
+    return predict_exec_path(sim, "broadcast.binomial", args2(bytes), general);
+  };
+  // broadcast on 2 ranks: GPU0's local copy on one stream, its put on another; between the sizes measured the
+  // extra follows them log-log (2 us at 2 MiB, 0.5 at 8 MiB), beyond the largest it stays.
+  EXPECT_NEAR(broadcast(2, 2 * kMiB).result.time.value - broadcast(1, 2 * kMiB).result.time.value, 2e-6, 1e-9);
+  EXPECT_NEAR(broadcast(2, 8 * kMiB).result.time.value - broadcast(1, 8 * kMiB).result.time.value, 0.5e-6, 1e-9);
+  EXPECT_NEAR(broadcast(2, 64 * kMiB).result.time.value - broadcast(1, 64 * kMiB).result.time.value, 0.25e-6, 1e-9);
+  EXPECT_LT(broadcast(1, 32 * kMiB).result.time.value, 1e-6 + 2.5e-6 + double(32 * kMiB) / 300e9 + 2e-6);
+  const Prediction b = broadcast(1, 2 * kMiB);
+  EXPECT_NE(b.record.note.find("second stream +"), std::string::npos) << b.record.note;
+}
+
+TEST(ExecPaths, LocalCopiesAtTheColdTableOncePlansOutgrowL2) {
+  const topo::Topology t = topo::load_topology("h200x2");
+  const ExecPath general = parse_exec_note("general lowering: 2 ops on 1 streams, 0 events", "");
+  model::ModelParams p = test_params(t);
+  // One source and destination repeated: 2000 GB/s up to 16 MiB (in L2), 1000 GB/s from 32 MiB, as cold.
+  model::PathTable hot, cold;
+  for (int64_t b = 64 << 10; b <= (int64_t(1) << 30); b *= 2) {
+    cold.points.push_back({b, 1e-6 + double(b) / 1000e9});
+    hot.points.push_back({b, 1e-6 + double(b) / (b <= 16 * kMiB ? 2000e9 : 1000e9)});
+  }
+  p.tables["copy.local.graph"] = hot;
+  Simulator hot_only(t, p);
+  auto time = [&](Simulator& sim, int64_t bytes) {
+    return predict_exec_path(sim, "scatter.direct", args2(bytes), general).result.time.value;
+  };
+  p.tables["copy.local.graph.cold"] = cold;
+  Simulator sim(t, p);
+  // scatter of 32 MiB on 2 ranks: GPU0 copies its own 16 MiB locally, then puts 16 MiB; its buffers
+  // (32 + 16 MiB) outgrow two 16 MiB copies: the local copy at the cold rate, 1000 instead of 2000 GB/s.
+  EXPECT_NEAR(time(sim, 32 * kMiB) - time(hot_only, 32 * kMiB), double(16 * kMiB) / 2000e9, 0.3e-6);
+  // 8 MiB (12 MiB of buffers): in L2, hot.
+  EXPECT_DOUBLE_EQ(time(sim, 8 * kMiB), time(hot_only, 8 * kMiB));
+}
+
 TEST(ExecPaths, NcclOnTwoGpusIsItsMeasuredTransport) {
   const topo::Topology t = topo::load_topology("h200x2");
   const model::ModelParams p = test_params(t);
@@ -509,6 +674,47 @@ TEST(ExecPaths, NcclRecordsTakeTheirLaunchesPerReplay) {
               p.tables.at("nccl.p2p.graph.bidir").time(S / 2.0).value, 1e-12);
 }
 
+// With send/recv timed at each protocol pinned, a ring collective is send/recv of the protocol NCCL's tuner
+// picks (on 2 H200s: LL up to ~1.7 MiB for all-reduce, ~2.1 MiB for all-gather, ~1.07 MiB for broadcast, by
+// NCCL's own latency + bytes / bandwidth), all-reduce one flight later; Simple rings pay what their steps'
+// byte streams cost beyond send/recv's.
+TEST(ExecPaths, NcclPinnedProtocolsFollowNcclsTuner) {
+  const topo::Topology t = topo::load_topology("h200x2");
+  model::ModelParams p = test_params(t);
+  p.tables["nccl.p2p.graph.uni"] = line_table(5e-6, 200e9);
+  p.tables["nccl.p2p.graph.bidir"] = line_table(6e-6, 180e9);
+  const int64_t k64M = 64 * kMiB;
+  p.tables["nccl.p2p.ll.graph.uni.n100"] = line_table(5e-6, 100e9, k64M);
+  p.tables["nccl.p2p.ll.graph.bidir.n100"] = line_table(5.5e-6, 90e9, k64M);
+  p.tables["nccl.p2p.simple.graph.uni.n100"] = line_table(9e-6, 300e9, k64M);
+  p.tables["nccl.p2p.simple.graph.bidir.n100"] = line_table(10e-6, 280e9, k64M);
+  p.sync_latency = {microseconds(0.8), "test"};
+  Simulator sim(t, p);
+  ExecPath nccl = parse_exec_note("NCCL 2.28.3", "allreduce.nccl");
+  nccl.iters = 100;
+  auto pred = [&](const char* algo, int64_t S) {
+    return predict_exec_path(sim, algo, args2(S), nccl).result.time.value;
+  };
+  const auto& ll_bi = p.tables.at("nccl.p2p.ll.graph.bidir.n100");
+  const auto& s_bi = p.tables.at("nccl.p2p.simple.graph.bidir.n100");
+  EXPECT_NEAR(pred("allreduce.nccl", kMiB), ll_bi.time(double(kMiB)).value + 0.8e-6, 1e-12);
+  EXPECT_NEAR(pred("allreduce.nccl", 2 * kMiB), s_bi.time(double(2 * kMiB)).value + 0.8e-6, 1e-12);
+  EXPECT_NEAR(pred("allgather.nccl", 2 * kMiB), ll_bi.time(double(kMiB)).value, 1e-12);
+  EXPECT_NEAR(pred("allgather.nccl", 4 * kMiB), s_bi.time(double(2 * kMiB)).value, 1e-12);
+  EXPECT_NEAR(pred("broadcast.nccl", kMiB), p.tables.at("nccl.p2p.ll.graph.uni.n100").time(double(kMiB)).value, 1e-12);
+  EXPECT_NEAR(pred("broadcast.nccl", 2 * kMiB),
+              p.tables.at("nccl.p2p.simple.graph.uni.n100").time(double(2 * kMiB)).value, 1e-12);
+  // The rings' steps slower than send/recv's halves: all-gather's copy-and-send pays the difference.
+  p.tables["bidir.step.p2p"] = line_table(3e-6, 300e9);
+  p.tables["bidir.step.copysend.g24"] = line_table(3e-6, 200e9);
+  Simulator sim2(t, p);
+  const double S2 = double(8 * kMiB) / 2;
+  EXPECT_NEAR(predict_exec_path(sim2, "allgather.nccl", args2(8 * kMiB), nccl).result.time.value,
+              s_bi.time(S2).value + (p.tables.at("bidir.step.copysend.g24").size_part(S2).value -
+                                     p.tables.at("bidir.step.p2p").size_part(S2).value),
+              1e-12);
+}
+
 TEST(ExecPaths, ProfileTablesRoundTrip) {
   const topo::Topology t = topo::load_topology("h200x2");
   const model::ModelParams p = test_params(t);
@@ -527,4 +733,31 @@ TEST(ExecPaths, ProfileTablesRoundTrip) {
 }
 
 }  // namespace
+TEST(ExecPaths, FullMatmulAtTheRestedRateWhereMeasured) {
+  const topo::Topology t = topo::load_topology("h200x2");
+  model::ModelParams p = test_params(t);
+  // Back to back: 600 TFLOP/s; after a rest: 700, measured from 1e11 FLOPs on.
+  model::PathTable mm, rested;
+  for (double f : {1e9, 1e10, 1e11, 1e12}) mm.points.push_back({int64_t(f), f / 600e12});
+  for (double f : {1e11, 1e12}) rested.points.push_back({int64_t(f), f / 700e12});
+  p.tables["matmul.half"] = mm;
+  p.tables["matmul.half.rested"] = rested;
+  Simulator sim(t, p);
+  auto time = [&](const char* algo, int64_t m, int64_t k, int64_t n) {
+    AlgoArgs a;
+    a.nranks = 2;
+    a.dtype = DType::f16;
+    a.shape = {m, k, n};
+    a.count = 2 * m * k;  // the gathered A, (m D) x k
+    return predict_exec_path(sim, algo, a, parse_exec_note("", algo)).result.time.value;
+  };
+  const double full = 2.0 * 8192 * 8192 * 8192, shard = 2.0 * 4096 * 8192 * 8192;
+  EXPECT_NEAR(time("matmul.cublas_full", 4096, 8192, 8192), full / 700e12, 1e-9);
+  // The shards follow the full product: back to back.
+  EXPECT_NEAR(time("matmul.cublas_shard_x2", 4096, 8192, 8192), 2 * shard / 600e12, 1e-9);
+  // A full product below the rested table's smallest: the back-to-back rate.
+  const double small = 2.0 * 2048 * 1024 * 1024;
+  EXPECT_NEAR(time("matmul.cublas_full", 1024, 1024, 1024), small / 600e12, 1e-9);
+}
+
 }  // namespace cclab::sim
