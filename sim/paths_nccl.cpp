@@ -79,7 +79,8 @@ std::optional<RingStepExtra> ring_step_extra(const model::ModelParams& P, std::s
     return RingStepExtra{std::max(1.0, *cs / *sd), 0.0};
   }
   if (coll == "allreduce") {
-    auto a = part("bidir.step.send.g24", S / 2), b = part("bidir.step.rrcs.g24", S / 2), p2p = part("bidir.step.p2p", S);
+    auto a = part("bidir.step.send.g24", S / 2), b = part("bidir.step.rrcs.g24", S / 2),
+         p2p = part("bidir.step.p2p", S);
     if (!a || !b || !p2p) return std::nullopt;
     how += " + (bidir.step.send.g24(S/2) + bidir.step.rrcs.g24(S/2) - bidir.step.p2p(S))";
     return RingStepExtra{1.0, std::max(0.0, *a + *b - *p2p)};
