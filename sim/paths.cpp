@@ -407,10 +407,13 @@ SimResult run_general(Simulator& sim, const Schedule& schedule, std::string* how
   // plans, a copy and a kernel stream per GPU with kernel -> copy rounds crossing the GPUs, against their
   // nodes; linear beyond), per iteration at least that launch time / iterations plus one iteration of work.
   // (The unheld replays of those graphs less their held ones are no measure of it: the held ones ran
-  // slower than the unheld at 480 nodes in s7a.)
+  // slower than the unheld at 480 nodes in s7a.) Only within the calibrated node counts, not extrapolated:
+  // past 1280 nodes the microbenchmark's graphs stop resembling the plans (s8b: 8.5 ms to launch 2560 nodes
+  // of them, where the tree's whole 2560-node replay at 32 MiB takes 4.0 ms), and extending s8a's line
+  // from 640 -> 1280 nodes priced that tree +38%.
   const int64_t nodes = int64_t(s.ops.size()) * kGraphIters;
   const model::PathTable* launch_t = table(P, "xchain.launch_unheld");
-  if (nodes > kHoldNodes && launch_t && !launch_t->points.empty()) {
+  if (nodes > kHoldNodes && launch_t && !launch_t->points.empty() && nodes <= launch_t->points.back().first) {
     const double bound = (launch_t->time(double(nodes)).value + r.time.value) / kGraphIters;
     const double extra = std::max(0.0, bound - r.time.value);
     r.time = r.time + Seconds(extra);

@@ -157,6 +157,11 @@ TEST(ExecPaths, GeneralPathsOverTheHoldLimitAreBoundByTheHostsLaunch) {
   // 16 MiB: 1280 nodes; 4 MiB: 320 nodes, held: unchanged whatever its launch takes.
   EXPECT_NEAR(time(after, 16 * kMiB), std::max(mid0, (4000e-6 + mid0) / 20), 1e-9);
   EXPECT_DOUBLE_EQ(time(after, 4 * kMiB), small0);
+  // 32 MiB: 2560 nodes, past the calibrated 1280: not extrapolated (the work alone).
+  model::ModelParams no_launch = p;
+  no_launch.tables.erase("xchain.launch_unheld");
+  Simulator work_only(t, no_launch);
+  EXPECT_DOUBLE_EQ(time(after, 32 * kMiB), time(work_only, 32 * kMiB));
   // A launch shorter than the work bounds nothing.
   launch.points = {{320, 10e-6}, {1280, 20e-6}};
   p.tables["xchain.launch_unheld"] = launch;
