@@ -12,6 +12,9 @@ namespace cclab::exec {
 using namespace bidir;
 using dev::Acc;
 using dev::Elem;
+using dev::has_sentinel;
+using dev::unsentinel;
+using dev::unsentinel_word;
 
 namespace {
 
@@ -446,31 +449,6 @@ __global__ void __launch_bounds__(512, 2) push_kernel(BidirArgs a) {
 // Peers never read our input: in place needs no more than each thread reading its vectors before
 // writing them. Every CTA polls data the same CTA of each peer stores: the grid stays resident.
 
-template <typename T>
-__device__ __forceinline__ bool has_sentinel(const uint4& v) {
-  const uint32_t w[4] = {v.x, v.y, v.z, v.w};
-  bool any = false;
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    if constexpr (sizeof(T) == 4)
-      any |= w[i] == 0xFFFFFFFFu;
-    else
-      any |= (w[i] & 0xFFFFu) == 0xFFFFu || (w[i] >> 16) == 0xFFFFu;
-  }
-  return any;
-}
-// The sentinel's NaN pattern becomes another NaN (sign bit cleared).
-template <typename T>
-__device__ __forceinline__ uint32_t unsentinel_word(uint32_t w) {
-  if constexpr (sizeof(T) == 4) return w == 0xFFFFFFFFu ? 0x7FFFFFFFu : w;
-  if ((w & 0xFFFFu) == 0xFFFFu) w = (w & 0xFFFF0000u) | 0x7FFFu;
-  if ((w >> 16) == 0xFFFFu) w = (w & 0xFFFFu) | 0x7FFF0000u;
-  return w;
-}
-template <typename T>
-__device__ __forceinline__ uint4 unsentinel(uint4 v) {
-  return make_uint4(unsentinel_word<T>(v.x), unsentinel_word<T>(v.y), unsentinel_word<T>(v.z), unsentinel_word<T>(v.w));
-}
 // Polls one received vector until no element is the sentinel; false (error recorded) on timeout.
 template <typename T>
 __device__ __forceinline__ bool receive_vec(const BidirArgs& a, const uint4* p, int block, int64_t at, uint4& v) {

@@ -156,4 +156,32 @@ cudaError_t launch_pdl(void (*kernel)(Params...), int blocks, int threads, cudaS
   return cudaLaunchKernelEx(&cfg, kernel, args...);
 }
 
+// The lamport mode's sentinel (all bits set: a NaN in float, half and bfloat16), element by element: whether a
+// received vector still holds it anywhere, and a sent value's NaN pattern made another NaN (sign bit cleared).
+// Here so that calibration's lamport loop (exec/microbench_bidir.cu) runs the kernel's own checks.
+template <typename T>
+__device__ __forceinline__ bool has_sentinel(const uint4& v) {
+  const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+  bool any = false;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    if constexpr (sizeof(T) == 4)
+      any |= w[i] == 0xFFFFFFFFu;
+    else
+      any |= (w[i] & 0xFFFFu) == 0xFFFFu || (w[i] >> 16) == 0xFFFFu;
+  }
+  return any;
+}
+// The sentinel's NaN pattern becomes another NaN (sign bit cleared).
+template <typename T>
+__device__ __forceinline__ uint32_t unsentinel_word(uint32_t w) {
+  if constexpr (sizeof(T) == 4) return w == 0xFFFFFFFFu ? 0x7FFFFFFFu : w;
+  if ((w & 0xFFFFu) == 0xFFFFu) w = (w & 0xFFFF0000u) | 0x7FFFu;
+  if ((w >> 16) == 0xFFFFu) w = (w & 0xFFFFu) | 0x7FFF0000u;
+  return w;
+}
+template <typename T>
+__device__ __forceinline__ uint4 unsentinel(uint4 v) {
+  return make_uint4(unsentinel_word<T>(v.x), unsentinel_word<T>(v.y), unsentinel_word<T>(v.z), unsentinel_word<T>(v.w));
+}
 }  // namespace cclab::exec::dev

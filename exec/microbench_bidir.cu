@@ -62,6 +62,7 @@
 #include <cmath>
 #include <cstdio>
 #include <sstream>
+#include <type_traits>
 
 #include "exec/cuda_check.hpp"
 #include "exec/device_util.cuh"
@@ -252,6 +253,23 @@ __global__ void __launch_bounds__(kPullThreads) k_pull_args(RankArgs a) {
                     reinterpret_cast<const uint4*>(a.in[r]), [me] { atomicExch(&me->err, 1); });
 }
 
+// The push kernel's reduction of one tile as it runs (exec/bidir.cu push_kernel): per vector the own input and
+// each arrived one widened to float and added (dev::Acc), narrowed back (bidir.push.kernelloop.<element>.n100).
+template <typename T>
+__device__ __forceinline__ void push_reduce_tile(const uint4* own_alias, const uint4* recv, uint4* out_alias,
+                                                 int64_t base, int H, int64_t nvec, int sources) {
+#pragma unroll
+  for (int u = 0; u < kPushUnroll; ++u) {
+    const int64_t v = base + int64_t(u) * H;
+    if (v < nvec) {
+      dev::Acc<T> acc;
+      acc.load(__ldcg(own_alias + v));
+      for (int jj = 1; jj < sources; ++jj) acc.template add<RedOp::sum>(__ldcg(recv + v));
+      out_alias[v] = acc.store(1.f);
+    }
+  }
+}
+
 // One-shot push with a release flag per tile (the push kernel's transfer, no reduction). Receive buffers
 // alternate by launch parity, as the push kernel's do.
 // With `own_operand` (bidir.push.own.n100), the consumers add their own input's vector to each received one
@@ -295,7 +313,12 @@ __global__ void __launch_bounds__(kPushThreads, 2)
       bar(2, H);
       if (abort_s) break;
       const int64_t base = (b + j * G) * tile + t;
-      if (own_operand == 2) {
+      if (own_operand >= 3) {  // 3: float, 4: bfloat16
+        if (own_operand == 3)
+          push_reduce_tile<float>(own_alias, my_recv + par, out_alias, base, H, nvec, sources);
+        else
+          push_reduce_tile<__nv_bfloat16>(own_alias, my_recv + par, out_alias, base, H, nvec, sources);
+      } else if (own_operand == 2) {
         // bidir.push.ownloop.n100: the push kernel's reduction loop (the peers in an inner loop of a run-time
         // count, pointers not known to be distinct from the output: no load before the last vector's store).
 #pragma unroll
@@ -571,8 +594,10 @@ __global__ void __launch_bounds__(512)
 // iteration issued before any is used (the own vectors of tile k to send, the own vectors of tile k - D read
 // again to reduce, one load of each received vector), then the sends; a received vector still holding the
 // sentinel is polled until it has arrived; then the slot is reset and the arrived vector added (integer
-// lanes) to the own one and stored.
-template <int U>
+// lanes) to the own one and stored. With an element type T (bidir.lamport.t256.kernelloop.<element>.n100)
+// as the kernel runs it for T: the sent vectors' sentinel patterns rewritten, arrival checked element by
+// element, the reduction in float (dev::Acc).
+template <int U, typename T = void>
 __global__ void __launch_bounds__(512)
     k_lamport_own(const uint4* __restrict__ own, uint4* peer_buf, uint4* my_buf, int64_t stride_vec,
                   uint4* __restrict__ out, int64_t nvec, int D, Ctl* me) {
@@ -583,7 +608,12 @@ __global__ void __launch_bounds__(512)
   const int64_t tile = int64_t(U) * W, tiles = (nvec + tile - 1) / tile;
   const int64_t J = tiles > b ? (tiles - b + G - 1) / G : 0;
   const uint4 sentinel = make_uint4(~0u, ~0u, ~0u, ~0u);
-  auto arrived = [](const uint4& x) { return x.x != ~0u && x.y != ~0u && x.z != ~0u && x.w != ~0u; };
+  auto arrived = [](const uint4& x) {
+    if constexpr (std::is_void_v<T>)
+      return x.x != ~0u && x.y != ~0u && x.z != ~0u && x.w != ~0u;
+    else
+      return !dev::has_sentinel<T>(x);
+  };
   for (int64_t k = 0; k < J + D; ++k) {
     const bool send = k < J, recv = k >= D;
     const int64_t sbase = (b + k * G) * tile + t, rbase = (b + (k - D) * G) * tile + t;
@@ -599,7 +629,11 @@ __global__ void __launch_bounds__(512)
 #pragma unroll
       for (int u = 0; u < U; ++u) {
         const int64_t v = sbase + int64_t(u) * W;
-        if (v < nvec) __stcg(peer_buf + par + v, mine[u]);
+        if constexpr (std::is_void_v<T>) {
+          if (v < nvec) __stcg(peer_buf + par + v, mine[u]);
+        } else {
+          if (v < nvec) __stcg(peer_buf + par + v, dev::unsentinel<T>(mine[u]));
+        }
       }
     }
     if (recv) {
@@ -618,7 +652,14 @@ __global__ void __launch_bounds__(512)
           x = dev::ld_volatile_v4(src);
         }
         __stcg(src, sentinel);
-        out[v] = add_lanes(keep[u], x);
+        if constexpr (std::is_void_v<T>) {
+          out[v] = add_lanes(keep[u], x);
+        } else {
+          dev::Acc<T> acc;
+          acc.load(keep[u]);
+          acc.template add<RedOp::sum>(x);
+          out[v] = acc.store(1.f);
+        }
       }
     }
   }
@@ -1084,6 +1125,9 @@ void BidirBench::run() {
               "in per-GPU graphs of 20, replayed as the harness does (bytes per direction)" +
               (own == 1   ? own_note
                : own == 2 ? push_loop_note
+               : own >= 3 ? std::string("; the arrived bytes reduced with the GPU's own input's in the push kernel's "
+                                        "loop (float conversion and add, as dev::Acc): ") +
+                                (own == 3 ? "float" : "bfloat16") + " elements"
                           : std::string()),
           max_bytes, [&, cap, own](int g, cudaStream_t st, int64_t b) {
             const int64_t nvec = std::max<int64_t>(1, b / 16), tile = int64_t(kPushThreads / 2) * kPushUnroll;
@@ -1278,6 +1322,24 @@ void BidirBench::run() {
                        reinterpret_cast<uint4*>(s_[1 - g].recv), reinterpret_cast<uint4*>(s_[g].recv), max_ / 16,
                        reinterpret_cast<uint4*>(s_[g].out), nvec, kLamportAhead, s_[g].ctl);
           });
+    // The same loop as the kernel runs it by element type: the records' half / bfloat16 rows run 0.2-0.4 us
+    // slower than float at 2-32 KiB (s8a), which integer lanes cannot show.
+    for (const char* el : {"float", "bfloat16"}) {
+      const bool f32 = std::string(el) == "float";
+      sweep(std::string("bidir.lamport.t256.kernelloop.") + el + ".n100",
+            std::string("the bidir.lamport.t256.own.n100 loop as the lamport kernel runs it for ") + el +
+                " elements: the sent vectors' sentinel patterns rewritten, arrival checked element by element, the "
+                "reduction in float (dev::Acc); PDL launches in per-GPU graphs, replayed as the harness does (bytes "
+                "per direction)",
+            record_max, [&, f32](int g, cudaStream_t st, int64_t b) {
+              const int64_t nvec = (b + 15) / 16, tile = int64_t(256) * 2;
+              const int G = int(std::clamp<int64_t>((nvec + tile - 1) / tile, 1, std::min(sms, kMaxCtas)));
+              auto k = f32 ? k_lamport_own<2, float> : k_lamport_own<2, __nv_bfloat16>;
+              launch_pdl(k, G, 256, st, reinterpret_cast<const uint4*>(s_[g].in),
+                         reinterpret_cast<uint4*>(s_[1 - g].recv), reinterpret_cast<uint4*>(s_[g].recv), max_ / 16,
+                         reinterpret_cast<uint4*>(s_[g].out), nvec, kLamportAhead, s_[g].ctl);
+            });
+    }
   };
   iters_ = kIters;
   bench_nccl();
@@ -1285,6 +1347,10 @@ void BidirBench::run() {
   // reduction loops, then lamport's loop on receive buffers reset to the sentinel.
   iters_ = kRecordIters;
   push("bidir.push.ownloop.n100", 0, record_max, 2);
+  // The push kernel's loop by element type: the records' half / bfloat16 rows run 0.9 us slower than float from
+  // 32 KiB (s8a), which integer adds cannot show.
+  push("bidir.push.kernelloop.float.n100", 0, record_max, 3);
+  push("bidir.push.kernelloop.bfloat16.n100", 0, record_max, 4);
   if (ring_fits) ring("bidir.ring.ownloop.n100", record_max, 2);
   for (Side& sd : s_) {
     CCLAB_CUDA(cudaSetDevice(sd.dev));

@@ -282,6 +282,9 @@ const std::vector<std::string>& bench_names() {
           "bidir.ring.ownloop.n100", "bidir.push.ownloop.n100",
           // the stream kernel's reduction loop itself (address arithmetic per vector, float / bfloat16 conversions)
           "bidir.ring.kernelloop.float.n100", "bidir.ring.kernelloop.bfloat16.n100",
+          // the push kernel's reduction loop itself, by element type
+          "bidir.push.kernelloop.float.n100", "bidir.push.kernelloop.bfloat16.n100",
+          "bidir.lamport.t256.kernelloop.float.n100", "bidir.lamport.t256.kernelloop.bfloat16.n100",
           // the sparse all-reduce's local pieces (exec/microbench_sparse.cu)
           "sparse.coalesce.wall", "sparse.coalesce.issue", "sparse.sort_unique.wall", "sparse.sort_unique.issue",
           "sparse.segment_sum", "sparse.match", "sparse.fill_rows", "sparse.fill.issue", "sparse.copy.issue",

@@ -330,6 +330,8 @@ Seconds bidir_kernel_time(const model::ModelParams& P, const ExecPath& path, int
   // Before those, a .kernelloop.<element> series where measured (stream's: its loop as the kernel runs it, the
   // slot's address computed per vector and the elements widened to float; half takes bfloat16's): the records'
   // time moves with the element type (stream bfloat16 1.2-1.4 x float from 32 KiB), which integer adds cannot show.
+  // push and lamport have theirs too (push: 16-bit rows 0.9 us over float from 32 KiB on s8a; lamport: its
+  // sentinel checks and rewrites element by element).
   std::string own_name = base + ".kernelloop." + (dtype_size(dtype) == 4 ? "float" : "bfloat16") + kRecordSuffix;
   if (!P.table(own_name)) own_name = base + ".ownloop" + kRecordSuffix;
   if (!P.table(own_name)) own_name = base + ".own" + kRecordSuffix;

@@ -244,6 +244,33 @@ TEST(BidirModel, StreamsOwnLoopByElementType) {
   EXPECT_GT(predict(DType::bf16), predict(DType::f32));
 }
 
+// The push kernel's reduction loop by element type where measured (bidir.push.kernelloop.<element>.n100),
+// before its integer loop (bidir.push.ownloop.n100).
+TEST(BidirModel, PushReductionLoopByElementType) {
+  const topo::Topology t = topo::load_topology("h200x2");
+  model::ModelParams p = params_with_bidir_series(t);
+  p.tables["bidir.push.n100"] = line_table(4e-6, 200e9, 64 * kMiB);
+  p.tables["bidir.push.ownloop.n100"] = line_table(4.2e-6, 180e9, 64 * kMiB);
+  const std::string note = "mode=push threads=512 unroll=4 pdl grid=8";
+  auto predict = [&](DType dt) {
+    Simulator sim(t, p);
+    ExecPath path = parse_exec_note(note, "allreduce.bidir.push");
+    path.iters = 100;
+    path.note = note;
+    AlgoArgs a = args2(128 * 1024);
+    a.dtype = dt;
+    a.count = 128 * 1024 / dtype_size(dt);
+    return predict_exec_path(sim, "allreduce.bidir.push", a, path).result.time.value;
+  };
+  const double integer_loop = predict(DType::f16);
+  EXPECT_DOUBLE_EQ(predict(DType::f32), integer_loop);
+  p.tables["bidir.push.kernelloop.float.n100"] = line_table(4.3e-6, 180e9, 64 * kMiB);
+  p.tables["bidir.push.kernelloop.bfloat16.n100"] = line_table(5.2e-6, 180e9, 64 * kMiB);
+  EXPECT_NEAR(predict(DType::f32) - integer_loop, 0.1e-6, 1e-9);
+  EXPECT_NEAR(predict(DType::f16) - integer_loop, 1.0e-6, 1e-9);
+  EXPECT_NEAR(predict(DType::bf16) - integer_loop, 1.0e-6, 1e-9);
+}
+
 TEST(BidirModel, TheArgumentBlocksCostByThreadsLaunched) {
   const topo::Topology t = topo::load_topology("h200x2");
   model::ModelParams p = params_with_bidir_series(t);
