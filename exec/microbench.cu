@@ -1676,15 +1676,19 @@ void Bench::bench_graph_held() {
     if (blocked) os << ", " << blocked << " launches blocked behind the hold";
     log(os.str());
   };
+  // The fork of both chains: GPU0's origin stream to the first `streams` extra streams of each GPU.
+  auto fork_both = [&](cudaStream_t o, int streams) {
+    CCLAB_CUDA(cudaSetDevice(g0.dev));
+    CCLAB_CUDA(cudaEventRecord(fork0, o));
+    for (int g = 0; g < 2; ++g) {
+      CCLAB_CUDA(cudaSetDevice(gpus_[size_t(g)].dev));
+      for (int x = 0; x < streams; ++x) CCLAB_CUDA(cudaStreamWaitEvent(extra[g][x], fork0, 0));
+    }
+  };
   for (int k : {16, 24, 32, 64}) {
     if (over_budget()) break;
     auto chain = [&, k](cudaStream_t o) {
-      CCLAB_CUDA(cudaSetDevice(g0.dev));
-      CCLAB_CUDA(cudaEventRecord(fork0, o));
-      for (int g = 0; g < 2; ++g) {
-        CCLAB_CUDA(cudaSetDevice(gpus_[size_t(g)].dev));
-        CCLAB_CUDA(cudaStreamWaitEvent(extra[g][0], fork0, 0));
-      }
+      fork_both(o, 1);
       for (int j = 0; j < k / 2; ++j)
         for (int g = 0; g < 2; ++g) {
           Gpu& me = gpus_[size_t(g)];
@@ -1717,13 +1721,7 @@ void Bench::bench_graph_held() {
     if (over_budget()) break;
     cudaEvent_t ek[2] = {joins[0][1], joins[1][1]}, ec[2] = {joins[0][2], joins[1][2]};
     auto xchain = [&, k](cudaStream_t o) {
-      CCLAB_CUDA(cudaSetDevice(g0.dev));
-      CCLAB_CUDA(cudaEventRecord(fork0, o));
-      for (int g = 0; g < 2; ++g) {
-        CCLAB_CUDA(cudaSetDevice(gpus_[size_t(g)].dev));
-        CCLAB_CUDA(cudaStreamWaitEvent(extra[g][0], fork0, 0));
-        CCLAB_CUDA(cudaStreamWaitEvent(extra[g][1], fork0, 0));
-      }
+      fork_both(o, 2);
       for (int r = 0; r < k / 4; ++r)
         for (int g = 0; g < 2; ++g) {
           Gpu& me = gpus_[size_t(g)];
