@@ -1714,45 +1714,52 @@ void Bench::bench_graph_held() {
                  "empty kernels alternating), join");
     }
   }
-  // The same node counts in the shape of a 2-rank tree all-reduce's plan (a copy and a kernel stream per
-  // GPU, 32 ops on 4 streams and 16 cross-stream events per iteration at 8 MiB): per round and GPU an empty
-  // kernel waiting for the other GPU's last copy, then an 8-byte peer copy on the copy stream waiting for it.
-  for (int k : {16, 24, 32, 64}) {
-    if (over_budget()) break;
-    cudaEvent_t ek[2] = {joins[0][1], joins[1][1]}, ec[2] = {joins[0][2], joins[1][2]};
-    auto xchain = [&, k](cudaStream_t o) {
-      fork_both(o, 2);
-      for (int r = 0; r < k / 4; ++r)
+  // The same node counts with a copy and a kernel stream per GPU: per round and GPU an empty kernel, then an
+  // 8-byte peer copy on the copy stream waiting for it. xchain: each round's kernel also waits for the other
+  // GPU's last copy (plans whose ops wait on the other GPU's, as the copy-mode all-reduce's). lchain: no wait
+  // across the GPUs (a 2-rank tree all-reduce's plan: 32 ops on 4 streams at 8 MiB, each put waiting for its
+  // own GPU's reduction), unheld only, at 640 and 1280 nodes: s8d launched xchain's 1280 nodes in 4.2 ms where
+  // the tree's own 1280-node replay took 2.9 ms.
+  for (const bool cross : {true, false})
+    for (int k : {16, 24, 32, 64}) {
+      if (over_budget()) break;
+      if (!cross && k < 32) continue;
+      cudaEvent_t ek[2] = {joins[0][1], joins[1][1]}, ec[2] = {joins[0][2], joins[1][2]};
+      auto rounds = [&, k, cross](cudaStream_t o) {
+        fork_both(o, 2);
+        for (int r = 0; r < k / 4; ++r)
+          for (int g = 0; g < 2; ++g) {
+            Gpu& me = gpus_[size_t(g)];
+            Gpu& peer = gpus_[size_t(1 - g)];
+            CCLAB_CUDA(cudaSetDevice(me.dev));
+            if (cross && r > 0) CCLAB_CUDA(cudaStreamWaitEvent(extra[g][1], ec[1 - g], 0));
+            k_empty<<<1, 32, 0, extra[g][1]>>>();
+            CCLAB_CUDA_LAUNCHED();
+            CCLAB_CUDA(cudaEventRecord(ek[g], extra[g][1]));
+            CCLAB_CUDA(cudaStreamWaitEvent(extra[g][0], ek[g], 0));
+            copy(extra[g][0], peer.buf[1] + 64 * (r % 64), me.buf[0], 8);
+            CCLAB_CUDA(cudaEventRecord(ec[g], extra[g][0]));
+          }
         for (int g = 0; g < 2; ++g) {
-          Gpu& me = gpus_[size_t(g)];
-          Gpu& peer = gpus_[size_t(1 - g)];
-          CCLAB_CUDA(cudaSetDevice(me.dev));
-          if (r > 0) CCLAB_CUDA(cudaStreamWaitEvent(extra[g][1], ec[1 - g], 0));
-          k_empty<<<1, 32, 0, extra[g][1]>>>();
-          CCLAB_CUDA_LAUNCHED();
+          CCLAB_CUDA(cudaSetDevice(gpus_[size_t(g)].dev));
+          CCLAB_CUDA(cudaEventRecord(joins[g][0], extra[g][0]));
           CCLAB_CUDA(cudaEventRecord(ek[g], extra[g][1]));
-          CCLAB_CUDA(cudaStreamWaitEvent(extra[g][0], ek[g], 0));
-          copy(extra[g][0], peer.buf[1] + 64 * (r % 64), me.buf[0], 8);
-          CCLAB_CUDA(cudaEventRecord(ec[g], extra[g][0]));
         }
-      for (int g = 0; g < 2; ++g) {
-        CCLAB_CUDA(cudaSetDevice(gpus_[size_t(g)].dev));
-        CCLAB_CUDA(cudaEventRecord(joins[g][0], extra[g][0]));
-        CCLAB_CUDA(cudaEventRecord(ek[g], extra[g][1]));
+        CCLAB_CUDA(cudaSetDevice(g0.dev));
+        for (int g = 0; g < 2; ++g) {
+          CCLAB_CUDA(cudaStreamWaitEvent(o, joins[g][0], 0));
+          CCLAB_CUDA(cudaStreamWaitEvent(o, ek[g], 0));
+        }
+      };
+      for (bool hold : {true, false}) {
+        if (hold && (k > 24 || !cross)) continue;
+        graph_pair(cross ? "xchain" : "lchain", k, rounds, hold,
+                   std::string("20 iterations of a fork to a copy and a kernel stream on each GPU, k/4 rounds of (per "
+                               "GPU) an empty kernel") +
+                       (cross ? " waiting for the other GPU's last copy" : "") +
+                       ", then an 8-byte peer copy waiting for it, join");
       }
-      CCLAB_CUDA(cudaSetDevice(g0.dev));
-      for (int g = 0; g < 2; ++g) {
-        CCLAB_CUDA(cudaStreamWaitEvent(o, joins[g][0], 0));
-        CCLAB_CUDA(cudaStreamWaitEvent(o, ek[g], 0));
-      }
-    };
-    for (bool hold : {true, false}) {
-      if (hold && k > 24) continue;
-      graph_pair("xchain", k, xchain, hold,
-                 "20 iterations of a fork to a copy and a kernel stream on each GPU, k/4 rounds of (per GPU) an "
-                 "empty kernel waiting for the other GPU's last copy, then an 8-byte peer copy waiting for it, join");
     }
-  }
   for (auto& [name, t] : tables) res_.series.push_back(std::move(t));
 }
 

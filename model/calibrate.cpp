@@ -260,10 +260,12 @@ const std::vector<std::string>& bench_names() {
       v.push_back(std::string("graph.held.") + f);
       v.push_back(std::string("graph.launch.") + f);
     }
-    // graphs of 20 iterations of k nodes (replay.unheld's shape: chain; a tree all-reduce's plan's: xchain),
-    // held (up to the hold's 512 nodes), unheld, and the host's launch call, against the nodes per replay
+    // graphs of 20 iterations of k nodes (replay.unheld's shape: chain; a copy and a kernel stream per GPU with
+    // waits across the GPUs: xchain, without: lchain), held (up to the hold's 512 nodes), unheld, and the host's
+    // launch call, against the nodes per replay
     for (const char* shape : {"chain.", "xchain."})
       for (const char* what : {"held", "unheld", "launch", "launch_unheld"}) v.push_back(std::string(shape) + what);
+    for (const char* what : {"unheld", "launch_unheld"}) v.push_back(std::string("lchain.") + what);
     // the bidir kernels' transfers and NCCL send/recv under graph replay (exec/microbench_bidir.cu)
     for (const char* b :
          {"bidir.pull", "bidir.pull.u2", "bidir.pull.u8", "bidir.pull.u2.g66", "bidir.push", "bidir.push.g132",
@@ -481,7 +483,8 @@ Calibration calibrate(const MicroMeasurements& m) {
       // hardly grows, two shapes) must not cost the rest of the calibration.
       if (starts_with(s.name, "sparse.") || starts_with(s.name, "fused.prog.") || starts_with(s.name, "held.") ||
           s.name == "copy.local.graph.cold" || starts_with(s.name, "chain.") || starts_with(s.name, "xchain.") ||
-          s.name.find(".ce_both") != std::string::npos || s.name.find(".rested") != std::string::npos)
+          starts_with(s.name, "lchain.") || s.name.find(".ce_both") != std::string::npos ||
+          s.name.find(".rested") != std::string::npos)
         continue;
       throw_input("series '" + s.name + "': " + e.what());
     }

@@ -411,8 +411,17 @@ SimResult run_general(Simulator& sim, const Schedule& schedule, std::string* how
   // past 1280 nodes the microbenchmark's graphs stop resembling the plans (s8b: 8.5 ms to launch 2560 nodes
   // of them, where the tree's whole 2560-node replay at 32 MiB takes 4.0 ms), and extending s8a's line
   // from 640 -> 1280 nodes priced that tree +38%.
+  // Plans none of whose ops waits on another GPU's (the tree: each put waits for its own GPU's reduction)
+  // take the graphs of that shape (lchain) where calibrated: their launch is cheaper than xchain's, whose
+  // rounds wait across the GPUs (s8d: 1280 nodes launched in 4.2 ms, the tree's own replay took 2.9).
+  bool waits_across = false;
+  for (const Op& op : s.ops)
+    for (OpId d : s.deps(op))
+      if (s.ops[size_t(d)].rank != op.rank) waits_across = true;
   const int64_t nodes = int64_t(s.ops.size()) * kGraphIters;
-  const model::PathTable* launch_t = table(P, "xchain.launch_unheld");
+  const model::PathTable* launch_t = !waits_across && table(P, "lchain.launch_unheld")
+                                         ? table(P, "lchain.launch_unheld")
+                                         : table(P, "xchain.launch_unheld");
   if (nodes > kHoldNodes && launch_t && !launch_t->points.empty() && nodes <= launch_t->points.back().first) {
     const double bound = (launch_t->time(double(nodes)).value + r.time.value) / kGraphIters;
     const double extra = std::max(0.0, bound - r.time.value);
