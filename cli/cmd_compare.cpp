@@ -130,10 +130,22 @@ int cmd_compare(const Argv& argv) {
   std::printf("# error = (predicted - measured) / measured time; |error| over the sizes of each algorithm\n");
   std::printf("# %-30s %5s %5s %8s %8s %8s %11s %8s  %s\n", "algorithm", "ranks", "sizes", "median", "geomean", "max",
               "worst size", "at worst", "goals");
+  // Which goals an algorithm misses, so that a reader sees at once whether one size or the bulk is off.
+  auto verdict = [&](const sim::ErrorSummary& s) {
+    if (s.goals_met) return std::string("met");
+    std::string why;
+    auto add = [&](bool over, const char* what) {
+      if (over) why += (why.empty() ? "" : ", ") + std::string(what);
+    };
+    add(s.median > goals.median, "median");
+    add(s.geomean > goals.geomean, "geomean");
+    add(s.max > goals.max, "max");
+    return "NOT met" + (why.empty() ? std::string() : " (" + why + ")");
+  };
   for (const auto& s : c.per_algo)
     std::printf("  %-30s %5d %5d %8s %8s %8s %11s %+7.1f%%  %s\n", s.algo.c_str(), s.ranks, s.sizes,
                 pct(s.median).c_str(), pct(s.geomean).c_str(), pct(s.max).c_str(), size_text(s.worst_bytes).c_str(),
-                100 * s.worst_error, s.goals_met ? "met" : "NOT met");
+                100 * s.worst_error, verdict(s).c_str());
   int met = 0;
   std::string missed;
   for (const auto& s : c.per_algo) {
