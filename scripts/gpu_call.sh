@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# One device call on the 2 x H200 machine (kind nvidia-h200-x2) that builds once and runs the named steps, so
+# that a profile and the records it is compared with come from one machine (the host's launch times move
+# 20-30% between calls: exec/NOTES.md, session 8). Here, before the call (the device gets the working tree;
+# .carry/ is ignored, so it travels as a carried path):
+#   rm -rf .carry/src && mkdir -p .carry/src && git archive HEAD | tar -x -C .carry/src &&
+#     git rev-parse --short=12 HEAD > .carry/commit && cp scripts/gpu_call.sh .carry/
+# then run, carrying [".carry"]:  bash .carry/gpu_call.sh <name> calib [measure] [mmsp] [<script>]
+# Steps: calib (scripts/calibrate.sh, ~55 s), measure (scripts/measure.sh, ~110 s), mmsp (scripts/gpu_mmsp.sh,
+# ~40 s), or the name of a script in .carry/ (run with the output folder; $W/bin/cclab is the build).
+# The build takes ~60-75 s. Everything lands in $OUT/<name>.tgz (unpack it here; publish with
+# scripts/publish_measure.sh <dir>/measure, profiles from <dir>/calib/profiles, scripts/mmsp_unpack.sh
+# <dir>/mmsp/records.txt).
+set -u
+name=${1:?call name}
+shift
+export NCCL_NVLS_ENABLE=0 # NVLink multicast stays off on the shared machines
+ROOT=$PWD
+cd .carry/src || exit 2
+export CCLAB_COMMIT=$(cat ../commit)
+W=$OUT/$name
+mkdir -p "$W"
+T0=$(date +%s)
+stamp() { echo "## [call $(($(date +%s) - T0)) s] $*" | tee -a "$W/call.log"; }
+stamp "build (commit $CCLAB_COMMIT)"
+cmake -S . -B build-measure -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DCCLAB_BENCH=OFF \
+  >"$W/build.log" 2>&1 &&
+  cmake --build build-measure -j "$(nproc)" --target cclab test_exec_gpu test_exec_cli test_exec_plan \
+    test_exec_mmsp_gpu >>"$W/build.log" 2>&1
+rc=$?
+stamp "build rc=$rc"
+if [ $rc -ne 0 ]; then
+  grep -E "error|FAILED" -A3 "$W/build.log" | head -40
+  tar czf "$OUT/$name.tgz" -C "$W" .
+  exit 1
+fi
+mkdir -p "$W/bin" && cp build-measure/cli/cclab build-measure/tests/exec/test_exec_* "$W/bin/" 2>/dev/null
+BIN=$W/bin
+for step in "$@"; do
+  case $step in
+    calib)
+      stamp calib
+      OUT=$W/calib LIMIT=280 BUDGET=200 BUILD=build-measure timeout 300 bash scripts/calibrate.sh >"$W/calib.out" 2>&1
+      stamp "calib rc=$?"
+      tail -5 "$W/calib.out"
+      ;;
+    measure)
+      stamp measure
+      OUT=$W/measure CCLAB_PREBUILT=$BIN timeout 420 bash scripts/measure.sh >"$W/measure.out" 2>&1
+      stamp "measure rc=$?"
+      tail -25 "$W/measure.out"
+      ;;
+    mmsp)
+      stamp mmsp
+      BIN=$BIN OUT=$W timeout 200 bash scripts/gpu_mmsp.sh >"$W/mmsp.out" 2>&1
+      stamp "mmsp rc=$?"
+      tail -12 "$W/mmsp.out"
+      ;;
+    *)
+      if [ -f "$ROOT/.carry/$step.sh" ]; then
+        stamp "$step"
+        CCLAB=$BIN/cclab bash "$ROOT/.carry/$step.sh" "$W" >"$W/$step.out" 2>&1
+        stamp "$step rc=$?"
+        tail -20 "$W/$step.out"
+      else
+        stamp "no step '$step'"
+      fi
+      ;;
+  esac
+done
+rm -rf "$W/bin"
+tar czf "$OUT/$name.tgz" -C "$W" .
+stamp packed
