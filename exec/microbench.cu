@@ -338,6 +338,54 @@ struct Lane {
   std::function<void()> op;
 };
 
+// A timing-free event on `dev`, kept in `owned` for the caller to destroy.
+cudaEvent_t new_event(int dev, std::vector<cudaEvent_t>& owned) {
+  CCLAB_CUDA(cudaSetDevice(dev));
+  cudaEvent_t e = nullptr;
+  CCLAB_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  owned.push_back(e);
+  return e;
+}
+
+// Destroys a captured graph and its instance (either may still be null) when the scope ends.
+struct FreeGraph {
+  cudaGraph_t* g;
+  cudaGraphExec_t* e;
+  ~FreeGraph() {
+    if (*e) cudaGraphExecDestroy(*e);
+    if (*g) cudaGraphDestroy(*g);
+  }
+};
+
+// The fork shape graph.fork_kinds / held.fork_both time, enqueued on GPU0's origin stream `o`: c 8-byte peer
+// copies and k empty kernels, each on a stream of its own on each of the two GPUs (extra[g][j]), joined back
+// (joins[g][j]). Streams and events come as the callers hold them (vectors or arrays).
+template <class Streams, class Events>
+void enqueue_fork_kinds(cudaStream_t o, const std::vector<Gpu>& gpus, cudaEvent_t fork, Streams& extra, Events& joins,
+                        int c, int k) {
+  CCLAB_CUDA(cudaSetDevice(gpus[0].dev));
+  CCLAB_CUDA(cudaEventRecord(fork, o));
+  for (int g = 0; g < 2; ++g) {
+    const Gpu& me = gpus[size_t(g)];
+    const Gpu& peer = gpus[size_t(1 - g)];
+    CCLAB_CUDA(cudaSetDevice(me.dev));
+    for (int j = 0; j < c + k; ++j) {
+      cudaStream_t x = extra[g][size_t(j)];
+      CCLAB_CUDA(cudaStreamWaitEvent(x, fork, 0));
+      if (j < c) {
+        CCLAB_CUDA(cudaMemcpyAsync(peer.buf[1] + 64 * j, me.buf[0] + 64 * j, 8, cudaMemcpyDeviceToDevice, x));
+      } else {
+        k_empty<<<1, 32, 0, x>>>();
+        CCLAB_CUDA_LAUNCHED();
+      }
+      CCLAB_CUDA(cudaEventRecord(joins[g][size_t(j)], x));
+    }
+  }
+  CCLAB_CUDA(cudaSetDevice(gpus[0].dev));
+  for (int g = 0; g < 2; ++g)
+    for (int j = 0; j < c + k; ++j) CCLAB_CUDA(cudaStreamWaitEvent(o, joins[g][size_t(j)], 0));
+}
+
 std::string read_driver_version() {
   std::ifstream f("/proc/driver/nvidia/version");
   std::string line;
@@ -866,13 +914,7 @@ void Bench::bench_graph() {
   Gpu& g1 = gpus_[1];
   log("CUDA graph nodes and edges (20 iterations per graph, as the executor replays schedules)");
   std::vector<cudaEvent_t> evs;
-  auto event = [&](int dev) {
-    CCLAB_CUDA(cudaSetDevice(dev));
-    cudaEvent_t e = nullptr;
-    CCLAB_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-    evs.push_back(e);
-    return e;
-  };
+  auto event = [&](int dev) { return new_event(dev, evs); };
   struct Free {
     std::vector<cudaEvent_t>& evs;
     ~Free() {
@@ -977,29 +1019,7 @@ void Bench::bench_graph() {
   // and one of kernels on each GPU (the general lowering puts reduce kernels and copies on streams of
   // their channels).
   auto fork_kinds = [&](int copies, int kernels) {
-    return [&, copies, kernels](cudaStream_t o) {
-      CCLAB_CUDA(cudaSetDevice(g0.dev));
-      CCLAB_CUDA(cudaEventRecord(fork0, o));
-      for (int g = 0; g < 2; ++g) {
-        Gpu& me = gpus_[size_t(g)];
-        Gpu& peer = gpus_[size_t(1 - g)];
-        CCLAB_CUDA(cudaSetDevice(me.dev));
-        for (int j = 0; j < copies + kernels; ++j) {
-          cudaStream_t x = extra[g][size_t(j)];
-          CCLAB_CUDA(cudaStreamWaitEvent(x, fork0, 0));
-          if (j < copies) {
-            copy8(x, peer.buf[1] + 64 * j, me.buf[0] + 64 * j);
-          } else {
-            k_empty<<<1, 32, 0, x>>>();
-            CCLAB_CUDA_LAUNCHED();
-          }
-          CCLAB_CUDA(cudaEventRecord(joins[g][size_t(j)], x));
-        }
-      }
-      CCLAB_CUDA(cudaSetDevice(g0.dev));
-      for (int g = 0; g < 2; ++g)
-        for (int j = 0; j < copies + kernels; ++j) CCLAB_CUDA(cudaStreamWaitEvent(o, joins[g][size_t(j)], 0));
-    };
+    return [&, copies, kernels](cudaStream_t o) { enqueue_fork_kinds(o, gpus_, fork0, extra, joins, copies, kernels); };
   };
   for (int k = 1; k <= kMaxForkStreams; ++k)
     series("graph.fork_kernels." + std::to_string(k),
@@ -1441,13 +1461,7 @@ void Bench::bench_graph_held() {
           if (x) cudaStreamDestroy(x);
     }
   } free_all{evs, extra};
-  auto event = [&](int dev) {
-    CCLAB_CUDA(cudaSetDevice(dev));
-    cudaEvent_t e = nullptr;
-    CCLAB_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-    evs.push_back(e);
-    return e;
-  };
+  auto event = [&](int dev) { return new_event(dev, evs); };
   const cudaEvent_t fork0 = event(g0.dev);
   for (int g = 0; g < 2; ++g)
     for (int j = 0; j < kStreams; ++j) {
@@ -1462,14 +1476,7 @@ void Bench::bench_graph_held() {
     CCLAB_CUDA(cudaSetDevice(g0.dev));
     cudaGraph_t graph = nullptr;
     cudaGraphExec_t exec = nullptr;
-    struct FreeGraph {
-      cudaGraph_t* g;
-      cudaGraphExec_t* e;
-      ~FreeGraph() {
-        if (*e) cudaGraphExecDestroy(*e);
-        if (*g) cudaGraphDestroy(*g);
-      }
-    } free_graph{&graph, &exec};
+    const FreeGraph free_graph{&graph, &exec};
     CCLAB_CUDA(cudaStreamBeginCapture(origin, cudaStreamCaptureModeThreadLocal));
     for (int i = 0; i < kIters; ++i) body(origin);
     CCLAB_CUDA(cudaSetDevice(g0.dev));
@@ -1537,27 +1544,7 @@ void Bench::bench_graph_held() {
   };
   // c 8-byte peer copies and k empty kernels on streams of their own on each GPU (as graph.fork_kinds).
   auto fork_kinds = [&](int c, int k) {
-    return [&, c, k](cudaStream_t o) {
-      CCLAB_CUDA(cudaSetDevice(g0.dev));
-      CCLAB_CUDA(cudaEventRecord(fork0, o));
-      for (int g = 0; g < 2; ++g) {
-        Gpu& me = gpus_[size_t(g)];
-        Gpu& peer = gpus_[size_t(1 - g)];
-        CCLAB_CUDA(cudaSetDevice(me.dev));
-        for (int j = 0; j < c + k; ++j) {
-          cudaStream_t x = extra[g][j];
-          CCLAB_CUDA(cudaStreamWaitEvent(x, fork0, 0));
-          if (j < c) {
-            copy(x, peer.buf[1] + 64 * j, me.buf[0] + 64 * j, 8);
-          } else {
-            k_empty<<<1, 32, 0, x>>>();
-            CCLAB_CUDA_LAUNCHED();
-          }
-          CCLAB_CUDA(cudaEventRecord(joins[g][j], x));
-        }
-      }
-      join_all(o, c + k, 2);
-    };
+    return [&, c, k](cudaStream_t o) { enqueue_fork_kinds(o, gpus_, fork0, extra, joins, c, k); };
   };
   for (int k = 1; k <= kStreams; ++k)
     shape("fork_both." + std::to_string(k),
@@ -1575,43 +1562,34 @@ void Bench::bench_graph_held() {
         8, fork_kinds(2, 1), nullptr, kSamples);
   // GPU0-only plans: a local then a peer copy on one forked stream (scatter), or the two on two streams
   // (broadcast), or the peer copy alone on a forked stream / on the origin stream.
+  // Forks GPU0's origin stream to n streams of GPU0, enqueues body(j, stream) on each, joins them back.
+  auto on_gpu0_streams = [&](cudaStream_t o, int n, const std::function<void(int, cudaStream_t)>& body) {
+    CCLAB_CUDA(cudaSetDevice(g0.dev));
+    CCLAB_CUDA(cudaEventRecord(fork0, o));
+    for (int j = 0; j < n; ++j) {
+      cudaStream_t x = extra[0][j];
+      CCLAB_CUDA(cudaStreamWaitEvent(x, fork0, 0));
+      body(j, x);
+      CCLAB_CUDA(cudaEventRecord(joins[0][j], x));
+    }
+    join_all(o, n, 1);
+  };
   auto local_mix = [&](int64_t bytes) {
     return [&, bytes](cudaStream_t o) {
-      CCLAB_CUDA(cudaSetDevice(g0.dev));
-      CCLAB_CUDA(cudaEventRecord(fork0, o));
-      cudaStream_t x = extra[0][0];
-      CCLAB_CUDA(cudaStreamWaitEvent(x, fork0, 0));
-      copy(x, g0.buf[1], g0.buf[0], bytes);
-      copy(x, g1.buf[1], g0.buf[2], bytes);
-      CCLAB_CUDA(cudaEventRecord(joins[0][0], x));
-      join_all(o, 1, 1);
+      on_gpu0_streams(o, 1, [&](int, cudaStream_t x) {
+        copy(x, g0.buf[1], g0.buf[0], bytes);
+        copy(x, g1.buf[1], g0.buf[2], bytes);
+      });
     };
   };
   auto local2 = [&](int64_t bytes) {
     return [&, bytes](cudaStream_t o) {
-      CCLAB_CUDA(cudaSetDevice(g0.dev));
-      CCLAB_CUDA(cudaEventRecord(fork0, o));
-      for (int j = 0; j < 2; ++j) {
-        cudaStream_t x = extra[0][j];
-        CCLAB_CUDA(cudaStreamWaitEvent(x, fork0, 0));
-        if (j == 0)
-          copy(x, g0.buf[1], g0.buf[0], bytes);
-        else
-          copy(x, g1.buf[1], g0.buf[0], bytes);
-        CCLAB_CUDA(cudaEventRecord(joins[0][j], x));
-      }
-      join_all(o, 2, 1);
+      on_gpu0_streams(o, 2, [&](int j, cudaStream_t x) { copy(x, j == 0 ? g0.buf[1] : g1.buf[1], g0.buf[0], bytes); });
     };
   };
   auto fork_copy = [&](int64_t bytes) {
     return [&, bytes](cudaStream_t o) {
-      CCLAB_CUDA(cudaSetDevice(g0.dev));
-      CCLAB_CUDA(cudaEventRecord(fork0, o));
-      cudaStream_t x = extra[0][0];
-      CCLAB_CUDA(cudaStreamWaitEvent(x, fork0, 0));
-      copy(x, g1.buf[1], g0.buf[0], bytes);
-      CCLAB_CUDA(cudaEventRecord(joins[0][0], x));
-      join_all(o, 1, 1);
+      on_gpu0_streams(o, 1, [&](int, cudaStream_t x) { copy(x, g1.buf[1], g0.buf[0], bytes); });
     };
   };
   auto plain_copy = [&](int64_t bytes) { return [&, bytes](cudaStream_t o) { copy(o, g1.buf[1], g0.buf[0], bytes); }; };
@@ -1827,14 +1805,7 @@ void Bench::bench_graph_unheld() {
       CCLAB_CUDA(cudaStreamWaitEvent(origin, join, 0));
     }
     CCLAB_CUDA(cudaStreamEndCapture(origin, &graph));
-    struct FreeGraph {
-      cudaGraph_t* g;
-      cudaGraphExec_t* e;
-      ~FreeGraph() {
-        if (*e) cudaGraphExecDestroy(*e);
-        if (*g) cudaGraphDestroy(*g);
-      }
-    } free_graph{&graph, &exec};
+    const FreeGraph free_graph{&graph, &exec};
     CCLAB_CUDA(cudaGraphInstantiate(&exec, graph, 0));
     size_t nodes = 0;
     CCLAB_CUDA(cudaGraphGetNodes(graph, nullptr, &nodes));
