@@ -30,7 +30,8 @@ namespace cclab::cli {
 
 namespace {
 
-[[maybe_unused]] std::string iso_now() {
+#ifdef CCLAB_HAVE_EXEC  // only a measuring build stamps a profile
+std::string iso_now() {
   const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   std::tm tm{};
   gmtime_r(&t, &tm);
@@ -41,7 +42,7 @@ namespace {
 
 // The commit the measurements were made with: $CCLAB_COMMIT (machines that get the tree without .git),
 // else git, else "unknown".
-[[maybe_unused]] std::string current_commit() {
+std::string current_commit() {
   if (const char* c = std::getenv("CCLAB_COMMIT"); c && *c) return c;
   std::string out;
   if (FILE* p = popen("git rev-parse --short=12 HEAD 2>/dev/null", "r")) {
@@ -52,6 +53,7 @@ namespace {
   while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
   return out.empty() ? "unknown" : out;
 }
+#endif
 
 // The preset a machine most likely is, from what the microbenchmarks saw.
 std::string guess_topology(const std::string& gpu_name, int gpus) {

@@ -608,6 +608,12 @@ __global__ void __launch_bounds__(512)
   const int64_t tile = int64_t(U) * W, tiles = (nvec + tile - 1) / tile;
   const int64_t J = tiles > b ? (tiles - b + G - 1) / G : 0;
   const uint4 sentinel = make_uint4(~0u, ~0u, ~0u, ~0u);
+  auto on_the_wire = [](const uint4& x) {  // what the kernel for T stores: no sentinel pattern
+    if constexpr (std::is_void_v<T>)
+      return x;
+    else
+      return dev::unsentinel<T>(x);
+  };
   auto arrived = [](const uint4& x) {
     if constexpr (std::is_void_v<T>)
       return x.x != ~0u && x.y != ~0u && x.z != ~0u && x.w != ~0u;
@@ -629,11 +635,7 @@ __global__ void __launch_bounds__(512)
 #pragma unroll
       for (int u = 0; u < U; ++u) {
         const int64_t v = sbase + int64_t(u) * W;
-        if constexpr (std::is_void_v<T>) {
-          if (v < nvec) __stcg(peer_buf + par + v, mine[u]);
-        } else {
-          if (v < nvec) __stcg(peer_buf + par + v, dev::unsentinel<T>(mine[u]));
-        }
+        if (v < nvec) __stcg(peer_buf + par + v, on_the_wire(mine[u]));
       }
     }
     if (recv) {
@@ -1040,22 +1042,11 @@ void BidirBench::bench_ring_steps() {
           auto* src2 = reinterpret_cast<const uint4*>(s_[g].recv + max_);
           auto* local = reinterpret_cast<uint4*>(s_[g].out);
           auto* remote = reinterpret_cast<uint4*>(s_[1 - g].recv);
-          switch (step) {
-            case kRingSend:
-              k_ring_step<kRingSend><<<G, 512, 0, st>>>(src, src2, local, remote, nvec);
-              break;
-            case kRingCopySend:
-              k_ring_step<kRingCopySend><<<G, 512, 0, st>>>(src, src2, local, remote, nvec);
-              break;
-            case kRingRrcs:
-              k_ring_step<kRingRrcs><<<G, 512, 0, st>>>(src, src2, local, remote, nvec);
-              break;
-            case kRingRrc:
-              k_ring_step<kRingRrc><<<G, 512, 0, st>>>(src, src2, local, remote, nvec);
-              break;
-            default:
-              k_ring_step<kRingP2p><<<G, 512, 0, st>>>(src, src2, local, remote, nvec);
-          }
+          // Indexed by RingStep.
+          constexpr decltype(&k_ring_step<kRingSend>) kernels[] = {k_ring_step<kRingSend>, k_ring_step<kRingCopySend>,
+                                                                   k_ring_step<kRingRrcs>, k_ring_step<kRingRrc>,
+                                                                   k_ring_step<kRingP2p>};
+          kernels[step]<<<G, 512, 0, st>>>(src, src2, local, remote, nvec);
           CCLAB_CUDA(cudaGetLastError());
         },
         int64_t(256) << 10);

@@ -342,10 +342,10 @@ SimResult run_general(Simulator& sim, const Schedule& schedule, std::string* how
   // sizes. The gated 8-byte graph.fork_local_mix was bimodal between calls (8.4 / 16.0 us per sample).
   const model::PathTable *held_copy = table(P, "held.copy"), *held_fork = table(P, "held.fork_copy"),
                          *held_mix = table(P, "held.fork_local_mix");
-  if (!other_gpu && copy_streams + kernel_streams == 1 && held_copy && held_fork && held_mix && local_t) {
-    const Seconds fork = held_extra(*held_fork, {held_copy}, nullptr);
-    ro.start_latency = fork + (mixed_stream ? held_extra(*held_mix, {held_fork}, local_t) : Seconds(0));
-  }
+  const Seconds held_fork_cost =
+      held_copy && held_fork ? held_extra(*held_fork, {held_copy}, nullptr) : Seconds(0);  // one forked stream
+  if (!other_gpu && copy_streams + kernel_streams == 1 && held_copy && held_fork && held_mix && local_t)
+    ro.start_latency = held_fork_cost + (mixed_stream ? held_extra(*held_mix, {held_fork}, local_t) : Seconds(0));
   // GPU0-only plans of two copy streams, a local copy beside the peer copy (a 2-rank broadcast). Where timed
   // behind the hold (held.*): the fork of one stream as above, and what the second stream adds to the peer
   // copy's plan at the peer copies' bytes, held.fork_local2 - held.fork_copy interpolated between the sizes
@@ -355,7 +355,7 @@ SimResult run_general(Simulator& sim, const Schedule& schedule, std::string* how
   const model::PathTable* held_two = table(P, "held.fork_local2");
   if (!other_gpu && copy_streams == 2 && kernel_streams == 0 && !mixed_stream && held_copy && held_fork && held_two &&
       !held_two->points.empty()) {
-    ro.start_latency = held_extra(*held_fork, {held_copy}, nullptr);
+    ro.start_latency = held_fork_cost;
     model::PathTable extra;
     for (const auto& [b, t] : held_two->points)
       extra.points.push_back({b, std::max(1e-9, t - held_fork->time(double(b)).value)});
@@ -828,16 +828,15 @@ std::optional<Seconds> fused_from_probes(const model::ModelParams& P, const Sche
       }
   }
   for (const auto& [g, e] : touched_until) last = std::max(last, e + hop);
-  const bool both_ways = two_way;
   // The probe's own lanes on the same terms: its put (and, two-way, the peer's at the same time) and the flag.
-  const double base = both_ways ? *ex0 : *ow0, base_lanes = put + hop;
+  const double base = two_way ? *ex0 : *ow0, base_lanes = put + hop;
   std::string h;
   std::string unused;
   const Seconds replay =
       replay_correction(P, iters > 0 ? iters : 20, h) - replay_correction(P, kFusedProbeLaunches, unused);
   if (how)
     *how = std::string("fused model: the executor's kernel on the probe fused.prog.") +
-           (both_ways ? "exchange.0" : "oneway.0") + " plus " + std::to_string(f.lane_gpu.size()) +
+           (two_way ? "exchange.0" : "oneway.0") + " plus " + std::to_string(f.lane_gpu.size()) +
            " lanes' ops at the probes' per-op costs (copies " + std::to_string(int(pre_first * 1e9)) + "+" +
            std::to_string(int(pre_next * 1e9)) + "/" + std::to_string(int(post_first * 1e9)) + "+" +
            std::to_string(int(post_next * 1e9)) + " ns before/after a wait, put " + std::to_string(int(put * 1e9)) +

@@ -62,28 +62,22 @@ struct RingStepExtra {
 };
 std::optional<RingStepExtra> ring_step_extra(const model::ModelParams& P, std::string_view coll, double S,
                                              std::string& how) {
-  auto full = [&](const char* name, double b) -> std::optional<double> {
+  auto tab = [&](const char* name) {
     const model::PathTable* t = P.table(name);
-    if (!t || t->empty()) return std::nullopt;
-    return t->time(b).value;
-  };
-  auto part = [&](const char* name, double b) -> std::optional<double> {
-    const model::PathTable* t = P.table(name);
-    if (!t || t->empty()) return std::nullopt;
-    return t->size_part(b).value;
+    return t && !t->empty() ? t : nullptr;
   };
   if (coll == "allgather" || coll == "reducescatter") {
-    auto cs = full("bidir.step.copysend.g24", S / 2), sd = full("bidir.step.send.g24", S / 2);
-    if (!cs || !sd || *sd <= 0) return std::nullopt;
+    const auto *cs = tab("bidir.step.copysend.g24"), *sd = tab("bidir.step.send.g24");
+    if (!cs || !sd || sd->time(S / 2).value <= 0) return std::nullopt;
     how += " x bidir.step.copysend.g24(S/2) / bidir.step.send.g24(S/2)";
-    return RingStepExtra{std::max(1.0, *cs / *sd), 0.0};
+    return RingStepExtra{std::max(1.0, cs->time(S / 2).value / sd->time(S / 2).value), 0.0};
   }
   if (coll == "allreduce") {
-    auto a = part("bidir.step.send.g24", S / 2), b = part("bidir.step.rrcs.g24", S / 2),
-         p2p = part("bidir.step.p2p", S);
-    if (!a || !b || !p2p) return std::nullopt;
+    const auto *send = tab("bidir.step.send.g24"), *rrcs = tab("bidir.step.rrcs.g24"), *p2p = tab("bidir.step.p2p");
+    if (!send || !rrcs || !p2p) return std::nullopt;
     how += " + (bidir.step.send.g24(S/2) + bidir.step.rrcs.g24(S/2) - bidir.step.p2p(S))";
-    return RingStepExtra{1.0, std::max(0.0, *a + *b - *p2p)};
+    const double extra = send->size_part(S / 2).value + rrcs->size_part(S / 2).value - p2p->size_part(S).value;
+    return RingStepExtra{1.0, std::max(0.0, extra)};
   }
   return RingStepExtra{};
 }
