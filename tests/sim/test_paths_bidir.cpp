@@ -51,13 +51,16 @@ AlgoArgs args2(int64_t bytes) {
 }
 
 double predict_note(const model::ModelParams& p, const std::string& algo, int64_t bytes, const std::string& note,
-                    int iters = 0) {
+                    int iters = 0, DType dtype = DType::f32) {
   const topo::Topology t = topo::load_topology("h200x2");
   Simulator sim(t, p);
   ExecPath path = parse_exec_note(note, algo);
   path.iters = iters;
   path.note = note;
-  return predict_exec_path(sim, algo, args2(bytes), path).result.time.value;
+  AlgoArgs a = args2(bytes);
+  a.dtype = dtype;
+  a.count = bytes / dtype_size(dtype);
+  return predict_exec_path(sim, algo, a, path).result.time.value;
 }
 
 TEST(BidirModel, EachModeIsItsTransfersSeries) {
@@ -223,16 +226,7 @@ TEST(BidirModel, StreamsOwnLoopByElementType) {
   p.tables["bidir.ring.ownloop.n100"] = line_table(9.5e-6, 150e9, 64 * kMiB);
   const std::string note = "mode=stream slots=4 slot_bytes=262144 threads=512 grid=16";
   auto at = [&](const char* series, int64_t s) { return p.tables.at(series).time(double(s)).value; };
-  auto predict = [&](DType dt) {
-    Simulator sim(t, p);
-    ExecPath path = parse_exec_note(note, "allreduce.bidir.stream");
-    path.iters = 100;
-    path.note = note;
-    AlgoArgs a = args2(4 * kMiB);
-    a.dtype = dt;
-    a.count = 4 * kMiB / dtype_size(dt);
-    return predict_exec_path(sim, "allreduce.bidir.stream", a, path).result.time.value;
-  };
+  auto predict = [&](DType dt) { return predict_note(p, "allreduce.bidir.stream", 4 * kMiB, note, 100, dt); };
   // Without the kernel-loop series every element type takes the integer own loop.
   EXPECT_NEAR(predict(DType::bf16), at("bidir.ring.ownloop.n100", 4 * kMiB), 1e-12);
   // With them: float its own, bfloat16 and half the bfloat16 one (both widen 16-bit elements to float).
@@ -252,16 +246,7 @@ TEST(BidirModel, PushReductionLoopByElementType) {
   p.tables["bidir.push.n100"] = line_table(4e-6, 200e9, 64 * kMiB);
   p.tables["bidir.push.ownloop.n100"] = line_table(4.2e-6, 180e9, 64 * kMiB);
   const std::string note = "mode=push threads=512 unroll=4 pdl grid=8";
-  auto predict = [&](DType dt) {
-    Simulator sim(t, p);
-    ExecPath path = parse_exec_note(note, "allreduce.bidir.push");
-    path.iters = 100;
-    path.note = note;
-    AlgoArgs a = args2(128 * 1024);
-    a.dtype = dt;
-    a.count = 128 * 1024 / dtype_size(dt);
-    return predict_exec_path(sim, "allreduce.bidir.push", a, path).result.time.value;
-  };
+  auto predict = [&](DType dt) { return predict_note(p, "allreduce.bidir.push", 128 * 1024, note, 100, dt); };
   const double integer_loop = predict(DType::f16);
   EXPECT_DOUBLE_EQ(predict(DType::f32), integer_loop);
   p.tables["bidir.push.kernelloop.float.n100"] = line_table(4.3e-6, 180e9, 64 * kMiB);
