@@ -146,15 +146,19 @@ int cmd_calibrate(const Argv& argv) {
 #endif
   }
 
+  // The raw samples first: a fit or topology that fails below must not lose the GPU time behind them.
+  if (auto mf = args.get("--measurements")) write_file_atomic(*mf, model::measurements_to_json(m) + "\n");
   const model::Calibration cal = model::calibrate(m);
-  const std::string topo_name = args.get_or("--topo", m.gpu_name.empty() ? "" : guess_topology(m.gpu_name, m.gpus));
+  // Guessed only without --topo (an unknown machine that names its topology must not fail the guess).
+  const std::string topo_name = args.has("--topo")       ? *args.get("--topo")
+                                : m.gpu_name.empty() ? ""
+                                                     : guess_topology(m.gpu_name, m.gpus);
   if (topo_name.empty()) throw_input("name the topology with --topo");
   const topo::Topology t = topo::load_topology(topo_name);
   const std::string name = args.get_or("--name", std::filesystem::path(*out).stem().string());
   const std::string json = model::make_profile_json(cal, t, topo_name, name);
   const model::Derived d = model::derive_params(cal, t);
 
-  if (auto mf = args.get("--measurements")) write_file_atomic(*mf, model::measurements_to_json(m) + "\n");
   std::error_code ec;
   const auto parent = std::filesystem::path(*out).parent_path();
   if (!parent.empty()) std::filesystem::create_directories(parent, ec);

@@ -8,6 +8,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+
+#include <unistd.h>
 
 #include "core/record.hpp"
 #include "model/profile.hpp"
@@ -102,6 +105,28 @@ TEST(CalibrateCli, BadInvocationsAreOneClearLine) {
   EXPECT_NE(r.out.find("/nonexistent/m.json"), std::string::npos) << r.out;
   r = run_cclab("calibrate --from " + kPublished + " --topo dgx-h999 --out /tmp/cclab_x.json");
   EXPECT_EQ(r.rc, 1) << r.out;
+}
+
+TEST(CalibrateCli, AMachineOfNoPresetFitsWithTheTopologyNamed) {
+  // Measurements from a GPU no preset names: without --topo one clear line asks for it; with --topo the
+  // profile is written (the guess must not run, and fail, when the topology is named).
+  const fs::path dir = fs::temp_directory_path() / ("cclab_cal_nopreset_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ifstream in(kPublished);
+  std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string key = "\"gpu_name\": \"";
+  const size_t at = json.find(key);
+  ASSERT_NE(at, std::string::npos);
+  const size_t end = json.find('"', at + key.size());
+  json.replace(at + key.size(), end - at - key.size(), "NVIDIA X999");
+  std::ofstream((dir / "m.json").string()) << json;
+  CmdResult r = run_cclab("calibrate --from " + (dir / "m.json").string() + " --out " + (dir / "a.json").string());
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_NE(r.out.find("--topo"), std::string::npos) << r.out;
+  r = run_cclab("calibrate --from " + (dir / "m.json").string() + " --topo h200x2 --out " + (dir / "b.json").string());
+  EXPECT_EQ(r.rc, 0) << r.out;
+  EXPECT_TRUE(fs::exists(dir / "b.json"));
+  fs::remove_all(dir);
 }
 
 TEST(CalibrateCli, MeasuringWithoutAGpuIsAnEnvironmentError) {
