@@ -150,7 +150,7 @@ int cmd_calibrate(const Argv& argv) {
   if (auto mf = args.get("--measurements")) write_file_atomic(*mf, model::measurements_to_json(m) + "\n");
   const model::Calibration cal = model::calibrate(m);
   // Guessed only without --topo (an unknown machine that names its topology must not fail the guess).
-  const std::string topo_name = args.has("--topo")       ? *args.get("--topo")
+  const std::string topo_name = args.has("--topo")   ? *args.get("--topo")
                                 : m.gpu_name.empty() ? ""
                                                      : guess_topology(m.gpu_name, m.gpus);
   if (topo_name.empty()) throw_input("name the topology with --topo");

@@ -13,6 +13,7 @@ using namespace bidir;
 using dev::Acc;
 using dev::Elem;
 using dev::has_sentinel;
+using dev::mod_ranks;
 using dev::unsentinel;
 using dev::unsentinel_word;
 
@@ -92,13 +93,13 @@ __global__ void __launch_bounds__(512) ll_kernel(BidirArgs a) {
     const uint32_t d0 = load_word(a.in[r], w0, a.bytes);
     const uint32_t d1 = w0 + 1 < words ? load_word(a.in[r], w0 + 1, a.bytes) : 0u;
     for (int j = 1; j < n; ++j) {
-      const int p = (r + j) % n;
+      const int p = mod_ranks(r + j, n);
       uint64_t* slot = a.ll[p] + (int64_t(parity) * kMaxRanks + r) * a.ll_words + w0;
       asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(slot), "l"(flag | d0), "l"(flag | d1) : "memory");
     }
     uint32_t acc0 = d0, acc1 = d1;
     for (int j = 1; j < n && ok; ++j) {
-      const int p = (r + j) % n;
+      const int p = mod_ranks(r + j, n);
       const uint64_t* slot = a.ll[r] + (int64_t(parity) * kMaxRanks + p) * a.ll_words + w0;
       uint64_t v0, v1;
       const uint64_t start = dev::globaltimer_ns();
@@ -154,9 +155,9 @@ __global__ void __launch_bounds__(512) flash_kernel(BidirArgs a, bool in_place) 
   const uint32_t e = e_s;
   // Start: every peer's CTA b has begun, so its input (written before its launch) is ready.
   if (t == 0) {
-    for (int j = 1; j < n; ++j) st_release(&a.ctrl[(r + j) % n]->flash_start[b][r], e);
+    for (int j = 1; j < n; ++j) st_release(&a.ctrl[mod_ranks(r + j, n)]->flash_start[b][r], e);
     for (int j = 1; j < n; ++j)
-      if (!wait_ge(a, &me->flash_start[b][(r + j) % n], e, kWaitFlashStart, b, -1)) abort_s = 1;
+      if (!wait_ge(a, &me->flash_start[b][mod_ranks(r + j, n)], e, kWaitFlashStart, b, -1)) abort_s = 1;
   }
   __syncthreads();
   if (abort_s) return;
@@ -171,7 +172,8 @@ __global__ void __launch_bounds__(512) flash_kernel(BidirArgs a, bool in_place) 
     const T* mine = reinterpret_cast<const T*>(a.in[r]);
     tail_acc = Elem<T>::to(mine[tail0 + t]);
     for (int j = 1; j < n; ++j)
-      tail_acc = dev::combine<Op>(tail_acc, Elem<T>::to(reinterpret_cast<const T*>(a.in[(r + j) % n])[tail0 + t]));
+      tail_acc =
+          dev::combine<Op>(tail_acc, Elem<T>::to(reinterpret_cast<const T*>(a.in[mod_ranks(r + j, n)])[tail0 + t]));
   }
 
   const int U = a.unroll;
@@ -187,7 +189,7 @@ __global__ void __launch_bounds__(512) flash_kernel(BidirArgs a, bool in_place) 
     if (j < J) {
       const int64_t base = (b + j * G) * tile_vecs;
       for (int i = 0; i < npeers; ++i) {
-        const uint4* src = reinterpret_cast<const uint4*>(a.in[(r + 1 + i) % n]);
+        const uint4* src = reinterpret_cast<const uint4*>(a.in[mod_ranks(r + 1 + i, n)]);
         for (int u = 0; u < U; ++u) {
           const int64_t v = base + int64_t(u) * nt + t;
           if (v < nvec) cp_async16(stage_at(j, i, u), src + v);
@@ -206,9 +208,9 @@ __global__ void __launch_bounds__(512) flash_kernel(BidirArgs a, bool in_place) 
       // before overwriting it.
       __syncthreads();
       if (t == 0) {
-        for (int p = 1; p < n; ++p) st_release(&a.ctrl[(r + p) % n]->flash_prog[b][r], E | uint64_t(j + 1));
+        for (int p = 1; p < n; ++p) st_release(&a.ctrl[mod_ranks(r + p, n)]->flash_prog[b][r], E | uint64_t(j + 1));
         for (int p = 1; p < n; ++p)
-          if (!wait_ge(a, &me->flash_prog[b][(r + p) % n], E | uint64_t(j + 1), kWaitFlashProgress, b, int(j)))
+          if (!wait_ge(a, &me->flash_prog[b][mod_ranks(r + p, n)], E | uint64_t(j + 1), kWaitFlashProgress, b, int(j)))
             abort_s = 1;
       }
       __syncthreads();
@@ -229,9 +231,9 @@ __global__ void __launch_bounds__(512) flash_kernel(BidirArgs a, bool in_place) 
   __syncthreads();
   // Finish: every peer's CTA b is done reading our tiles (and the tail).
   if (t == 0) {
-    for (int j = 1; j < n; ++j) st_release(&a.ctrl[(r + j) % n]->flash_fin[b][r], e);
+    for (int j = 1; j < n; ++j) st_release(&a.ctrl[mod_ranks(r + j, n)]->flash_fin[b][r], e);
     for (int j = 1; j < n; ++j)
-      if (!wait_ge(a, &me->flash_fin[b][(r + j) % n], e, kWaitFlashFinish, b, -1)) abort_s = 1;
+      if (!wait_ge(a, &me->flash_fin[b][mod_ranks(r + j, n)], e, kWaitFlashFinish, b, -1)) abort_s = 1;
   }
   __syncthreads();
   if (abort_s) return;
@@ -373,7 +375,7 @@ __global__ void __launch_bounds__(512, 2) push_kernel(BidirArgs a) {
   // What source (r + j) % n stored into us, and where we store into peer (r + j) % n.
   auto recv = [&](int j) { return a.push[r] + (int64_t(parity) * (n - 1) + (j - 1)) * a.push_stride; };
   auto send = [&](int j) {
-    const int q = (r + j) % n, jq = (r - q + n) % n;  // we are q's jq-th source
+    const int q = mod_ranks(r + j, n), jq = n - j;  // we are q's jq-th source ((r - q) mod n)
     return a.push[q] + (int64_t(parity) * (n - 1) + (jq - 1)) * a.push_stride;
   };
   if (producer) {
@@ -398,7 +400,7 @@ __global__ void __launch_bounds__(512, 2) push_kernel(BidirArgs a) {
       if (t == 0) {
         // Every peer's slot [b][r] in its control words, and in place our own (read by our consumers).
         for (int jj = a.in_place ? 0 : 1; jj < n; ++jj)
-          st_release(&a.ctrl[(r + jj) % n]->push_prog[b][r], E | uint64_t(j + 1));
+          st_release(&a.ctrl[mod_ranks(r + jj, n)]->push_prog[b][r], E | uint64_t(j + 1));
       }
     }
   } else {
@@ -406,7 +408,8 @@ __global__ void __launch_bounds__(512, 2) push_kernel(BidirArgs a) {
     for (int64_t j = 0; j < J; ++j) {
       if (t == 0) {
         for (int jj = 1; jj < n && !abort_s; ++jj)
-          if (!wait_ge(a, &me->push_prog[b][(r + jj) % n], E | uint64_t(j + 1), kWaitPush, b, int(j))) abort_s = 1;
+          if (!wait_ge(a, &me->push_prog[b][mod_ranks(r + jj, n)], E | uint64_t(j + 1), kWaitPush, b, int(j)))
+            abort_s = 1;
         // In place the output is our input: our producers must have read tile j before we write it
         // (their flag in our own control words; a global flag, not a shared-memory spin).
         if (a.in_place && !abort_s && !wait_ge(a, &me->push_prog[b][r], E | uint64_t(j + 1), kWaitPush, b, int(j)))
@@ -498,8 +501,8 @@ __global__ void __launch_bounds__(512) lamport_kernel(BidirArgs a) {
     return reinterpret_cast<uint4*>(a.lamport[q] + (int64_t(phase) * (n - 1) + (j - 1)) * a.lamport_stride);
   };
   auto send_to = [&](int j) {  // our slot in peer (r + j) % n
-    const int q = (r + j) % n;
-    return region(q, (r - q + n) % n);
+    const int q = mod_ranks(r + j, n);
+    return region(q, n - j);  // we are q's (r - q) mod n = (n - j)-th source
   };
   constexpr int N = 16 / sizeof(T);
   constexpr uint32_t kSentinelElem = sizeof(T) == 4 ? 0xFFFFFFFFu : 0xFFFFu;
@@ -652,7 +655,7 @@ __global__ void __launch_bounds__(512) stream_kernel(BidirArgs a) {
   // Ring of source `src` on rank `dst`, for this lane; the layout stride is the allocated lane
   // count, so launches with different grids never alias each other's slots.
   auto ring_slot = [&](int dst, int src, uint64_t seq) {
-    const int idx = (src - dst - 1 + n) % n;  // 0 .. n-2
+    const int idx = mod_ranks(src - dst - 1, n);  // 0 .. n-2
     return a.ring[dst] + ((int64_t(idx) * a.lanes + lane) * K + int64_t(seq % uint64_t(K))) * B;
   };
   if (producer) {
@@ -660,7 +663,7 @@ __global__ void __launch_bounds__(512) stream_kernel(BidirArgs a) {
       const uint64_t seq = base + uint64_t(s);
       const int64_t off = (lane + s * L) * B, len = min(B, a.bytes - off);
       for (int j = 1; j < n; ++j) {
-        const int p = (r + j) % n;
+        const int p = mod_ranks(r + j, n);
         // The slot is free once consumer p released unit seq - K.
         if (t == 0 && seq + 1 > uint64_t(K))
           if (!wait_ge(a, &me->cons[p][lane], seq + 1 - uint64_t(K), kWaitStreamFreeSlot, lane, int(seq % K)))
@@ -681,7 +684,7 @@ __global__ void __launch_bounds__(512) stream_kernel(BidirArgs a) {
       const int64_t off = (lane + s * L) * B, len = min(B, a.bytes - off);
       if (t == 0) {
         for (int j = 1; j < n && !aborted(); ++j) {
-          const int p = (r + j) % n;
+          const int p = mod_ranks(r + j, n);
           if (!wait_ge(a, &me->prod[p][lane], seq + 1, kWaitStreamData, lane, int(seq % K))) set_abort();
         }
         // In place, our own producer must have pushed this unit before we overwrite it.
@@ -704,20 +707,20 @@ __global__ void __launch_bounds__(512) stream_kernel(BidirArgs a) {
         acc.load(own[v]);
         // L2 only (.cg): this SM read the same slot K units ago, and L1 is not coherent.
         for (int j = 1; j < n; ++j)
-          acc.template add<Op>(__ldcg(reinterpret_cast<const uint4*>(ring_slot(r, (r + j) % n, seq)) + v));
+          acc.template add<Op>(__ldcg(reinterpret_cast<const uint4*>(ring_slot(r, mod_ranks(r + j, n), seq)) + v));
         out[v] = acc.store(a.divisor);
       }
       const int64_t elems = len / int64_t(sizeof(T));
       for (int64_t k = nv * N + t; k < elems; k += half) {
         float acc = Elem<T>::to(reinterpret_cast<const T*>(a.in[r] + off)[k]);
         for (int j = 1; j < n; ++j)
-          acc = dev::combine<Op>(acc,
-                                 Elem<T>::to(__ldcg(reinterpret_cast<const T*>(ring_slot(r, (r + j) % n, seq)) + k)));
+          acc = dev::combine<Op>(
+              acc, Elem<T>::to(__ldcg(reinterpret_cast<const T*>(ring_slot(r, mod_ranks(r + j, n), seq)) + k)));
         reinterpret_cast<T*>(a.out + off)[k] = Elem<T>::from(a.divisor == 1.f ? acc : acc / a.divisor);
       }
       named_barrier(2, half);
       if (t == 0)
-        for (int j = 1; j < n; ++j) st_release(&a.ctrl[(r + j) % n]->cons[r][lane], seq + 1);
+        for (int j = 1; j < n; ++j) st_release(&a.ctrl[mod_ranks(r + j, n)]->cons[r][lane], seq + 1);
     }
   }
   __syncthreads();

@@ -17,6 +17,11 @@ __device__ __forceinline__ uint64_t globaltimer_ns() {
   return t;
 }
 
+// x mod n for -n <= x < 2n (ranks and their offsets): a compare instead of an integer division by the run-time
+// rank count on each launch's critical path (the bidir kernels: ll, push and stream 2-8% faster per launch on
+// one H100, exec/NOTES.md session 9).
+__device__ __forceinline__ int mod_ranks(int x, int n) { return x < 0 ? x + n : x >= n ? x - n : x; }
+
 // A 16-byte load that always reads memory (peers store into it while we poll).
 __device__ __forceinline__ uint4 ld_volatile_v4(const uint4* p) {
   uint4 v;

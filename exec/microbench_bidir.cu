@@ -414,7 +414,7 @@ __device__ __forceinline__ void stream_reduce_loop(const uint8_t* in_alias, uint
                                                    unsigned long long seq, int r, int n, int t, int half,
                                                    float divisor) {
   auto ring_slot = [&](int src) {  // this lane's ring is laid out as k_ring's (one source, lane stride K)
-    const int idx = (src - r - 1 + n) % n;
+    const int idx = dev::mod_ranks(src - r - 1, n);
     return my_ring + ((int64_t(idx) + lane) * K + int64_t(seq % uint64_t(K))) * B;
   };
   const uint4* own = reinterpret_cast<const uint4*>(in_alias + off);
@@ -423,7 +423,7 @@ __device__ __forceinline__ void stream_reduce_loop(const uint8_t* in_alias, uint
     dev::Acc<T> acc;
     acc.load(own[v]);
     for (int j = 1; j < n; ++j)
-      acc.template add<RedOp::sum>(__ldcg(reinterpret_cast<const uint4*>(ring_slot((r + j) % n)) + v));
+      acc.template add<RedOp::sum>(__ldcg(reinterpret_cast<const uint4*>(ring_slot(dev::mod_ranks(r + j, n))) + v));
     out[v] = acc.store(divisor);
   }
 }

@@ -1,6 +1,7 @@
 // `cclab schedule` on the real binary: the JSON it prints, --summary, and one clear line for bad input.
 #include <gmock/gmock.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -16,7 +17,10 @@ struct Result {
 };
 
 Result cclab(const std::string& args) {
-  const std::string err_file = ::testing::TempDir() + "cclab_schedule_stderr.txt";
+  // One stderr file per process and call: ctest runs these tests as parallel processes.
+  static int calls = 0;
+  const std::string err_file = ::testing::TempDir() + "cclab_schedule_stderr_" + std::to_string(::getpid()) + "_" +
+                               std::to_string(++calls) + ".txt";
   const std::string cmd = std::string(CCLAB_BINARY) + " schedule " + args + " 2>" + err_file;
   Result r;
   FILE* p = popen(cmd.c_str(), "r");
@@ -29,6 +33,7 @@ Result cclab(const std::string& args) {
     while ((got = fread(buf.data(), 1, buf.size(), f)) > 0) r.err.append(buf.data(), got);
     fclose(f);
   }
+  std::remove(err_file.c_str());
   return r;
 }
 

@@ -2,6 +2,7 @@
 // (--from), the profile it writes feeding `cclab sim --profile` and `cclab compare --topo`, refusal of
 // collective records (leave-out), and the clear error where no GPU is there to measure.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -9,8 +10,6 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-
-#include <unistd.h>
 
 #include "core/record.hpp"
 #include "model/profile.hpp"
