@@ -7,6 +7,8 @@ set -euo pipefail
 src=${1:?the OUT folder of scripts/measure.sh (holding h200x2/*.csv and summary.txt)}
 dest=${2:-results/h200x2}
 [ -d "$src/h200x2" ] || { echo "publish_measure.sh: no $src/h200x2 folder" >&2; exit 1; }
+# Records of another machine (a 2-GPU call may land on H100s) never go beside the H200's.
+python3 scripts/check_device.py "$dest" "$src"/h200x2/*.csv || exit 3
 mkdir -p "$dest"
 for f in "$src"/h200x2/*.csv; do cp "$f" "$dest/exec_$(basename "$f")"; done
 cp "$src/summary.txt" "$dest/exec_summary.txt"

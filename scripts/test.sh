@@ -6,7 +6,8 @@
 #   4. the CPU suite again under AddressSanitizer + UndefinedBehaviorSanitizer (scripts/sanitize.sh)
 #   5. the fuzz smoke run of every parser (scripts/fuzz_smoke.sh)
 #   6. the notebooks, executed (scripts/run_notebooks.sh)
-#   7. prediction against the committed GPU records (cclab compare)
+#   7. every committed GPU record in the folder of the machine it was measured on (scripts/check_device.py),
+#      and prediction against them (cclab compare)
 # QUICK=1 stops after step 3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,6 +32,10 @@ FUZZ_SECONDS=${FUZZ_SECONDS:-20} bash scripts/fuzz_smoke.sh
 step "notebooks"
 CCLAB_BIN=$PWD/build/cli/cclab bash scripts/run_notebooks.sh
 step "compare"
+for d in results/*/; do  # the GPU machines' folders (<model>x<count>[_<variant>]), not the simulator's results/sim
+  [[ $(basename "$d") =~ ^[a-z]+[0-9]+x[0-9]+(_.*)?$ ]] || continue
+  if compgen -G "$d*.csv" >/dev/null; then python3 scripts/check_device.py "$d" "$d"*.csv; fi
+done
 if compgen -G "results/h200x2/*.csv" >/dev/null; then
   mkdir -p build/compare
   ./build/cli/cclab compare --measured results/h200x2 --topo profiles/h200x2.json --csv build/compare/h200x2.csv
