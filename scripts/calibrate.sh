@@ -9,9 +9,18 @@
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0  # NVLink multicast stays off on the shared machines
 OUT=${OUT:-$PWD/calibrate-out}
+GPUS=${GPUS:-2}
+# The defaults name the 2 x H200 machine; on any other (a 2-GPU call may land on H100s) name the profile and its
+# topology yourself, or its profile would pass for profiles/h200x2.json.
+if [ -z "${NAME:-}" ] && command -v nvidia-smi >/dev/null; then
+  gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+  case "$gpu x$(nvidia-smi -L | wc -l)" in
+    *H200*x2) ;;
+    *) echo "calibrate.sh: this machine is $gpu x$(nvidia-smi -L | wc -l), not 2 x H200: set NAME (and TOPO)" >&2; exit 1 ;;
+  esac
+fi
 NAME=${NAME:-h200x2}
 TOPO=${TOPO:-h200x2}
-GPUS=${GPUS:-2}
 LIMIT=${LIMIT:-150}
 BUDGET=${BUDGET:-75}
 BUILD=${BUILD:-build-measure}
