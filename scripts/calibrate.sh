@@ -13,11 +13,11 @@ GPUS=${GPUS:-2}
 # The defaults name the 2 x H200 machine; on any other (a 2-GPU call may land on H100s) name the profile and its
 # topology yourself, or its profile would pass for profiles/h200x2.json.
 if [ -z "${NAME:-}" ] && command -v nvidia-smi >/dev/null; then
-  gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-  case "$gpu x$(nvidia-smi -L | wc -l)" in
-    *H200*x2) ;;
-    *) echo "calibrate.sh: this machine is $gpu x$(nvidia-smi -L | wc -l), not 2 x H200: set NAME (and TOPO)" >&2; exit 1 ;;
-  esac
+  machine="$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1) x$(nvidia-smi -L | wc -l)"
+  if [ "$(python3 scripts/check_device.py --name "$machine")" != h200x2 ]; then
+    echo "calibrate.sh: this machine is $machine, not 2 x H200: set NAME (and TOPO)" >&2
+    exit 1
+  fi
 fi
 NAME=${NAME:-h200x2}
 TOPO=${TOPO:-h200x2}

@@ -2,9 +2,10 @@
 """Refuses records measured on another machine than the results folder they are published into.
 
   python3 scripts/check_device.py <results folder> <records.csv ...>
+  python3 scripts/check_device.py --name "<GPU name> x<count>"     prints the machine's folder name (h200x2)
 
-The folder's name says the machine (results/h200x2 and results/h200x2_mpi: 2 x H200); every row's `device` column ("NVIDIA H200 x2",
-"NVIDIA H100 80GB HBM3 x2") must name the same one. The device kinds that lend 2 x H200 may hand out 2 x H100
+The folder's name says the machine (results/h200x2 and results/h200x2_mpi: 2 x H200); every row's `device`
+column ("NVIDIA H200 x2", "NVIDIA H100 80GB HBM3 x2") must name the same one. The device kinds that lend 2 x H200 may hand out 2 x H100
 instead: their records belong in results/h100x2, never beside the H200's.
 """
 import csv
@@ -21,6 +22,9 @@ def machine_of(device: str) -> str:
 
 
 def main() -> int:
+    if len(sys.argv) == 3 and sys.argv[1] == "--name":
+        print(machine_of(sys.argv[2]))
+        return 0
     if len(sys.argv) < 3:
         print(__doc__.strip(), file=sys.stderr)
         return 1

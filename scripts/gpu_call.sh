@@ -24,7 +24,8 @@ T0=$(date +%s)
 stamp() { echo "## [call $(($(date +%s) - T0)) s] $*" | tee -a "$W/call.log"; }
 MACHINE="$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1) x$(nvidia-smi -L | wc -l)"
 stamp "machine: $MACHINE"
-case "$MACHINE" in *H200*x2) ;; *) stamp "WARNING: not 2 x H200: publish nothing of this call as h200x2 (the scripts refuse)" ;; esac
+[ "$(python3 scripts/check_device.py --name "$MACHINE")" = h200x2 ] ||
+  stamp "WARNING: not 2 x H200: publish nothing of this call as h200x2 (the scripts refuse)"
 stamp "build (commit $CCLAB_COMMIT)"
 cmake -S . -B build-measure -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DCCLAB_BENCH=OFF \
   >"$W/build.log" 2>&1 &&

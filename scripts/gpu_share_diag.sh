@@ -2,13 +2,13 @@
 # Diagnostic (exec/NOTES.md, session 9), ONE GPU (device kind nvidia-h100-x1 or nvidia-h200; ~2.5 min with the
 # build): the bidir kernels of the executor against their microbenchmarks, both "GPUs" on one device.
 #   OUT=<folder> bash scripts/gpu_share_diag.sh
-# The microbenchmarks need two GPUs; here a patched copy of the tree (under $OUT/src, never this checkout) puts
-# both sides of exec/microbench_bidir.cu on GPU 0 and launches without PDL (PDL launches of two sides sharing a
-# GPU hang, as the executor's do: it turns PDL off under --share-gpus). Sizes stay at 4 MiB and below: larger
-# grids of the two sides cannot all be resident on one GPU (their handshakes then never meet), so the stream
-# mode's ring (132 lanes of 1 MiB) is not measured. The executor runs each mode with
-# --share-gpus. Timings are not the 2-GPU machine's (no NVLink): the point is the gap between the executor's
-# kernel and the microbenchmark the model prices it with, at each size, on the same GPU in one call.
+# The microbenchmarks need two GPUs; here a patched copy of the tree (in a temporary folder, never this
+# checkout) puts both sides of exec/microbench_bidir.cu on GPU 0 and launches without PDL (PDL launches of two
+# sides sharing a GPU hang, as the executor's do: it turns PDL off under --share-gpus). Sizes stay at 4 MiB and
+# below: larger grids of the two sides cannot all be resident on one GPU (their handshakes then never meet), so
+# the stream mode's ring (132 lanes of 1 MiB) is not measured. The executor runs each mode with --share-gpus.
+# Timings are not the 2-GPU machine's (no NVLink): the point is the gap between the executor's kernel and the
+# microbenchmark the model prices it with, at each size, on the same GPU in one call.
 set -u
 export NCCL_NVLS_ENABLE=0
 OUT=${OUT:?output folder}
@@ -77,6 +77,6 @@ for mode, names in series.items():
         continue
     for r in csv.DictReader(open(f)):
         b = int(r["bytes"])
-        cols = "  ".join(f"{n} {median(n, b):.2f}" if median(n, b) else f"{n} -" for n in names)
+        cols = "  ".join(f"{n} {m:.2f}" if (m := median(n, b)) else f"{n} -" for n in names)
         print(f"{mode:8} {b:>8} {float(r['time_us']):8.2f}  {cols}")
 PY
