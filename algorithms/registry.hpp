@@ -51,6 +51,10 @@ struct AlgoArgs {
   int64_t chunk_bytes = 0;  // pipeline chunk size; 0: the algorithm's default
   MatmulShape shape;
   SparseSpec sparse;
+  // Backend settings as `cclab run --tune` and `cclab sim --tune` take them ("key=value,..."): the lowering's
+  // choices (lowering=fused, mode=ll, ...) and NCCL's own settings (NCCL_ALGO=Ring, NCCL_PROTO=Simple, ...).
+  // Algorithms read none of it; the lowering and the NCCL model do.
+  std::string tune;
 };
 
 // Which backends can run an algorithm.

@@ -47,6 +47,7 @@ std::vector<FlagSpec> sim_flags() {
       {{"--json"}, true, "write the records as JSON to this file"},
       {{"--trace"}, true, "write a Chrome trace (Perfetto) of the largest size of each algorithm"},
       {{"--profile"}, true, "model profile overriding the defaults (JSON, see model/params.hpp)"},
+      {{"--tune"}, true, "key=value,... the settings `cclab run --tune` takes (lowering, bidir modes, NCCL_ALGO=...)"},
       {{"-h", "--help"}, false, "this help"},
   };
 }
@@ -187,6 +188,7 @@ int cmd_sim(const Argv& argv) {
   base.node_size = args.has("--node-size") ? int(parse_int("--node-size", *args.get("--node-size"), 1, 1 << 24))
                                            : std::min(topo.gpus_per_server(), nranks);
   if (base.node_size <= 0) base.node_size = nranks;
+  base.tune = args.get_or("--tune", "");
   const bool have_shape = args.has("--shape");
   if (have_shape) {
     // M,K,N may repeat values (parse_int_list rejects duplicates), so split by hand.
