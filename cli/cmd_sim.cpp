@@ -14,6 +14,7 @@
 #include "core/error.hpp"
 #include "core/parse.hpp"
 #include "core/record.hpp"
+#include "lower/lowering.hpp"
 #include "model/params.hpp"
 #include "sim/predict.hpp"
 #include "sim/trace.hpp"
@@ -189,6 +190,7 @@ int cmd_sim(const Argv& argv) {
                                            : std::min(topo.gpus_per_server(), nranks);
   if (base.node_size <= 0) base.node_size = nranks;
   base.tune = args.get_or("--tune", "");
+  lower::parse_settings(base.tune);  // an unknown key or a bad value is an input error before any row
   const bool have_shape = args.has("--shape");
   if (have_shape) {
     // M,K,N may repeat values (parse_int_list rejects duplicates), so split by hand.

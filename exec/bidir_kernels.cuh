@@ -4,12 +4,13 @@
 #include <cstdint>
 
 #include "exec/device_util.cuh"
+#include "lower/bidir.hpp"
 
 namespace cclab::exec::bidir {
 
-constexpr int kMaxRanks = 8;
-constexpr int kMaxBlocks = 1024;  // flash CTAs and ll CTAs
-constexpr int kMaxLanes = 512;    // stream lanes
+constexpr int kMaxRanks = lower::kBidirMaxRanks;
+constexpr int kMaxBlocks = lower::kBidirMaxBlocks;  // flash, ll, push and lamport CTAs
+constexpr int kMaxLanes = lower::kBidirMaxLanes;    // stream lanes
 
 // Per-rank control words in device memory. Peers write the flag arrays (indexed by the writer's
 // rank); the owner polls them locally. Epoch counters advance once per launch (the last CTA to

@@ -22,6 +22,7 @@
 #include "exec/device_util.cuh"
 #include "exec/kernels.hpp"
 #include "exec/microbench.hpp"
+#include "exec/runner.hpp"
 
 namespace cclab::exec {
 
@@ -387,17 +388,9 @@ void enqueue_fork_kinds(cudaStream_t o, const std::vector<Gpu>& gpus, cudaEvent_
 }
 
 std::string read_driver_version() {
-  std::ifstream f("/proc/driver/nvidia/version");
-  std::string line;
-  if (f && std::getline(f, line)) {
-    // "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159  Tue ..." -> "580.159"
-    std::istringstream is(line);
-    std::string w, prev;
-    while (is >> w) {
-      if (prev == "Module") return w;
-      prev = w;
-    }
-  }
+  // The kernel module's version ("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04 ..."),
+  // else the driver API's.
+  if (std::string v = detail::driver_version(); !v.empty()) return v;
   int v = 0;
   cudaDriverGetVersion(&v);
   return "CUDA driver API " + std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);

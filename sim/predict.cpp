@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.hpp"
+#include "sim/paths.hpp"
 #include "sim/symmetric.hpp"
 
 namespace cclab::sim {
@@ -31,6 +32,9 @@ std::string nccl_collective(const Algorithm& a) {
 }  // namespace
 
 Prediction predict(Simulator& sim, const Algorithm& algo, AlgoArgs args, const PredictOptions& opt) {
+  // With a calibrated profile: the plan the executor would run, priced by its mechanisms (sim/paths.hpp).
+  if (!opt.keep_schedule && !opt.record_ops)
+    if (auto e = predict_executor(sim, algo, args)) return std::move(*e);
   Prediction p;
   RunOptions ro;
   ro.record_ops = opt.record_ops || opt.keep_schedule;
