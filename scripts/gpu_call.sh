@@ -8,7 +8,7 @@
 # then run, carrying [".carry"]:  bash .carry/gpu_call.sh <name> calib [measure] [mmsp] [<script>]
 # Steps: calib (scripts/calibrate.sh, ~55 s), measure (scripts/measure.sh, ~110 s), mmsp (scripts/gpu_mmsp.sh,
 # ~40 s), or the name of a script in .carry/ (run with the output folder; $W/bin/cclab is the build).
-# The build takes ~60-75 s. Everything lands in $OUT/<name>.tgz (unpack it here; publish with
+# The build takes ~60-75 s. Everything lands in $OUT/<name>.tgz (packed again before each step) (unpack it here; publish with
 # scripts/publish_measure.sh <dir>/measure, profiles from <dir>/calib/profiles, scripts/mmsp_unpack.sh
 # <dir>/mmsp/records.txt).
 set -u
@@ -41,6 +41,7 @@ fi
 mkdir -p "$W/bin" && cp build-measure/cli/cclab build-measure/tests/exec/test_exec_* "$W/bin/" 2>/dev/null
 BIN=$W/bin
 for step in "$@"; do
+  tar czf "$OUT/$name.tgz" --exclude=./bin -C "$W" .  # what is done so far comes back even if the call is cut
   case $step in
     calib)
       stamp calib
