@@ -91,6 +91,10 @@ Schedule copy_pipeline_allreduce(int nranks, int64_t count, DType dtype, RedOp o
   s.buffers.assign(size_t(nranks), BufferSizes{bytes, bytes, int64_t(std::max(nranks - 1, 1)) * K * slot});
   if (bytes == 0) return s;
   Transport t(s);
+  if (nranks == 1) {  // nothing to reduce: the input is the result
+    if (!in_place) t.copy(0, in(0, 0), out(0, 0), bytes);
+    return s;
+  }
   // fetched[r][k*(n-1)+j]: rank r's copy of chunk k from its j-th peer; reduced[r][k]: last reduce.
   std::vector<std::vector<OpId>> fetched(static_cast<size_t>(nranks)), reduced(static_cast<size_t>(nranks));
   for (int r = 0; r < nranks; ++r) {

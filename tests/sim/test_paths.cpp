@@ -271,7 +271,7 @@ TEST(ExecPaths, BidirKernelsFromTheirTransfers) {
   const double ll = on_plan(sim, "allreduce.bidir", args2(ll_bytes), "mode=ll,ll_max_bytes=1M").result.time.value;
   EXPECT_NEAR(ll, 1e-6 + (store.time(2.0 * ll_bytes).value - 1.5e-6) + 0.8e-6, 1e-12);
   // push: node + hop + the slower of the overlapped store and reduction + the last tile's reduction.
-  const double push = on_plan(sim, "allreduce.bidir.push", args2(S), "").result.time.value;
+  const double push = on_plan(sim, "allreduce.bidir.push", args2(S), "push_pdl=0,push_blocks=4").result.time.value;
   const auto& red = p.tables.at("reduce.local.float");
   EXPECT_NEAR(push,
               2e-6 + p.exec.flag_hop.value.value +
