@@ -36,15 +36,26 @@ Prediction predict(Simulator& sim, const Algorithm& algo, AlgoArgs args, const P
   ro.record_ops = opt.record_ops || opt.keep_schedule;
   ro.record_timeline = opt.record_timeline;
   const Algorithm* builder = &algo;
+  std::optional<model::NcclCost> mechanism;  // NCCL plans the flow simulator does not price (NVLS, SHM, nodes)
+  std::string nccl_how;
   if (is_nccl_model(algo)) {
     const auto& topo = sim.topology();
     int node_size = args.node_size > 0 ? args.node_size : topo.gpus_per_server();
-    const model::NcclComm comm = model::nccl_comm_for(topo, sim.params(), args.nranks, node_size);
+    // NCCL's settings from the record's or the command line's tune (NCCL_ALGO, NCCL_PROTO, NCCL_NVLS_ENABLE,
+    // NCCL_P2P_DISABLE, or a published record's free text).
+    const model::NcclSettings settings = model::parse_nccl_settings(args.tune);
+    const model::NcclComm comm = model::nccl_comm_for(topo, sim.params(), args.nranks, node_size, settings);
     // NCCL tunes on the bytes of the collective: the gathered A for a fused baseline.
     int64_t bytes = args.count * dtype_size(args.dtype);
     if (algo.needs_shape) bytes = args.shape.m * args.nranks * args.shape.k * dtype_size(args.dtype);
     const model::NcclPlan plan = model::nccl_plan(sim.params(), comm, nccl_collective(algo), bytes);
     p.nccl = plan;
+    nccl_how = std::string(model::nccl_transport_name(comm.transport));
+    if (comm.nnodes > 1)
+      nccl_how += ", " + std::to_string(comm.nnodes) + " nodes x " + std::to_string(comm.ppn) + " ranks";
+    if (plan.forced || !settings.describe().empty()) nccl_how += ", settings: " + settings.describe();
+    if (!algo.needs_shape)
+      mechanism = model::nccl_mechanism_cost(sim.params(), comm, plan, nccl_collective(algo), bytes, args.dtype);
     args.channels = plan.channels;
     args.chunk_bytes = plan.chunk_bytes;
     if (plan.algo == model::NcclAlgo::tree && algo.collective == "allreduce")
@@ -62,13 +73,21 @@ Prediction predict(Simulator& sim, const Algorithm& algo, AlgoArgs args, const P
   }
   Schedule s;
   std::optional<SimResult> folded;
-  if (opt.symmetry != Symmetry::off && !ro.record_ops && !ro.record_timeline) {
+  if (mechanism) {
+    // Priced from its mechanisms (model/nccl.hpp); the schedule is what the trace shows, not what is timed.
+    p.result.time = mechanism->time;
+    if (opt.keep_schedule) s = build_schedule(*builder, args);
+    s.count = args.count;
+    s.dtype = args.dtype;
+    s.redop = args.redop;
+  } else if (opt.symmetry != Symmetry::off && !ro.record_ops && !ro.record_timeline) {
     folded = run_symmetric(sim, *builder, args, ro, &s);
     if (folded) p.fold_period = sim.fold_period(args.nranks);
   }
   if (!folded && opt.symmetry == Symmetry::require)
     throw_input(algo.name + ": no rotation symmetry to fold on '" + sim.topology().name + "'");
-  if (folded) {
+  if (mechanism) {
+  } else if (folded) {
     p.result = std::move(*folded);
   } else {
     s = build_schedule(*builder, args);
@@ -106,9 +125,12 @@ Prediction predict(Simulator& sim, const Algorithm& algo, AlgoArgs args, const P
     r.extra.push_back({"tflops", buf});
   }
   fill_bandwidths(r);
-  if (p.nccl)
+  if (p.nccl) {
     r.note = "nccl " + std::string(model::nccl_algo_name(p.nccl->algo)) + "/" +
-             std::string(model::proto_name(p.nccl->proto)) + " " + std::to_string(p.nccl->channels) + "ch";
+             std::string(model::proto_name(p.nccl->proto)) + " " + std::to_string(p.nccl->channels) + "ch (" +
+             nccl_how + ")";
+    if (mechanism) r.note += "; " + mechanism->how;
+  }
   if (p.fold_period > 0)
     r.note += std::string(r.note.empty() ? "" : "; ") + "folded: " + std::to_string(p.fold_period) + " of " +
               std::to_string(args.nranks) + " ranks simulated (rotation symmetry)";

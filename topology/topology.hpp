@@ -27,6 +27,9 @@ struct Node {
   double flops = 0;    // GPUs: dense 16-bit tensor FLOP/s
   std::string source;  // where mem_bw / flops came from
   std::string model;   // what the device is, e.g. "H100 SXM5 80GB", "Xeon Platinum 8480C" (may be empty)
+  // GPUs: whether the driver allows peer access over PCIe (false on GeForce parts: NCCL then stages
+  // transfers through pinned host memory, its SHM transport). NVLink peer access does not depend on it.
+  bool pcie_p2p = true;
 };
 
 struct Link {
