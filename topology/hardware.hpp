@@ -2,6 +2,7 @@
 // topology/: other areas read them from the graph (Node::mem_bw, Link::bw, Link::source).
 #pragma once
 
+#include <cctype>
 #include <string>
 
 #include "core/units.hpp"
@@ -44,6 +45,22 @@ inline const GpuSpec kRtx2080Ti{"GeForce RTX 2080 Ti 11GB", GBps(616), 107.6e12,
                                 "14 Gb/s = 616 GB/s; FP16 tensor 107.6 TFLOP/s (FP16 accumulate); PCIe P2P not "
                                 "supported by the GeForce driver",
                                 false};
+
+// The spec of a GPU by its model name as nvidia-smi prints it ("NVIDIA GeForce RTX 2080 Ti", "NVIDIA H100 80GB
+// HBM3"); nullptr when none of the specs above matches.
+inline const GpuSpec* find_gpu_spec(const std::string& name) {
+  std::string m;
+  for (char c : name) m += char(std::tolower(static_cast<unsigned char>(c)));
+  auto has = [&](const char* x) { return m.find(x) != std::string::npos; };
+  if (has("2080 ti")) return &kRtx2080Ti;
+  if (has("b200")) return &kB200;
+  if (has("h200")) return &kH200Sxm;
+  if (has("h100")) return &kH100Sxm;
+  if (has("h20")) return &kH20;
+  if (has("a100")) return has("40gb") ? &kA100Sxm40 : &kA100Sxm;
+  if (has("l40s")) return &kL40S;
+  return nullptr;
+}
 
 // Per-hop latencies. NCCL's tuning tables (src/graph/tuning.cc, hwLatencies, LL protocol) give a latency per
 // ring step; we split a step over the hops of its typical path so that sums over a path reproduce it.
