@@ -663,16 +663,21 @@ NcclPlan nccl_plan(const ModelParams& p, const NcclComm& c, std::string_view col
       plan.algo == NcclAlgo::tree ? (nvl ? k.tree_nvlink_us : k.tree_pci_us) : (nvl ? k.ring_nvlink_us : k.ring_pci_us);
   plan.step_latency = microseconds(plan.proto == Proto::ll && nvl ? std::max(hw[pi], kFlagHopUs) : hw[pi]);
   plan.net_step_latency = microseconds((plan.algo == NcclAlgo::tree ? k.tree_net_us : k.ring_net_us)[pi]);
-  // Per-channel ceilings: LL128's (tuning.cc perChMaxRingLL128Bws) and LL's (llMaxBw over the channels). Simple
-  // has none: the flow simulator's chunked ring (per-step latency, pipeline fill) already lands near the rate
-  // NCCL's rings reach on NVLink (topo.h SMxx_NVLINK_BW, 20.6 of a Hopper link's 25 GB/s; cclab sim on dgx-h100,
-  // 8 GPUs, 1 GiB, NVLS off: 320 GB/s busbw), so capping the flows at that rate as well would count it twice.
+  // Per-channel ceilings: LL128's (tuning.cc perChMaxRingLL128Bws), LL's (llMaxBw over the channels), and on
+  // NVLink the rate NCCL's kernels reach per link (topo.h SMxx_NVLINK_BW: 20.6 of a Hopper link's 25 GB/s, 40.1 of
+  // a Blackwell link's 50), shared by the channels that stripe over the GPU's links (payload rate; LL and LL128
+  // carry half and 120/128 of it).
   const int ai = arch_index(c.compcap);
   double cap = 0;
   if (plan.proto == Proto::ll128)
     cap = ai == 2 ? p.nccl.per_ch_ring_ll128_GBps : kPerChRingLl128[ai];
   else if (plan.proto == Proto::ll)
     cap = (ai == 2 || ai == 1 ? k.ll_max_bw_GBps : kLlMaxBw[ai][0]) / std::max(1, nc);
+  if (nvl && c.nvlink_lanes > 0) {
+    const double eff = plan.proto == Proto::ll ? 0.5 : plan.proto == Proto::ll128 ? 120.0 / 128.0 : 1.0;
+    const double link = c.nvlink_lanes * nccl_nvlink_per_link_GBps(c.compcap) * eff / std::max(1, nc);
+    cap = cap > 0 ? std::min(cap, link) : link;
+  }
   if (cap > 0) plan.per_channel_cap = GBps(cap);
   return plan;
 }
