@@ -25,8 +25,9 @@ bool is_nccl_model(const Algorithm& a) { return a.library; }
 const model::ProtocolParams& fused_local_work() {
   static const model::ProtocolParams p = [] {
     model::ProtocolParams q;
-    q.efficiency = {1e6, "NCCL fuses reductions and copies into its steps (recvReduceSend, recvCopySend): their HBM "
-                         "traffic overlaps the transfer"};
+    q.efficiency = {1e6,
+                    "NCCL fuses reductions and copies into its steps (recvReduceSend, recvCopySend): their HBM "
+                    "traffic overlaps the transfer"};
     return q;
   }();
   return p;
