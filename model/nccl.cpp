@@ -254,17 +254,24 @@ NcclSettings parse_nccl_settings(std::string_view tune) {
 
 std::string NcclSettings::describe() const {
   std::string d;
-  auto add = [&](const std::string& x) { d += (d.empty() ? "" : " ") + x; };
+  auto add = [&](const std::string& x) {
+    if (!d.empty()) d.push_back(' ');
+    d.append(x);
+  };
+  auto join = [](std::string& list, std::string_view item) {
+    if (!list.empty()) list.push_back(',');
+    list.append(item);
+  };
   if (algos) {
     std::string a;
     for (NcclAlgo x : {NcclAlgo::ring, NcclAlgo::tree, NcclAlgo::nvls, NcclAlgo::nvls_tree, NcclAlgo::pat})
-      if (allows(x)) a += (a.empty() ? "" : ",") + std::string(nccl_algo_name(x));
+      if (allows(x)) join(a, nccl_algo_name(x));
     add("NCCL_ALGO=" + a);
   }
   if (protos) {
     std::string a;
     for (Proto x : {Proto::ll, Proto::ll128, Proto::simple})
-      if (allows(x)) a += (a.empty() ? "" : ",") + std::string(proto_name(x));
+      if (allows(x)) join(a, proto_name(x));
     add("NCCL_PROTO=" + a);
   }
   if (nvls) add(std::string("NCCL_NVLS_ENABLE=") + (*nvls ? "1" : "0"));
@@ -701,20 +708,28 @@ std::optional<NcclCost> nccl_mechanism_cost(const ModelParams& p, const NcclComm
   std::string how;
   if (!multi && c.transport == NcclTransport::shm) {
     // SHM: SM stores cross PCIe into pinned host memory as posted writes, the peer's SM loads come back as 64 B
-    // read completions. In phase, the GPUs behind one switch share its uplink. A rank that both sends and
-    // receives in a step does so in the same threads (recvCopySend / recvReduceSend): its stores and loads add.
+    // read completions. In phase, the GPUs behind one switch share its uplink in each direction. A thread waits
+    // for its loads but not for its posted stores: a step that only sends (the ring's first) or only receives
+    // (its last) costs its stores or its loads, a step that receives and sends (recvReduceSend, recvCopySend,
+    // recvReduceCopySend) the slower of the two, as the stores overlap the next loads.
     const double rs = c.pcie_GBps * kPcieWriteEff, rl = c.pcie_GBps * kPcieReadEff;
     const int k = std::max(1, c.gpus_per_uplink);
     const double up = c.uplink_GBps > 0 ? c.uplink_GBps : c.pcie_GBps;
-    const double rs_eff = std::min(rs, up * kPcieWriteEff / k) * proto_eff;
-    const double rl_eff = std::min(rl, up * kPcieReadEff / k) * proto_eff;
+    const double ts = 1.0 / (std::min(rs, up * kPcieWriteEff / k) * proto_eff * 1e9);  // seconds per byte stored
+    const double tl = 1.0 / (std::min(rl, up * kPcieReadEff / k) * proto_eff * 1e9);   // per byte loaded
     double v = 0;
     if (rooted) {
+      // A pipelined chain: the root only stores, the last rank only loads, the others receive and send.
       v = S;
-      t = n == 2 ? S / (std::min(rs, rl) * proto_eff * 1e9) : S / (rs * proto_eff * 1e9) + S / (rl * proto_eff * 1e9);
+      const double t1 = 1.0 / (std::min(rs, rl) * proto_eff * 1e9);
+      t = n == 2 ? S * t1 : S * std::max(ts, tl);
     } else {
+      // Ring steps per chunk of S / n: all-reduce 2(n-1) (one send, 2n-3 receive-and-send, one receive),
+      // all-gather and reduce-scatter n-1 (one send, n-2 receive-and-send, one receive).
+      const int both = allreduce ? 2 * n - 3 : n - 2;
+      const double chunk = S / n;
       v = (allreduce ? 2.0 : 1.0) * (n - 1) / n * S;
-      t = v / (rs_eff * 1e9) + v / (rl_eff * 1e9);
+      t = chunk * (ts + both * std::max(ts, tl) + tl);
     }
     if (c.host_mem_GBps > 0) t = std::max(t, 2.0 * v * n / (c.host_mem_GBps * 1e9));
     std::snprintf(buf, sizeof buf,

@@ -49,11 +49,7 @@ const Machine kMachines[] = {
      "ran without NVLS (no multicast in its container), which its record does not say; with NCCL_NVLS_ENABLE=0 "
      "cclab's ring is within 5% from 128 MiB. The LL ring at 512 KiB-1 MiB is also 37-40% slower than measured",
      0.24, 0.41},
-    {"rtx2080ti_x2_pcie_nop2p.csv", "rtx2080ti-pcie",
-     "all-reduce through host memory is priced 25% slow from 64 KiB (all-gather and broadcast within 10% from "
-     "64 KiB): the model serialises each GPU's stores and loads and shares the switch uplink in phase, which fits "
-     "the all-gather's single step but not the all-reduce's two pipelined steps",
-     0.08, 0.36},
+    {"rtx2080ti_x2_pcie_nop2p.csv", "rtx2080ti-pcie"},
     {"rtx2080ti_x2_nvlink_bridge_allreduce.csv", "rtx2080ti-nvlink",
      "median met; a 2019 NCCL (nccl-tests#44) on Turing takes 13-36 us up to 512 KiB where NCCL 2.28's latency "
      "model gives 10-28 us (-21% to -36%); from 2 MiB within 8%",
