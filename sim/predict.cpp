@@ -91,9 +91,24 @@ Prediction predict(Simulator& sim, const Algorithm& algo, AlgoArgs args, const P
   Schedule s;
   std::optional<SimResult> folded;
   if (mechanism) {
-    // Priced from its mechanisms (model/nccl.hpp); the schedule is what the trace shows, not what is timed.
+    // Priced from its mechanisms (model/nccl.hpp). A trace asks for per-op times: the schedule of NCCL's
+    // algorithm family runs on the simulator for its shape, its timeline stretched to the mechanism's time.
+    if (ro.record_ops || ro.record_timeline || opt.keep_schedule) {
+      s = build_schedule(*builder, args);
+      if (builder != &algo) s.lowering = Lowering::library;
+      p.result = sim.run(s, ro);
+      const double scale = p.result.time.value > 0 ? mechanism->time.value / p.result.time.value : 1.0;
+      for (auto& t : p.result.ops) {
+        t.start *= scale;
+        t.end *= scale;
+      }
+      for (auto& l : p.result.timeline) {
+        l.t *= scale;
+        l.load /= scale;
+      }
+      mechanism->how += "; trace: the schedule's timeline stretched to this time";
+    }
     p.result.time = mechanism->time;
-    if (opt.keep_schedule) s = build_schedule(*builder, args);
     s.count = args.count;
     s.dtype = args.dtype;
     s.redop = args.redop;

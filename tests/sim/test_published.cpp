@@ -15,10 +15,12 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/registry.hpp"
 #include "core/record.hpp"
 #include "model/nccl.hpp"
 #include "model/profile.hpp"
 #include "sim/compare.hpp"
+#include "sim/predict.hpp"
 
 namespace cclab {
 namespace {
@@ -172,6 +174,39 @@ TEST(NcclChoice, NvlsByArchitectureAndGpuCountAndTransportByPeerAccess) {
   EXPECT_EQ(comm("3xhgx-a100-4nic", 24).nics, 4);
   EXPECT_EQ(comm("4xdgx-b200", 32).nics, 8);
   EXPECT_EQ(comm("4xdgx-b200", 32).nnodes, 4);
+}
+
+// A plan priced from its mechanisms (NVLS here) still gives a trace: per-op times of the schedule, stretched to the
+// mechanism's time; the total is the same with or without the trace, and the note names the choice.
+TEST(NcclChoice, MechanismPricedPlansKeepTheirTrace) {
+  const model::Target t = model::resolve_target("dgx-h100");
+  sim::Simulator simulator(t.topology, t.params);
+  const Algorithm& a = find_algorithm("allreduce.nccl");
+  AlgoArgs args;
+  args.nranks = 8;
+  args.node_size = 8;
+  args.count = int64_t(1) << 28;  // 1 GiB of floats
+  const sim::Prediction plain = sim::predict(simulator, a, args);
+  sim::PredictOptions opt;
+  opt.keep_schedule = true;
+  opt.record_ops = true;
+  const sim::Prediction traced = sim::predict(simulator, a, args, opt);
+  ASSERT_TRUE(plain.nccl.has_value());
+  EXPECT_EQ(plain.nccl->algo, model::NcclAlgo::nvls);
+  EXPECT_NE(plain.record.note.find("nvls/simple"), std::string::npos) << plain.record.note;
+  EXPECT_NEAR(traced.result.time.value, plain.result.time.value, 1e-12);
+  ASSERT_FALSE(traced.schedule.ops.empty());
+  EXPECT_EQ(traced.result.ops.size(), traced.schedule.ops.size());
+  double last = 0;
+  for (const auto& o : traced.result.ops) last = std::max(last, o.end);
+  EXPECT_NEAR(last, traced.result.time.value, 1e-9 * traced.result.time.value);
+  // With NVLS off the same call is a ring on the flow simulator, and reduce-scatter runs at all-gather's rate.
+  args.tune = "NCCL_NVLS_ENABLE=0";
+  EXPECT_EQ(sim::predict(simulator, a, args).nccl->algo, model::NcclAlgo::ring);
+  AlgoArgs rs = args;
+  const sim::Prediction ag = sim::predict(simulator, find_algorithm("allgather.nccl"), rs);
+  const sim::Prediction rsp = sim::predict(simulator, find_algorithm("reducescatter.nccl"), rs);
+  EXPECT_NEAR(rsp.result.time.value, ag.result.time.value, 0.01 * ag.result.time.value);
 }
 
 TEST(Published, EveryFileHasAPreset) {
