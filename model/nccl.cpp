@@ -411,6 +411,8 @@ NcclComm nccl_comm_for(const topo::Topology& t, const ModelParams& p, int nranks
       std::set<topo::NodeId> nics;
       for (int i = 0; i < c.ppn; ++i) nics.insert(t.fabric.nic_of_gpu.at(size_t(i)));
       c.nics = int(nics.size());
+      c.servers_per_leaf = t.fabric.servers_per_leaf;
+      c.oversubscription = std::max(1, t.fabric.oversubscription);
       const topo::NodeId nic = t.fabric.nic_of_gpu.at(0);
       for (auto e : boost::make_iterator_range(boost::out_edges(nic, t.graph))) {
         const topo::Link& l = t.link(e);
@@ -772,10 +774,23 @@ std::optional<NcclCost> nccl_mechanism_cost(const ModelParams& p, const NcclComm
       else if (c.ppn > 1)
         t_intra = 2.0 * S / (intra_rate * 1e9);
     }
-    const double t_net = egress / (node_net * 1e9);
+    double t_net = egress / (node_net * 1e9);
+    // The fat tree's spine: a leaf's uplinks carry its downlinks' rate / oversubscription. A ring leaves a leaf
+    // group once per channel (never the bound); a tree's edges join nodes far apart, most of them in other
+    // groups once there are several: the share of a node's tree traffic that crosses to another group,
+    // 1 - servers per leaf / nodes, runs at 1 / oversubscription of the NIC rate.
+    bool spine = false;
+    if (plan.algo != NcclAlgo::ring && plan.algo != NcclAlgo::pat && c.servers_per_leaf > 0 &&
+        c.nnodes > c.servers_per_leaf && c.oversubscription > 1) {
+      const double crossing = 1.0 - double(c.servers_per_leaf) / c.nnodes;
+      const double t_spine = crossing * c.oversubscription * t_net;
+      spine = t_spine > t_net;
+      t_net = std::max(t_net, t_spine);
+    }
     t = std::max(t_net, t_intra);
-    std::snprintf(buf, sizeof buf, "network: %d NIC(s) x %.1f GB/s per node (line rate less headers)%s",
-                  std::max(1, c.nics), nic, t_intra > t_net ? ", intra-node links the bound" : "");
+    std::snprintf(buf, sizeof buf, "network: %d NIC(s) x %.1f GB/s per node (line rate less headers)%s%s",
+                  std::max(1, c.nics), nic, spine ? ", the oversubscribed spine the bound" : "",
+                  t_intra > t_net ? ", intra-node links the bound" : "");
     how = buf;
   }
   (void)rs_ag;

@@ -81,6 +81,8 @@ struct NcclComm {
   int nics = 0;                    // NICs per node the communicator's ranks use (rails)
   double nic_GBps = 0;             // line rate of one NIC
   double nic_pcie_GBps = 0;        // the PCIe link a NIC sits on
+  int servers_per_leaf = 0;        // fat tree: servers under one leaf switch per rail (0: no fabric)
+  int oversubscription = 1;        // leaf downlink : uplink bandwidth
   double switch_reduce_flops = 0;  // NVLS: in-switch reduction rate of the node's NVSwitch chips, in sum
   std::string switch_source;
   NcclSettings settings;

@@ -209,6 +209,28 @@ TEST(NcclChoice, MechanismPricedPlansKeepTheirTrace) {
   EXPECT_NEAR(rsp.result.time.value, ag.result.time.value, 0.01 * ag.result.time.value);
 }
 
+// Across nodes: trees whose edges cross leaf groups slow down on an oversubscribed spine; rings do not.
+TEST(NcclChoice, OversubscribedSpineSlowsTreesNotRings) {
+  auto time = [](const char* preset, const char* tune) {
+    const model::Target t = model::resolve_target(preset);
+    const model::NcclComm c = model::nccl_comm_for(t.topology, t.params, t.topology.num_gpus(),
+                                                   t.topology.gpus_per_server(), model::parse_nccl_settings(tune));
+    const int64_t bytes = int64_t(1) << 32;
+    const model::NcclPlan plan = model::nccl_plan(t.params, c, "allreduce", bytes);
+    return std::pair(plan.algo, model::nccl_mechanism_cost(t.params, c, plan, "allreduce", bytes, DType::f32)->time);
+  };
+  const auto [ring_algo, ring] = time("64xdgx-h100", "NCCL_ALGO=Ring");
+  const auto [ring_os_algo, ring_os] = time("64xdgx-h100:os4", "NCCL_ALGO=Ring");
+  EXPECT_EQ(ring_algo, model::NcclAlgo::ring);
+  EXPECT_EQ(ring_os_algo, model::NcclAlgo::ring);
+  EXPECT_NEAR(ring_os.value, ring.value, 1e-12);
+  const auto [tree_algo, tree] = time("64xdgx-h100", "NCCL_ALGO=Tree");
+  const auto [tree_os_algo, tree_os] = time("64xdgx-h100:os4", "NCCL_ALGO=Tree");
+  EXPECT_EQ(tree_algo, model::NcclAlgo::tree);
+  EXPECT_EQ(tree_os_algo, model::NcclAlgo::tree);
+  EXPECT_GT(tree_os.value, 1.5 * tree.value);  // half of a node's tree traffic crosses groups, at 1/4 the rate
+}
+
 TEST(Published, EveryFileHasAPreset) {
   const fs::path dir = published_dir();
   if (dir.empty() || !fs::is_directory(dir))
