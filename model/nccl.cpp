@@ -691,16 +691,15 @@ NcclPlan nccl_plan(const ModelParams& p, const NcclComm& c, std::string_view col
   return plan;
 }
 
-std::optional<NcclCost> nccl_mechanism_cost(const ModelParams& p, const NcclComm& c, const NcclPlan& plan,
+std::optional<NcclCost> nccl_mechanism_cost(const ModelParams& /*p*/, const NcclComm& c, const NcclPlan& plan,
                                             std::string_view coll, int64_t bytes, DType dtype) {
-  (void)p;
   const int n = c.nranks;
   if (n <= 1 || plan.algo == NcclAlgo::p2p || !is_ring_family(coll)) return std::nullopt;
   const bool multi = c.nnodes > 1;
   const bool nvls_like = plan.algo == NcclAlgo::nvls || plan.algo == NcclAlgo::nvls_tree;
   if (!multi && !nvls_like && c.transport != NcclTransport::shm) return std::nullopt;
   const double S = double(bytes);
-  const bool allreduce = coll == "allreduce", rs_ag = is_rs_ag(coll), rooted = is_rooted(coll);
+  const bool allreduce = coll == "allreduce", rooted = is_rooted(coll);
   const double proto_eff = plan.proto == Proto::ll ? 0.5 : plan.proto == Proto::ll128 ? 120.0 / 128.0 : 1.0;
   const int ai = arch_index(c.compcap);
   // A GPU's NVLink port at the rate NCCL's kernels reach on it (topo.h per-link rate x links).
@@ -793,7 +792,6 @@ std::optional<NcclCost> nccl_mechanism_cost(const ModelParams& p, const NcclComm
                   t_intra > t_net ? ", intra-node links the bound" : "");
     how = buf;
   }
-  (void)rs_ag;
   NcclCost cost;
   cost.time = plan.latency + Seconds(t);
   cost.how = how + "; latency " + std::to_string(int(std::lround(plan.latency.us()))) +
