@@ -95,7 +95,7 @@ struct FusedOptions {
   int conflict_window = 64;
   // A lane gets several CTAs only when that saves more data time than its group synchronisations
   // cost (ops that touch what an earlier op of the lane touched make all its CTAs wait for a flag).
-  // Estimates from the first 2 x H200 run (/work/gpu-out/call2, commit f1edc53): alltoall.hier on
+  // Estimates from the first 2 x H200 run (2026-11-22, commit f1edc53): alltoall.hier on
   // 2 ranks took 12.9 us at 16 KiB (one CTA per lane) and 26 us at 64 KiB (2 CTAs, 4 such waits per
   // lane): ~3 us per group wait; one CTA moves 32 KiB in flight per ~1.3 us NVLink round: ~25 GB/s.
   double group_wait_s = 3e-6;

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # One device call on the 2 x H200 machine (kind nvidia-h200-x2) that builds once and runs the named steps, so
 # that a profile and the records it is compared with come from one machine (the host's launch times move
-# 20-30% between calls: exec/NOTES.md, session 8). Here, before the call (the device gets the working tree;
-# .carry/ is ignored, so it travels as a carried path):
+# 20-30% between calls: docs/findings/2026-11-23-nccl-rings-unheld-launch-small-sizes.md). Here, before the
+# call (the device gets the working tree; .carry/ is ignored, so it travels as a carried path):
 #   rm -rf .carry/src && mkdir -p .carry/src && git archive HEAD | tar -x -C .carry/src &&
 #     git rev-parse --short=12 HEAD > .carry/commit && cp scripts/gpu_call.sh .carry/
 # then run, carrying [".carry"]:  bash .carry/gpu_call.sh <name> calib [measure] [mmsp] [<script>]

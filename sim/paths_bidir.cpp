@@ -210,7 +210,8 @@ std::optional<Seconds> within(const model::PathTable* t, double bytes) {
 // The bidir kernels read their per-rank pointers from BidirArgs, a by-value block (~0.5 KB) indexed by rank at
 // run time. The microbenchmarks pass plain pointers, except the .args series, each measured beside the same
 // kernel without it. (Until a06bb3f the kernels also passed the block by reference to their timeout reporter,
-// which copied it into a stack frame in every launch; exec/NOTES.md, session 5.)
+// which copied it into a stack frame in every launch; see
+// docs/findings/2026-11-22-argument-block-crossovers-diagnostics.md.)
 // The block's cost depends on how many threads read it: each pair's difference is read against
 // the threads its microbenchmark launched at each size (exec/microbench_bidir.cu's grids, capped at the
 // H200's SMs), averaged where sizes share a grid, interpolated in threads and, beyond the most it launched,
@@ -315,8 +316,8 @@ Seconds bidir_kernel_time(const model::ModelParams& P, const ExecPath& path, int
   // Before those, a .kernelloop.<element> series where measured (stream's: its loop as the kernel runs it, the
   // slot's address computed per vector and the elements widened to float; half takes bfloat16's): the records'
   // time moves with the element type (stream bfloat16 1.2-1.4 x float from 32 KiB), which integer adds cannot show.
-  // push and lamport have theirs too (push: 16-bit rows 0.9 us over float from 32 KiB on s8a; lamport: its
-  // sentinel checks and rewrites element by element).
+  // push and lamport have theirs too (push: 16-bit rows 0.9 us over float from 32 KiB, 2 x H200, 2026-11-23,
+  // commit 8163c56; lamport: its sentinel checks and rewrites element by element).
   std::string own_name = base + ".kernelloop." + (dtype_size(dtype) == 4 ? "float" : "bfloat16") + kRecordSuffix;
   if (!P.table(own_name)) own_name = base + ".ownloop" + kRecordSuffix;
   if (!P.table(own_name)) own_name = base + ".own" + kRecordSuffix;
