@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <initializer_list>
 #include <limits>
 #include <set>
 
@@ -110,7 +111,8 @@ bool contains(const std::string& hay, std::string_view needle) { return hay.find
 // NCCL_ALGO / NCCL_PROTO lists ("Ring,Tree", "^LL128", "allreduce:tree"): the algorithms or protocols named,
 // as NCCL's parseList reads them (a leading ^ excludes). Function prefixes are read as applying to every
 // collective (a simplification: one list per record).
-uint8_t parse_algo_list(std::string v) {
+// The bits of the names a list selects; `all` are the bits an exclusion (^) chooses from.
+uint8_t parse_list(std::string v, std::initializer_list<std::pair<std::string_view, int>> names, uint8_t all) {
   bool exclude = false;
   if (auto colon = v.rfind(':'); colon != std::string::npos) v = v.substr(colon + 1);
   if (!v.empty() && v[0] == '^') {
@@ -122,35 +124,25 @@ uint8_t parse_algo_list(std::string v) {
   while (pos <= v.size()) {
     const size_t end = std::min(v.find_first_of(",|", pos), v.size());
     const std::string w = v.substr(pos, end - pos);
-    if (w == "ring") bits |= 1 << int(NcclAlgo::ring);
-    if (w == "tree") bits |= 1 << int(NcclAlgo::tree);
-    if (w == "nvls") bits |= 1 << int(NcclAlgo::nvls);
-    if (w == "nvlstree" || w == "nvls_tree") bits |= 1 << int(NcclAlgo::nvls_tree);
-    if (w == "pat") bits |= 1 << int(NcclAlgo::pat);
+    for (const auto& [name, bit] : names)
+      if (w == name) bits |= uint8_t(1 << bit);
     pos = end + 1;
   }
-  if (exclude) bits = uint8_t(~bits & 0x3f & ~(1 << int(NcclAlgo::p2p)));
-  return bits;
+  return exclude ? uint8_t(~bits & all) : bits;
 }
-uint8_t parse_proto_list(std::string v) {
-  bool exclude = false;
-  if (auto colon = v.rfind(':'); colon != std::string::npos) v = v.substr(colon + 1);
-  if (!v.empty() && v[0] == '^') {
-    exclude = true;
-    v = v.substr(1);
-  }
-  uint8_t bits = 0;
-  size_t pos = 0;
-  while (pos <= v.size()) {
-    const size_t end = std::min(v.find_first_of(",|", pos), v.size());
-    const std::string w = v.substr(pos, end - pos);
-    if (w == "ll") bits |= 1 << int(Proto::ll);
-    if (w == "ll128") bits |= 1 << int(Proto::ll128);
-    if (w == "simple") bits |= 1 << int(Proto::simple);
-    pos = end + 1;
-  }
-  if (exclude) bits = uint8_t(~bits & ((1 << int(Proto::ll)) | (1 << int(Proto::ll128)) | (1 << int(Proto::simple))));
-  return bits;
+uint8_t parse_algo_list(const std::string& v) {
+  return parse_list(v,
+                    {{"ring", int(NcclAlgo::ring)},
+                     {"tree", int(NcclAlgo::tree)},
+                     {"nvls", int(NcclAlgo::nvls)},
+                     {"nvlstree", int(NcclAlgo::nvls_tree)},
+                     {"nvls_tree", int(NcclAlgo::nvls_tree)},
+                     {"pat", int(NcclAlgo::pat)}},
+                    uint8_t(0x3f & ~(1 << int(NcclAlgo::p2p))));
+}
+uint8_t parse_proto_list(const std::string& v) {
+  return parse_list(v, {{"ll", int(Proto::ll)}, {"ll128", int(Proto::ll128)}, {"simple", int(Proto::simple)}},
+                    uint8_t((1 << int(Proto::ll)) | (1 << int(Proto::ll128)) | (1 << int(Proto::simple))));
 }
 
 bool truthy(const std::string& v) { return !(v == "0" || v == "false" || v == "no" || v == "off"); }
