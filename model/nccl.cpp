@@ -670,10 +670,12 @@ NcclPlan nccl_plan(const ModelParams& p, const NcclComm& c, std::string_view col
   // carry half and 120/128 of it).
   const int ai = arch_index(c.compcap);
   double cap = 0;
+  // By the GPU's architecture (its model name), not the profile's Ampere/Hopper guess from its FLOP rate (an
+  // H20 has Hopper's NCCL constants at an Ampere-class FLOP rate).
   if (plan.proto == Proto::ll128)
-    cap = ai == 2 ? p.nccl.per_ch_ring_ll128_GBps : kPerChRingLl128[ai];
+    cap = kPerChRingLl128[ai];
   else if (plan.proto == Proto::ll)
-    cap = (ai == 2 || ai == 1 ? k.ll_max_bw_GBps : kLlMaxBw[ai][0]) / std::max(1, nc);
+    cap = (c.nnodes == 1 ? kLlMaxBw[ai][0] : kLlMaxBw[c.amd_cpu ? 1 : 0][nodes_index(c.nnodes)]) / std::max(1, nc);
   if (nvl && c.nvlink_lanes > 0) {
     const double eff = plan.proto == Proto::ll ? 0.5 : plan.proto == Proto::ll128 ? 120.0 / 128.0 : 1.0;
     const double link = c.nvlink_lanes * nccl_nvlink_per_link_GBps(c.compcap) * eff / std::max(1, nc);
