@@ -858,10 +858,13 @@ Prediction predict_plan(Simulator& sim, const Algorithm& algo, const AlgoArgs& a
               std::to_string(args.nranks) + " ranks");
 }
 
-std::optional<Prediction> predict_executor(Simulator& sim, const Algorithm& algo, const AlgoArgs& args) {
+std::optional<Prediction> predict_executor(Simulator& sim, const Algorithm& algo, const AlgoArgs& args,
+                                           std::vector<std::pair<std::string, std::string>>* unpriced) {
   if (!prices_executor_plans(sim.params()) || algo.needs_shape || algo.needs_sparse) return std::nullopt;
   const lower::LoweredPlan plan = lower::lower_collective(algo, args, machine_of(sim.topology()));
-  return price(sim, algo, args, plan);
+  auto p = price(sim, algo, args, plan);
+  if (!p && unpriced) *unpriced = plan.columns();
+  return p;
 }
 
 }  // namespace cclab::sim

@@ -13,6 +13,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "lower/lowering.hpp"
 #include "sim/predict.hpp"
@@ -45,8 +47,10 @@ bool prices_executor_plans(const model::ModelParams& P);
 
 // The executor's plan for (algo, args) on the simulator's machine, priced; nullopt where the parameters do not
 // price executor plans (no calibrated profile) or this plan's path has no model (NCCL beyond 2 GPUs: the NCCL
-// tuning model of predict() applies).
-std::optional<Prediction> predict_executor(Simulator& sim, const Algorithm& algo, const AlgoArgs& args);
+// tuning model of predict() applies; the all-reduce kernels beyond 2 GPUs: the flow model). In the second case
+// `unpriced` receives the plan's columns, so the record still names the plan it stands for.
+std::optional<Prediction> predict_executor(Simulator& sim, const Algorithm& algo, const AlgoArgs& args,
+                                           std::vector<std::pair<std::string, std::string>>* unpriced = nullptr);
 
 // The executor's plan for (algo, args), priced whatever the parameters hold (tests; the tables a plan needs
 // must be there). Throws an input error where the plan's path has no model.

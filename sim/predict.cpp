@@ -45,8 +45,9 @@ std::string nccl_collective(const Algorithm& a) {
 
 Prediction predict(Simulator& sim, const Algorithm& algo, AlgoArgs args, const PredictOptions& opt) {
   // With a calibrated profile: the plan the executor would run, priced by its mechanisms (sim/paths.hpp).
+  std::vector<std::pair<std::string, std::string>> plan_columns;  // a plan the executor's models cannot price
   if (!opt.keep_schedule && !opt.record_ops)
-    if (auto e = predict_executor(sim, algo, args)) return std::move(*e);
+    if (auto e = predict_executor(sim, algo, args, &plan_columns)) return std::move(*e);
   Prediction p;
   RunOptions ro;
   ro.record_ops = opt.record_ops || opt.keep_schedule;
@@ -175,6 +176,13 @@ Prediction predict(Simulator& sim, const Algorithm& algo, AlgoArgs args, const P
     std::snprintf(buf, sizeof buf, "%.3f", p.result.bottleneck_utilisation);
     r.extra.push_back({"bottleneck", p.result.bottleneck});
     r.extra.push_back({"bottleneck_util", buf});
+  }
+  if (!plan_columns.empty()) {
+    r.note += std::string(r.note.empty() ? "" : "; ") +
+              "the executor's plan, priced by the flow model (no measurement "
+              "of its path on " +
+              std::to_string(args.nranks) + " ranks)";
+    for (auto& c : plan_columns) r.extra.push_back(std::move(c));
   }
   if (opt.keep_schedule) p.schedule = std::move(s);
   return p;

@@ -40,13 +40,15 @@ struct Machine {
   std::string records, profile, topo;
 };
 
-// The committed machines with a profile (results/<name>/ beside profiles/<name>.json).
+// The committed records with the profile and preset that predict them (results/h200x4: the 2-GPU profile on
+// the HGX H200 preset).
 std::vector<Machine> machines() {
   std::vector<Machine> m;
   const fs::path root = CCLAB_SOURCE_DIR;
-  for (const std::string name : {"h200x2", "h200x4", "h100x2", "h100x4"})
-    if (fs::exists(root / "results" / name) && fs::exists(root / "profiles" / (name + ".json")))
-      m.push_back({(root / "results" / name).string(), (root / "profiles" / (name + ".json")).string(), name});
+  for (const auto& [records, profile, topo] : std::vector<std::array<std::string, 3>>{
+           {"h200x2", "h200x2", "h200x2"}, {"h200x2_fresh", "h200x2", "h200x2"}, {"h200x4", "h200x2", "hgx-h200"}})
+    if (fs::exists(root / "results" / records) && fs::exists(root / "profiles" / (profile + ".json")))
+      m.push_back({(root / "results" / records).string(), (root / "profiles" / (profile + ".json")).string(), topo});
   return m;
 }
 
@@ -56,7 +58,8 @@ TEST(OnePredictionPath, SimWithARowsInputsPrintsComparesPrediction) {
   const fs::path tmp = fs::temp_directory_path() / "cclab_sim_is_compare";
   fs::create_directories(tmp);
   for (const Machine& m : ms) {
-    const model::Target target = model::resolve_target(m.profile);
+    model::Target target = model::resolve_target(m.topo);
+    target.params = model::load_profile(m.profile, target.params);
     sim::RowPredictor predictor(target);
     const sim::Comparison c = sim::compare(read_records(m.records), predictor);
     ASSERT_FALSE(c.rows.empty()) << m.records;
