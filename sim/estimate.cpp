@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <set>
+#include <utility>
 
 #include "core/error.hpp"
 
@@ -32,6 +35,7 @@ double TimeTable::seconds(double b) const {
   const size_t i =
       size_t(std::upper_bound(bytes_.begin(), bytes_.end(), b, [](double v, int64_t x) { return v < double(x); }) -
              bytes_.begin());
+  if (double(bytes_[i - 1]) == b) return seconds_[i - 1];  // a table size: its time, exactly
   const double f = (std::log(b) - log_bytes_[i - 1]) / (log_bytes_[i] - log_bytes_[i - 1]);
   return std::exp(log_seconds_[i - 1] + f * (log_seconds_[i] - log_seconds_[i - 1]));
 }
@@ -50,16 +54,68 @@ TimeTable build_time_table(SweepRequest req, const TableGrid& grid) {
     if (req.sizes.empty() || b > req.sizes.back()) req.sizes.push_back(b);
   }
   req.trace = false;
-  const SweepResult r = simulate_sweep(req);
+  std::map<int64_t, double> points;  // bytes (the records') -> seconds
+  const auto add = [&](const SweepResult& r) {
+    for (const Record& rec : r.records)
+      if (rec.bytes > 0 && rec.time_us > 0) points.emplace(rec.bytes, rec.time_us * 1e-6);
+  };
+  add(simulate_sweep(req));
+  if (points.empty()) throw_input(req.algo + ": no size could be simulated for an estimate");
+
+  // Steps: a time that grows faster than the size between two neighbours (log-log slope above 1), or falls,
+  // or a slope that drops from one interval to the next, is a switch (a protocol, an algorithm, a chunk
+  // count), which a power law would smear over the whole octave. Such intervals are halved (geometric
+  // midpoint) until the step lies within grid.step_ratio, so the interpolation is off only there.
+  std::set<int64_t> settled;  // left ends of intervals that cannot be halved further
+  int added = 0;
+  for (int round = 0; round < 16 && added < grid.max_step_points; ++round) {
+    std::vector<std::pair<int64_t, int64_t>> split;
+    req.sizes.clear();
+    // The intervals and their log-log slopes; which to halve.
+    std::vector<std::pair<int64_t, int64_t>> spans;
+    std::vector<double> slopes;
+    for (auto it = points.begin(); std::next(it) != points.end(); ++it) {
+      const auto nx = std::next(it);
+      spans.emplace_back(it->first, nx->first);
+      slopes.push_back(std::log(nx->second / it->second) / std::log(double(nx->first) / double(it->first)));
+    }
+    std::vector<bool> halve(spans.size(), false);
+    for (size_t i = 0; i < spans.size(); ++i) {
+      if (slopes[i] > 1.0 + 1e-9 || slopes[i] < -1e-9) halve[i] = true;
+      // An alpha-beta time's slope only grows with the size; where it drops, a switch to a faster way lies in
+      // this interval or the one before.
+      if (i > 0 && slopes[i] < slopes[i - 1] - grid.slope_drop) halve[i] = halve[i - 1] = true;
+    }
+    for (size_t i = 0; i < spans.size(); ++i) {
+      const auto [lo, hi] = spans[i];
+      if (!halve[i] || settled.count(lo) || double(hi) / double(lo) <= grid.step_ratio) continue;
+      const auto mid = int64_t(std::llround(std::sqrt(double(lo) * double(hi))));
+      if (mid <= lo || mid >= hi || added + int(req.sizes.size()) >= grid.max_step_points) {
+        settled.insert(lo);
+        continue;
+      }
+      split.emplace_back(lo, hi);
+      req.sizes.push_back(mid);
+    }
+    if (req.sizes.empty()) break;
+    const size_t before = points.size();
+    try {
+      add(simulate_sweep(req));
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::input) throw;  // no midpoint could be simulated: they stay unsplit
+    }
+    added += int(points.size() - before);
+    for (const auto& [lo, hi] : split) {
+      const auto in = points.upper_bound(lo);
+      if (in == points.end() || in->first >= hi) settled.insert(lo);  // its midpoint gave no new size
+    }
+  }
   std::vector<int64_t> bytes;
   std::vector<double> seconds;
-  for (const Record& rec : r.records) {
-    if (rec.bytes <= 0 || rec.time_us <= 0) continue;
-    if (!bytes.empty() && rec.bytes <= bytes.back()) continue;  // a size rounded onto its neighbour
-    bytes.push_back(rec.bytes);
-    seconds.push_back(rec.time_us * 1e-6);
+  for (const auto& [b, t] : points) {
+    bytes.push_back(b);
+    seconds.push_back(t);
   }
-  if (bytes.empty()) throw_input(req.algo + ": no size could be simulated for an estimate");
   return TimeTable(std::move(bytes), std::move(seconds));
 }
 

@@ -34,13 +34,19 @@ class TimeTable {
 };
 
 struct TableGrid {
-  int max_log2 = 34;          // the largest size: 2^max_log2 bytes (16 GiB)
-  int points_per_octave = 1;  // sizes 2^(k / points_per_octave), rounded to whole bytes
+  int max_log2 = 30;           // the largest size: 2^max_log2 bytes (1 GiB)
+  int points_per_octave = 1;   // sizes 2^(k / points_per_octave), rounded to whole bytes
+  double step_ratio = 1.0443;  // intervals with a step are halved until they span at most this (2^(1/16))
+  double slope_drop = 0.05;    // a log-log slope this much below the previous interval's marks a step
+  int max_step_points = 64;    // at most this many sizes added around steps
 };
 
 // The table of one algorithm (req.algo names one) from simulate_sweep at the grid's sizes (req.sizes is
-// replaced). The table's sizes are the records' bytes (nccl-tests' size after the count is rounded to whole
-// elements per rank); sizes that hold no element are left out, as `cclab sim` leaves them out.
+// replaced), refined around steps: where the time between two neighbouring sizes grows faster than the size
+// (or falls), or the log-log slope drops from one interval to the next (it only grows for alpha-beta times), a
+// switch lies there (NCCL's protocols, a chunk count), and the intervals are halved until they span at most
+// step_ratio. The table's sizes are the records' bytes (nccl-tests' size after the count is
+// rounded to whole elements per rank); sizes that hold no element are left out, as `cclab sim` leaves them out.
 TimeTable build_time_table(SweepRequest req, const TableGrid& grid = {});
 
 }  // namespace cclab::sim

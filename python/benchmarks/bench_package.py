@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""The package's numbers (issue 24's goals), recorded, not asserted:
+
+1. the estimator: a first call (the table built: simulations at 35 sizes) on dgx-h100 for each NCCL collective,
+   goal <= 50 ms; a cached call, goal <= 20 us;
+2. cclab.simulate against `cclab sim --csv` on the same sweep (README's: every algorithm on dgx-h100, 8 B to
+   1 GiB by 4), each the best of --repeat runs, goal: the package at most 1.05 x the command line;
+3. `import cclab` in a fresh interpreter, goal < 1 s.
+
+    python3 python/benchmarks/bench_package.py [--cli build/cli/cclab] [--out results/sim/python_package.txt]
+"""
+import argparse
+import datetime
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+
+def git_commit():
+    try:
+        return subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              check=True).stdout.strip()
+    except Exception:
+        return "unknown"
+
+
+def bench_estimator(cclab, lines):
+    from cclab import _estimate
+    lines.append("## estimator (dgx-h100, 8 ranks, float, algo nccl)")
+    firsts = []
+    for coll in ("allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "reduce"):
+        _estimate._tables.clear()
+        _estimate._calls.clear()
+        t0 = time.perf_counter()
+        cclab.estimate(coll, 1 << 20, 8, "dgx-h100")
+        dt = time.perf_counter() - t0
+        firsts.append(dt)
+        lines.append(f"first call  {coll:14s} {dt * 1e3:8.2f} ms  (goal <= 50 ms)")
+    # Cached: the same arguments, sizes varying (what a planner asks), timed in batches; the median batch.
+    sizes = [int(1.37 ** k) + 1 for k in range(80)]
+    cclab.estimate("allreduce", 1 << 20, 8, "dgx-h100")
+    per = []
+    for _ in range(15):
+        t0 = time.perf_counter()
+        for _ in range(250):
+            for s in sizes:
+                cclab.estimate("allreduce", s, 8, "dgx-h100")
+        per.append((time.perf_counter() - t0) / (250 * len(sizes)))
+    est = cclab.estimator("allreduce", 8, "dgx-h100")
+    per_obj = []
+    for _ in range(15):
+        t0 = time.perf_counter()
+        for _ in range(250):
+            for s in sizes:
+                est(s)
+        per_obj.append((time.perf_counter() - t0) / (250 * len(sizes)))
+    lines.append(f"cached call cclab.estimate(...)     median {statistics.median(per) * 1e6:6.2f} us, "
+                 f"worst batch {max(per) * 1e6:6.2f} us  (goal <= 20 us)")
+    lines.append(f"cached call via cclab.estimator(...) median {statistics.median(per_obj) * 1e6:6.2f} us")
+    return max(firsts), statistics.median(per)
+
+
+def bench_simulate(cclab, cli, repeat, lines):
+    args = ["--topo", "dgx-h100", "--algo", "all", "-b", "8", "-e", "1G", "-f", "4"]
+    lines.append("## cclab.simulate against the command line: cclab sim " + " ".join(args) + " --csv FILE")
+    cli_times, py_times = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "sim.csv")
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            subprocess.run([cli, "sim", *args, "--csv", out], check=True, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+            cli_times.append(time.perf_counter() - t0)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                t0 = time.perf_counter()
+                rows = cclab.simulate("dgx-h100", "all", cclab.sizes(8, "1G", 4))
+                py_times.append(time.perf_counter() - t0)
+    c, p = min(cli_times), min(py_times)
+    lines.append(f"command line (process, CSV written)  best {c:.3f} s of {repeat} "
+                 f"({', '.join(f'{t:.3f}' for t in cli_times)})")
+    lines.append(f"cclab.simulate ({type(rows).__name__}, {len(rows)} rows)  best {p:.3f} s of {repeat} "
+                 f"({', '.join(f'{t:.3f}' for t in py_times)})")
+    lines.append(f"ratio package / command line: {p / c:.3f}  (goal <= 1.05)")
+    return p / c
+
+
+def bench_import(lines):
+    times = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "import cclab"], check=True)
+        times.append(time.perf_counter() - t0)
+    base = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        base.append(time.perf_counter() - t0)
+    lines.append("## import")
+    lines.append(f"python -c 'import cclab': best {min(times):.3f} s (an empty interpreter: {min(base):.3f} s)"
+                 "  (goal < 1 s)")
+    return min(times)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cli", default=None, help="the cclab binary (default: the newest build*/cli/cclab)")
+    ap.add_argument("--out", default=None, help="also write the numbers to this file")
+    ap.add_argument("--repeat", type=int, default=3)
+    a = ap.parse_args()
+    import cclab
+
+    cli = a.cli
+    if cli is None:
+        import glob
+        cands = sorted(glob.glob(os.path.join(ROOT, "build*", "cli", "cclab")), key=os.path.getmtime, reverse=True)
+        cli = cands[0] if cands else None
+    lines = [f"# cclab Python package benchmark: commit {git_commit()}, {datetime.date.today()}, "
+             f"{platform.machine()} {os.cpu_count()} CPUs, Python {platform.python_version()}, "
+             f"module {cclab._cclab.__file__}"]
+    bench_estimator(cclab, lines)
+    if cli:
+        bench_simulate(cclab, cli, a.repeat, lines)
+    else:
+        lines.append("## no cclab binary: simulate against the command line not timed")
+    bench_import(lines)
+    text = "\n".join(lines) + "\n"
+    print(text, end="")
+    if a.out:
+        os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
+        with open(a.out, "w") as f:
+            f.write(text)
+
+
+if __name__ == "__main__":
+    main()
