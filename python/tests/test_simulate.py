@@ -172,3 +172,19 @@ def test_the_gil_is_released_while_simulating():
     assert elapsed > 0.05, f"the sweep took {elapsed:.3f} s: too short to tell"
     # Holding the GIL, the sweep would let this thread tick only at the start and the end.
     assert ticks > 0.3 * elapsed / 0.001 * 0.5, f"{ticks} ticks in {elapsed:.2f} s"
+
+
+def test_ctrl_c_stops_the_sweep_after_the_row_in_progress():
+    """SIGINT while simulating: KeyboardInterrupt, soon (Python's handler runs between rows)."""
+    import signal
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("signals reach the main thread only")
+    timer = threading.Timer(0.2, lambda: signal.pthread_kill(threading.main_thread().ident, signal.SIGINT))
+    t0 = time.perf_counter()
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            cclab.simulate("32xdgx-h100", "all", cclab.sizes("1M", "1G", 2), frame=False)
+    finally:
+        timer.cancel()
+    assert time.perf_counter() - t0 < 10
