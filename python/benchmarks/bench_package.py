@@ -5,9 +5,11 @@
    goal <= 50 ms; a cached call, goal <= 20 us;
 2. cclab.simulate against `cclab sim --csv` on the same sweep (README's: every algorithm on dgx-h100, 8 B to
    1 GiB by 4), each the best of --repeat runs, goal: the package at most 1.05 x the command line;
-3. `import cclab` in a fresh interpreter, goal < 1 s.
+3. `import cclab` in a fresh interpreter, goal < 1 s; with --install-venv, `pip install .` into a new virtual
+   environment (a full build) and the import from there.
 
     python3 python/benchmarks/bench_package.py [--cli build/cli/cclab] [--out results/sim/python_package.txt]
+        [--install-venv /tmp/cclab-venv]
 """
 import argparse
 import datetime
@@ -108,21 +110,41 @@ def bench_simulate(cclab, cli, repeat, lines):
     return p / c
 
 
-def bench_import(lines):
+def bench_import(lines, python=sys.executable, label="## import"):
     times = []
     for _ in range(5):
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "import cclab"], check=True)
+        subprocess.run([python, "-c", "import cclab"], check=True)
         times.append(time.perf_counter() - t0)
     base = []
     for _ in range(5):
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        subprocess.run([python, "-c", "pass"], check=True)
         base.append(time.perf_counter() - t0)
-    lines.append("## import")
+    lines.append(label)
     lines.append(f"python -c 'import cclab': best {min(times):.3f} s (an empty interpreter: {min(base):.3f} s)"
                  "  (goal < 1 s)")
     return min(times)
+
+
+def bench_install(venv, lines):
+    """`pip install <repository>` into a new virtual environment (build isolation: pip fetches scikit-build-core
+    and nanobind; a full build of the CPU core and the module), then its import."""
+    subprocess.run([sys.executable, "-m", "venv", "--clear", venv], check=True)
+    py = os.path.join(venv, "bin", "python")
+    t0, r0 = time.perf_counter(), resource_children()
+    subprocess.run([py, "-m", "pip", "install", "-q", ROOT], check=True)
+    dt, cpu = time.perf_counter() - t0, resource_children() - r0
+    lines.append(f"## pip install . into a fresh venv ({venv})")
+    lines.append(f"pip install: wall {dt:.0f} s, CPU {cpu:.0f} s (all processes; {os.cpu_count()} CPUs, load average "
+                 f"{os.getloadavg()[0]:.1f} at the end)")
+    bench_import(lines, py, "## import from the fresh venv")
+
+
+def resource_children():
+    import resource
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
 
 
 def main():
@@ -130,6 +152,8 @@ def main():
     ap.add_argument("--cli", default=None, help="the cclab binary (default: the newest build*/cli/cclab)")
     ap.add_argument("--out", default=None, help="also write the numbers to this file")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--install-venv", default=None,
+                    help="also time `pip install .` into a new virtual environment at this path (minutes)")
     a = ap.parse_args()
     import cclab
 
@@ -147,6 +171,8 @@ def main():
     else:
         lines.append("## no cclab binary: simulate against the command line not timed")
     bench_import(lines)
+    if a.install_venv:
+        bench_install(a.install_venv, lines)
     text = "\n".join(lines) + "\n"
     print(text, end="")
     if a.out:
