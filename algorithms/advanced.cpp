@@ -5,6 +5,7 @@
 #include "algorithms/adv_collective_matmul.hpp"
 #include "algorithms/adv_reducescatter_hier.hpp"
 #include "algorithms/adv_sparse.hpp"
+#include "algorithms/copy_pipeline.hpp"
 #include "algorithms/families.hpp"
 
 namespace cclab {
@@ -30,6 +31,31 @@ void add_advanced_algorithms(std::vector<Algorithm>& list) {
                   .collective = "allreduce",
                   .summary = "reduce-scatter/all-gather in pieces through bounded slot rings (stream kernel mode)",
                   .build = build_allreduce_bidir_stream});
+  // The other kernel modes of allreduce.bidir (lower/bidir.hpp): the same one-shot data movement, forced.
+  list.push_back({.name = "allreduce.bidir.ll",
+                  .collective = "allreduce",
+                  .summary = "one-shot push of 8-byte words carrying their own epoch flag (ll kernel mode)",
+                  .build = build_allreduce_oneshot});
+  list.push_back({.name = "allreduce.bidir.push",
+                  .collective = "allreduce",
+                  .summary = "one-shot push with per-tile progress flags (push kernel mode)",
+                  .build = build_allreduce_oneshot});
+  list.push_back({.name = "allreduce.bidir.lamport",
+                  .collective = "allreduce",
+                  .summary = "one-shot push whose NaN sentinel marks what has not arrived (lamport kernel mode)",
+                  .build = build_allreduce_oneshot});
+  list.push_back({.name = "allreduce.bidir.copy",
+                  .collective = "allreduce",
+                  .summary = "copy engines: reduce-scatter into scratch slots, reduce kernels, all-gather (copy mode)",
+                  .build = [](const AlgoArgs& args, Transport& t) {
+                    t.adopt(copy_pipeline_allreduce(args.nranks, args.count, args.dtype, args.redop, args.in_place,
+                                                    CopyPipeline{}));
+                  }});
+  list.push_back({.name = "sol.bidir_copy",
+                  .collective = "sol",
+                  .summary = "speed of light: every rank's copy engine pushes its buffer into its neighbour's at once",
+                  .backends = kSim | kGpu,
+                  .build = build_sol_bidir_copy});
   list.push_back({.name = "allreduce.sparse",
                   .collective = "allreduce",
                   .summary = "sparse rows: coalesce, index all-gather + union, match, dense all-reduce of the union",

@@ -91,6 +91,10 @@ Schedule copy_pipeline_allreduce(int nranks, int64_t count, DType dtype, RedOp o
   s.buffers.assign(size_t(nranks), BufferSizes{bytes, bytes, int64_t(std::max(nranks - 1, 1)) * K * slot});
   if (bytes == 0) return s;
   Transport t(s);
+  if (nranks == 1) {  // nothing to reduce: the input is the result
+    if (!in_place) t.copy(0, in(0, 0), out(0, 0), bytes);
+    return s;
+  }
   // fetched[r][k*(n-1)+j]: rank r's copy of chunk k from its j-th peer; reduced[r][k]: last reduce.
   std::vector<std::vector<OpId>> fetched(static_cast<size_t>(nranks)), reduced(static_cast<size_t>(nranks));
   for (int r = 0; r < nranks; ++r) {
@@ -130,6 +134,14 @@ Schedule copy_pipeline_allreduce(int nranks, int64_t count, DType dtype, RedOp o
     }
   }
   return s;
+}
+
+void build_sol_bidir_copy(const AlgoArgs& args, Transport& t) {
+  const int n = args.nranks;
+  const int64_t bytes = args.count * t.elem_size();
+  t.set_lowering(Lowering::copy_engine);
+  t.set_all_buffers(BufferSizes{bytes, bytes, 0});
+  for (int q = 0; q < n && bytes > 0; ++q) t.put(q, in(q, 0), out((q - 1 + n) % n, 0), bytes);
 }
 
 }  // namespace cclab

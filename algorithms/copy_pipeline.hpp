@@ -4,7 +4,9 @@
 
 #include <cstdint>
 
+#include "algorithms/registry.hpp"
 #include "algorithms/schedule.hpp"
+#include "algorithms/transport.hpp"
 
 namespace cclab {
 
@@ -23,5 +25,9 @@ struct CopyPipeline {
 // Slot reuse and in-place hazards are dependencies.
 Schedule copy_pipeline_allreduce(int nranks, int64_t count, DType dtype, RedOp op, bool in_place,
                                  const CopyPipeline& p);
+
+// sol.bidir_copy: rank r pushes its whole input into rank r-1's output, every rank at once on a copy engine
+// (S bytes each way between 2 GPUs): the link's speed of light in both directions.
+void build_sol_bidir_copy(const AlgoArgs& args, Transport& t);
 
 }  // namespace cclab

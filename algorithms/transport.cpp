@@ -83,4 +83,10 @@ OpId Transport::compute(int rank, const Compute& c, Deps deps, int channel) {
              deps);
 }
 
+void Transport::adopt(Schedule made) {
+  made.algo = s_.algo;
+  made.collective = s_.collective;
+  s_ = std::move(made);
+}
+
 }  // namespace cclab

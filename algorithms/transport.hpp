@@ -21,6 +21,9 @@ class Transport {
   int nranks() const { return s_.nranks; }
   int elem_size() const { return dtype_size(s_.dtype); }
   const Schedule& schedule() const { return s_; }
+  // Takes a whole schedule made elsewhere (the copy-engine pipeline) as this one's ops and buffers, keeping
+  // the name, collective and arguments this transport was made for.
+  void adopt(Schedule made);
 
   // Buffer sizes must be set before ops that use them (validate() checks bounds).
   void set_buffers(int rank, BufferSizes sizes) { s_.buffers.at(rank) = sizes; }

@@ -5,6 +5,7 @@
 // goals of issue 8 (median <= 5%, geomean <= 7%, max <= 20% per algorithm) met or not.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -122,6 +123,12 @@ int cmd_compare(const Argv& argv) {
   }
   for (const auto& [algo, f] : failed)
     std::printf("# not predicted: %s (%d rows): %s\n", algo.c_str(), f.first, f.second.c_str());
+  // Rows whose plan that ran is not the plan priced: the prediction is of something else (first few named).
+  if (!c.plan_mismatches.empty()) {
+    std::printf("# plan mismatch: %zu rows ran another plan than the one priced\n", c.plan_mismatches.size());
+    for (size_t i = 0; i < std::min<size_t>(c.plan_mismatches.size(), 10); ++i)
+      std::printf("#   %s: %s\n", c.plan_mismatches[i].first.c_str(), c.plan_mismatches[i].second.c_str());
+  }
   if (c.rows.empty()) {
     std::printf("overall: no row could be compared\n");
     if (args.has("--require-goals")) throw Error(ErrorKind::check, "no measured GPU row could be compared");
@@ -180,6 +187,9 @@ int cmd_compare(const Argv& argv) {
   }
   if (args.has("--require-goals") && !c.goals_met())
     throw Error(ErrorKind::check, "goals not met for " + (missed.empty() ? std::string("some algorithms") : missed));
+  if (args.has("--require-goals") && !c.plan_mismatches.empty())
+    throw Error(ErrorKind::check,
+                std::to_string(c.plan_mismatches.size()) + " rows ran another plan than the one priced");
   return 0;
 }
 

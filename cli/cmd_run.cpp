@@ -27,7 +27,7 @@ std::vector<FlagSpec> run_flags() {
       {{"-f", "--stepfactor"}, true, "size multiplier between sizes (default 2)"},
       {{"-i", "--stepbytes"}, true, "additive size step instead of -f"},
       {{"-w", "--warmup_iters"}, true, "warm-up iterations (default 5)"},
-      {{"-n", "--iters"}, true, "timed iterations (default 20)"},
+      {{"-n", "--iters"}, true, "timed iterations, one graph replay of them (default: the plan's launches per replay)"},
       {{"-c", "--check"}, true, "check results: 1 (default) or 0"},
       {{"-d", "--datatype"}, true, "float|half|bfloat16 (default float)"},
       {{"-o", "--op"}, true, "sum|prod|min|max|avg (default sum)"},
@@ -84,7 +84,10 @@ int cmd_run(const Argv& argv) {
   if (auto f = args.get("-f")) o.step_factor = parse_int("-f", *f, 2, 1 << 20);
   if (auto i = args.get("-i")) o.step_bytes = parse_size("-i", *i);
   if (auto w = args.get("-w")) o.warmup = int(parse_int("-w", *w, 0, 1 << 20));
-  if (auto n = args.get("-n")) o.iters = int(parse_int("-n", *n, 1, 1 << 20));
+  if (auto n = args.get("-n")) {
+    o.iters = int(parse_int("-n", *n, 1, 1 << 20));
+    o.iters_given = true;
+  }
   if (auto c = args.get("-c")) o.check = parse_int("-c", *c, 0, 1) != 0;
   if (auto d = args.get("-d")) o.dtype = parse_dtype(*d);
   if (auto op = args.get("-o")) o.op = parse_redop(*op);

@@ -14,6 +14,7 @@
 #include "core/error.hpp"
 #include "core/parse.hpp"
 #include "core/record.hpp"
+#include "lower/lowering.hpp"
 #include "sim/predict.hpp"
 #include "sim/sweep.hpp"
 #include "sim/trace.hpp"
@@ -158,6 +159,7 @@ int cmd_sim(const Argv& argv) {
   base.root = int(parse_int("-r", args.get_or("-r", "0"), 0, 1 << 24));
   if (args.has("--node-size")) base.node_size = int(parse_int("--node-size", *args.get("--node-size"), 1, 1 << 24));
   base.tune = args.get_or("--tune", "");
+  lower::parse_settings(base.tune);  // an unknown key or a bad value is an input error before any row
   if (args.has("--shape")) {
     // M,K,N may repeat values (parse_int_list rejects duplicates), so split by hand.
     const std::string text = *args.get("--shape");

@@ -1,7 +1,9 @@
 // cclab topo <preset|file> [--matrix] [--gpus LIST] [--without nvlink] [--no-p2p] [--routes] [--save FILE]
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
@@ -45,18 +47,44 @@ int cmd_topo(const Argv& argv) {
              {{"--without"}, true, "'nvlink': route around NVLink (PCIe, host bridges, UPI)"},
              {{"--no-p2p"}, false, "stage GPU-to-GPU transfers through host memory (NCCL_P2P_DISABLE=1)"},
              {{"--routes"}, false, "print the routes from GPU0 (on by default with --without / --no-p2p)"},
-             {{"--save"}, true, "write the topology to FILE in the cclab JSON format"}},
+             {{"--save"}, true, "write the topology to FILE in the cclab JSON format"},
+             {{"--gpu-model"},
+              true,
+              "nvidia-smi text: the GPU model (e.g. 'GeForce RTX 2080 Ti'; default: nvidia-smi -q "
+              "output in the same file, else assumed)"},
+             {{"--pcie"}, true, "nvidia-smi text: the GPUs' PCIe link as GEN or GENxLANES (e.g. 3 or 3x16)"}},
             1);
   if (args.has("--help")) {
     std::cout << "usage: cclab topo <preset|file> [options]\n"
-                 "  presets: dgx-h100, dgx-a100, hgx-h200, h200x2, pcie-2socket; clusters <N>x<preset>[:os<K>]\n"
+                 "  presets: dgx-h100, dgx-a100, hgx-h200, h200x2, pcie-2socket, hgx-h20, dgx-b200, hgx-a100-4nic,\n"
+                 "  rtx2080ti-pcie, rtx2080ti-nvlink; clusters <N>x<preset>[:os<K>]\n"
                  "  (N servers on a rail-optimised fat tree, K:1 leaf oversubscription, e.g. 128xdgx-h100:os2)\n"
                  "  files: cclab JSON, nvidia-smi topo -m output, NCCL topology XML dump (NCCL_TOPO_DUMP_FILE)\n"
               << args.usage();
     return 0;
   }
   if (args.positional().empty()) throw_input("cclab topo: name a preset or a file (see cclab topo --help)");
-  topo::Topology t = topo::load_topology(args.positional()[0]);
+  topo::Topology t;
+  if (args.has("--gpu-model") || args.has("--pcie")) {
+    // Facts an nvidia-smi topo -m text does not state.
+    topo::SmiFacts facts;
+    facts.gpu_model = args.get_or("--gpu-model", "");
+    if (auto pc = args.get("--pcie")) {
+      const auto x = pc->find('x');
+      facts.pcie_gen = int(parse_int("--pcie", pc->substr(0, x), 1, 6));
+      if (x != std::string::npos) facts.pcie_lanes = int(parse_int("--pcie", pc->substr(x + 1), 1, 32));
+    }
+    const std::string& path = args.positional()[0];
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw_input("cclab topo: cannot open '" + path + "'");
+    std::stringstream text;
+    text << in.rdbuf();
+    if (text.str().find("GPU0") == std::string::npos)
+      throw_input("cclab topo: --gpu-model and --pcie apply to nvidia-smi topo -m text; '" + path + "' is not one");
+    t = topo::import_nvidia_smi(text.str(), path, facts);
+  } else {
+    t = topo::load_topology(args.positional()[0]);
+  }
   if (auto g = args.get("--gpus")) t = topo::select_gpus(t, parse_int_list("--gpus", *g));
   topo::RouteOptions opt;
   if (auto w = args.get("--without")) {

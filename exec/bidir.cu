@@ -828,168 +828,21 @@ struct LamportResident {
 // ---------------------------------------------------------------------------------------------
 // Host side.
 
-std::string_view bidir_mode_name(BidirMode m) {
-  switch (m) {
-    case BidirMode::ll:
-      return "ll";
-    case BidirMode::flash:
-      return "flash";
-    case BidirMode::stream:
-      return "stream";
-    case BidirMode::copy:
-      return "copy";
+// The most CTAs of a mode's kernel that fit on `device` at once (lower::LaunchLimits::resident).
+int bidir_resident_ctas(BidirMode mode, int threads, int unroll, DType dtype, RedOp op, int device) {
+  switch (mode) {
     case BidirMode::push:
-      return "push";
-    case BidirMode::lamport:
-      return "lamport";
-  }
-  return "?";
-}
-
-BidirMode parse_bidir_mode(std::string_view s) {
-  for (BidirMode m :
-       {BidirMode::ll, BidirMode::flash, BidirMode::stream, BidirMode::copy, BidirMode::push, BidirMode::lamport})
-    if (bidir_mode_name(m) == s) return m;
-  throw_input("unknown bidir mode '" + std::string(s) + "' (ll, flash, stream, copy, push, lamport)");
-}
-
-void BidirParams::apply(const std::string& tune) {
-  std::stringstream ss(tune);
-  std::string kv;
-  while (std::getline(ss, kv, ',')) {
-    if (kv.empty()) continue;
-    const auto eq = kv.find('=');
-    if (eq == std::string::npos) throw_input("--tune: expected key=value, got '" + kv + "'");
-    const std::string k = kv.substr(0, eq), v = kv.substr(eq + 1), flag = "--tune " + k;
-    auto i = [&](int lo, int hi) { return int(parse_int(flag, v, lo, hi)); };
-    if (k == "flash_blocks")
-      flash_blocks = i(0, kMaxBlocks);
-    else if (k == "flash_threads")
-      flash_threads = i(32, 512);
-    else if (k == "flash_stages")
-      flash_stages = i(2, 4);
-    else if (k == "flash_unroll")
-      flash_unroll = i(1, 4);
-    else if (k == "lanes")
-      lanes = i(0, kMaxLanes);
-    else if (k == "slots")
-      slots = i(2, 64);
-    else if (k == "slot_bytes")
-      slot_bytes = parse_size(flag, v);
-    else if (k == "stream_threads")
-      stream_threads = i(64, 1024);
-    else if (k == "ll_blocks")
-      ll_blocks = i(0, kMaxBlocks);
-    else if (k == "ll_threads")
-      ll_threads = i(32, 512);
-    else if (k == "ll_max_bytes")
-      ll_max_bytes = parse_size(flag, v);
-    else if (k == "ll_pdl")
-      ll_pdl = i(0, 1) != 0;
-    else if (k == "flash_pdl")
-      flash_pdl = i(0, 1) != 0;
-    else if (k == "ce_pieces")
-      ce_pieces = i(0, 1024);
-    else if (k == "ce_chunk")
-      ce_chunk = parse_size(flag, v);
-    else if (k == "ce_slots")
-      ce_slots = i(1, 64);
-    else if (k == "ce_push")
-      ce_push = i(0, 1) != 0;
-    else if (k == "ce_reduce_blocks")
-      ce_reduce_blocks = i(1, 4096);
-    else if (k == "ce_split")
-      ce_split = i(0, 1) != 0;
-    else if (k == "flash_engine") {
-      if (v != "ldg" && v != "cp.async") throw_input("--tune flash_engine: ldg or cp.async, not '" + v + "'");
-      flash_engine = v;
-    } else if (k == "flash_ldg_unroll")
-      flash_ldg_unroll = i(1, 8);
-    else if (k == "auto_ll_max")
-      auto_ll_max = parse_size(flag, v);
-    else if (k == "auto_flash_max")
-      auto_flash_max = parse_size(flag, v);
-    else if (k == "auto_large")
-      auto_large = parse_bidir_mode(v);
-    else if (k == "auto_mid")
-      auto_mid = parse_bidir_mode(v);
-    else if (k == "push_blocks")
-      push_blocks = i(0, kMaxBlocks);
-    else if (k == "push_threads")
-      push_threads = i(64, 512);
-    else if (k == "push_unroll")
-      push_unroll = i(1, 4);
-    else if (k == "push_pdl")
-      push_pdl = i(0, 1) != 0;
-    else if (k == "lamport_blocks")
-      lamport_blocks = i(0, kMaxBlocks);
-    else if (k == "lamport_threads")
-      lamport_threads = i(64, 512);
-    else if (k == "lamport_unroll")
-      lamport_unroll = i(1, 4);
-    else if (k == "lamport_ahead")
-      lamport_ahead = i(1, 64);
-    else if (k == "lamport_split")
-      lamport_split = i(0, 1) != 0;
-    else if (k == "lamport_pdl")
-      lamport_pdl = i(0, 1) != 0;
-    else if (k == "lamport_max_bytes")
-      lamport_max_bytes = parse_size(flag, v);
-    else if (k == "kernel_timeout")
-      kernel_timeout_s = parse_double(flag, v, 0.001, 3600);
-    else if (k == "mode" || k == "reduce_blocks" || k == "sol_chunks" || k == "streams" || k == "channels" ||
-             k == "chunk_bytes")
-      continue;  // read elsewhere
-    else
-      throw_input("--tune: unknown key '" + k + "'");
-  }
-  if (slot_bytes % 16 != 0 || slot_bytes <= 0) throw_input("--tune slot_bytes must be a positive multiple of 16");
-  if (ce_chunk % 16 != 0 || ce_chunk <= 0) throw_input("--tune ce_chunk must be a positive multiple of 16");
-  if (stream_threads % 64 != 0) throw_input("--tune stream_threads must be a multiple of 64");
-  if (push_threads % 64 != 0) throw_input("--tune push_threads must be a multiple of 64");
-  if (lamport_threads % 64 != 0) throw_input("--tune lamport_threads must be a multiple of 64");
-  if (lamport_max_bytes > (int64_t(1) << 30)) throw_input("--tune lamport_max_bytes must be at most 1G");
-  if (auto_mid == BidirMode::ll || auto_mid == BidirMode::copy)
-    throw_input("--tune auto_mid: flash, push, stream or lamport");
-  if (ll_max_bytes > (int64_t(1) << 20)) throw_input("--tune ll_max_bytes must be at most 1M");
-}
-
-std::string BidirParams::describe(BidirMode m) const {
-  std::ostringstream os;
-  os << "mode=" << bidir_mode_name(m);
-  switch (m) {
-    case BidirMode::ll:
-      os << " threads=" << ll_threads << (ll_pdl ? " pdl" : "");
-      break;
+      return resident_ctas(reinterpret_cast<const void*>(push_kernel<float, RedOp::sum, 4>), threads, device);
     case BidirMode::flash:
-      os << " engine=" << flash_engine << (flash_pdl ? " pdl" : "") << " threads=" << flash_threads
-         << " stages=" << flash_stages << " unroll=" << (flash_engine == "ldg" ? flash_ldg_unroll : flash_unroll);
-      break;
-    case BidirMode::stream:
-      os << " slots=" << slots << " slot_bytes=" << slot_bytes << " threads=" << stream_threads;
-      break;
-    case BidirMode::push:
-      os << " threads=" << push_threads << " unroll=" << push_unroll << (push_pdl ? " pdl" : "");
-      break;
-    case BidirMode::lamport:
-      os << " threads=" << lamport_threads << " unroll=" << lamport_unroll << " ahead=" << lamport_ahead
-         << (lamport_split ? " split" : "") << (lamport_pdl ? " pdl" : "");
-      break;
-    case BidirMode::copy:
-      os << (ce_split ? " reduce-scatter+all-gather" : " one-shot") << " chunk="
-         << (ce_pieces > 0 ? "part/" + std::to_string(ce_pieces) + " in [4M,64M]" : std::to_string(ce_chunk))
-         << " slots=" << ce_slots << (ce_push ? " push" : " pull");
-      break;
+      return resident_ctas(reinterpret_cast<const void*>(flash_ldg_kernel<float, RedOp::sum, 4>), threads, device);
+    case BidirMode::lamport: {
+      int resident = 0;
+      dev::dispatch<LamportResident>(dtype, op, unroll, threads, device, resident);
+      return resident;
+    }
+    default:
+      return 0;
   }
-  return os.str();
-}
-
-BidirMode choose_bidir_mode(int64_t bytes, DType, int nranks, const BidirParams& p) {
-  if (bytes <= std::min(p.auto_ll_max, p.ll_max_bytes)) return BidirMode::ll;
-  // lamport keeps receive buffers of at most lamport_max_bytes: larger messages go on.
-  auto fits = [&](BidirMode m) { return m != BidirMode::lamport || bytes <= p.lamport_max_bytes; };
-  if ((bytes <= p.auto_flash_max || nranks > 8) && fits(p.auto_mid)) return p.auto_mid;
-  return fits(p.auto_large) ? p.auto_large : BidirMode::copy;
 }
 
 namespace {
@@ -1080,17 +933,12 @@ void BidirContext::check_errors(const std::string& what) {
   throw_env(msg);
 }
 
-BidirWorkload::BidirWorkload(BidirContext& ctx, BidirMode mode, CollSpec spec)
-    : ctx_(ctx), mode_(mode), spec_(std::move(spec)) {
+BidirWorkload::BidirWorkload(BidirContext& ctx, const BidirLaunch& launch, CollSpec spec)
+    : ctx_(ctx), spec_(std::move(spec)), launch_(launch) {
   if (spec_.coll != Coll::allreduce) throw_internal(__FILE__, __LINE__, "fused bidir kernels run all-reduce only");
-  if (mode_ == BidirMode::copy) throw_internal(__FILE__, __LINE__, "copy mode runs as a schedule");
+  if (launch_.mode == BidirMode::copy) throw_internal(__FILE__, __LINE__, "copy mode runs as a schedule");
   const auto& comm = ctx.comm();
   const int64_t bytes = spec_.count * dtype_size(spec_.dtype);
-  if (mode_ == BidirMode::ll && bytes > ctx.params().ll_max_bytes)
-    throw_input("ll mode handles at most " + std::to_string(ctx.params().ll_max_bytes) + " bytes");
-  if (mode_ == BidirMode::lamport && bytes > ctx.params().lamport_max_bytes)
-    throw_input("lamport mode handles at most " + std::to_string(ctx.params().lamport_max_bytes) +
-                " bytes (--tune lamport_max_bytes; it keeps 2 receive buffers of that size per peer)");
   std::vector<BufferSizes> sizes(size_t(spec_.nranks), BufferSizes{bytes, bytes, 0});
   buffers_ = std::make_unique<RankBuffers>(comm, sizes);
   for (int r = 0; r < spec_.nranks; ++r) {
@@ -1101,88 +949,9 @@ BidirWorkload::BidirWorkload(BidirContext& ctx, BidirMode mode, CollSpec spec)
   }
   fork_ = Event(comm.device_of(0), false);
   const auto& p = ctx.params();
-  // Ranks sharing a GPU run concurrently and wait on each other: their grids must fit together.
-  int share = 1;
-  for (int d : comm.devices()) share = std::max(share, comm.ranks_on_device(d));
-  // Ranks sharing a GPU wait on each other's CTAs, so all of them must be resident at once; a PDL
-  // launch lets the next kernel's CTAs take slots early (and hold them while they wait), which can
-  // keep a sharing rank's CTAs out: plain launches then.
-  pdl_ok_ = share == 1;
-  const int sms = comm.sm_count();
-  if (mode_ == BidirMode::stream) {
-    int lanes = p.lanes > 0 ? p.lanes : sms;
-    lanes = std::max(1, std::min(lanes, sms / share));
-    const int64_t units = (bytes + p.slot_bytes - 1) / p.slot_bytes;
-    lanes = int(std::max<int64_t>(1, std::min<int64_t>(lanes, units)));
-    grid_ = lanes;
-    // The ring is laid out for the largest lane count, so sizes can change lanes without realloc.
-    ctx.ensure_ring(std::max(1, std::min(p.lanes > 0 ? p.lanes : sms, kMaxLanes)), p.slots, p.slot_bytes);
-  } else if (mode_ == BidirMode::push) {
-    threads_ = p.push_threads;
-    unroll_ = p.push_unroll <= 1 ? 1 : p.push_unroll <= 2 ? 2 : 4;  // the kernel's instances
-    const int64_t tile = int64_t(threads_ / 2) * 16 * unroll_;
-    const int64_t tiles = std::max<int64_t>(1, (bytes / 16 * 16 + tile - 1) / tile);
-    // A CTA waits for the same CTA of every peer: all CTAs stay resident (2 per SM, fewer when
-    // ranks share a GPU).
-    int blocks = p.push_blocks > 0 ? p.push_blocks : 2 * sms;
-    blocks =
-        std::max(1, std::min(blocks, resident_ctas(reinterpret_cast<const void*>(push_kernel<float, RedOp::sum, 4>),
-                                                   threads_, comm.device_of(0)) /
-                                         share));
-    grid_ = int(std::min<int64_t>(blocks, tiles));
-    ctx.ensure_push(std::max<int64_t>(256, (bytes + 255) / 256 * 256));
-  } else if (mode_ == BidirMode::lamport) {
-    threads_ = p.lamport_threads;
-    unroll_ = p.lamport_unroll <= 1 ? 1 : p.lamport_unroll <= 2 ? 2 : 4;  // the kernel's instances
-    const int64_t tile = int64_t(p.lamport_split && !spec_.in_place ? threads_ / 2 : threads_) * 16 * unroll_;
-    const int64_t tiles = std::max<int64_t>(1, (bytes / 16 * 16 + tile - 1) / tile);
-    // A CTA polls data the same CTA of every peer stores: all CTAs stay resident.
-    int blocks = p.lamport_blocks > 0 ? p.lamport_blocks : sms, resident = 0;
-    dev::dispatch<LamportResident>(spec_.dtype, spec_.op, unroll_, threads_, comm.device_of(0), resident);
-    blocks = std::max(1, std::min(blocks, resident / share));
-    grid_ = int(std::min<int64_t>(blocks, tiles));
-    ctx.ensure_lamport(std::max<int64_t>(256, (bytes + 255) / 256 * 256));
-  } else if (mode_ == BidirMode::flash) {
-    // Shared memory: stages x peers x unroll x threads x 16 B; shrink unroll, then stages, then
-    // threads until it fits (many ranks sharing GPUs in tests).
-    threads_ = p.flash_threads;
-    stages_ = p.flash_stages <= 2 ? 2 : 4;
-    unroll_ = p.flash_unroll;
-    const size_t limit = 200 * 1024, peers = size_t(std::max(spec_.nranks - 1, 1));
-    auto need = [&] { return size_t(stages_) * peers * size_t(unroll_) * size_t(threads_) * 16; };
-    while (need() > limit) {
-      if (unroll_ > 1)
-        --unroll_;
-      else if (stages_ > 2)
-        stages_ = 2;
-      else if (threads_ > 64)
-        threads_ /= 2;
-      else
-        break;
-    }
-    smem_ = need();
-    // The register engine handles 2 ranks (one peer); more ranks use the shared-memory one.
-    ldg_ = p.flash_engine == "ldg" && spec_.nranks == 2;
-    if (ldg_) unroll_ = p.flash_ldg_unroll <= 2 ? 2 : p.flash_ldg_unroll <= 4 ? 4 : 8;  // the kernel's instances
-    const int64_t tile = int64_t(threads_) * 16 * unroll_;
-    const int64_t tiles = std::max<int64_t>(1, (bytes / 16 * 16 + tile - 1) / tile);
-    int blocks = p.flash_blocks > 0 ? p.flash_blocks : 2 * sms;
-    // Sharing ranks wait on each other's CTAs: keep every CTA of every rank resident (one per SM).
-    if (share > 1) blocks = std::max(1, std::min(blocks, sms / share));
-    // The register engine's CTAs wait for their peer CTA: keep the grid to one resident wave.
-    if (ldg_ && p.flash_blocks == 0)
-      blocks = std::max(
-          1, std::min(blocks, resident_ctas(reinterpret_cast<const void*>(flash_ldg_kernel<float, RedOp::sum, 4>),
-                                            threads_, comm.device_of(0)) /
-                                  share));
-    grid_ = int(std::min<int64_t>(blocks, tiles));
-  } else {
-    const int64_t pairs = ((bytes + 3) / 4 + 1) / 2;
-    const int64_t want = (pairs + p.ll_threads - 1) / p.ll_threads;
-    int blocks = p.ll_blocks > 0 ? p.ll_blocks : int(std::min<int64_t>(want, sms));
-    blocks = std::max(1, std::min(blocks, std::max(1, sms / share)));
-    grid_ = blocks;
-  }
+  if (launch_.mode == BidirMode::stream) ctx.ensure_ring(launch_.ring_lanes, p.slots, p.slot_bytes);
+  if (launch_.mode == BidirMode::push) ctx.ensure_push(std::max<int64_t>(256, (bytes + 255) / 256 * 256));
+  if (launch_.mode == BidirMode::lamport) ctx.ensure_lamport(std::max<int64_t>(256, (bytes + 255) / 256 * 256));
 }
 
 void BidirWorkload::issue(cudaStream_t origin) {
@@ -1221,33 +990,34 @@ void BidirWorkload::enqueue() {
   a.lanes = ctx_.ring_lanes();
   a.slots = p.slots;
   a.slot_bytes = p.slot_bytes;
-  a.unroll = unroll_;
+  a.unroll = launch_.unroll;
   a.err = static_cast<ErrWord*>(ctx_.error_word());
+  const BidirLaunch& l = launch_;
   a.timeout_ns = uint64_t(p.kernel_timeout_s * 1e9);
   for (int r = 0; r < n; ++r) {
     DeviceGuard g(comm.device_of(r));
     a.rank = r;
     a.out = static_cast<uint8_t*>(buffers_->ptr(spec_.resolve(Ref{r, Buf::output, 0})));
     const cudaStream_t s = raw_[size_t(r)];
-    switch (mode_) {
+    switch (l.mode) {
       case BidirMode::ll:
-        dev::dispatch<LaunchLL>(spec_.dtype, spec_.op, a, grid_, p.ll_threads, p.ll_pdl && pdl_ok_, s);
+        dev::dispatch<LaunchLL>(spec_.dtype, spec_.op, a, l.grid, l.threads, l.pdl, s);
         break;
       case BidirMode::flash:
-        if (ldg_)
-          dev::dispatch<LaunchFlashLdg>(spec_.dtype, spec_.op, a, grid_, threads_, unroll_, spec_.in_place,
-                                        p.flash_pdl && pdl_ok_, s);
+        if (l.ldg)
+          dev::dispatch<LaunchFlashLdg>(spec_.dtype, spec_.op, a, l.grid, l.threads, l.unroll, spec_.in_place, l.pdl,
+                                        s);
         else
-          dev::dispatch<LaunchFlash>(spec_.dtype, spec_.op, a, grid_, threads_, stages_, smem_, spec_.in_place, s);
+          dev::dispatch<LaunchFlash>(spec_.dtype, spec_.op, a, l.grid, l.threads, l.stages, l.smem, spec_.in_place, s);
         break;
       case BidirMode::stream:
-        dev::dispatch<LaunchStream>(spec_.dtype, spec_.op, a, grid_, p.stream_threads, s);
+        dev::dispatch<LaunchStream>(spec_.dtype, spec_.op, a, l.grid, l.threads, s);
         break;
       case BidirMode::push:
-        dev::dispatch<LaunchPush>(spec_.dtype, spec_.op, a, grid_, threads_, unroll_, p.push_pdl && pdl_ok_, s);
+        dev::dispatch<LaunchPush>(spec_.dtype, spec_.op, a, l.grid, l.threads, l.unroll, l.pdl, s);
         break;
       case BidirMode::lamport:
-        dev::dispatch<LaunchLamport>(spec_.dtype, spec_.op, a, grid_, threads_, unroll_, p.lamport_pdl && pdl_ok_, s);
+        dev::dispatch<LaunchLamport>(spec_.dtype, spec_.op, a, l.grid, l.threads, l.unroll, l.pdl, s);
         break;
       case BidirMode::copy:
         break;
@@ -1256,7 +1026,9 @@ void BidirWorkload::enqueue() {
   }
 }
 
-void BidirWorkload::check_device_errors() { ctx_.check_errors("allreduce." + std::string(bidir_mode_name(mode_))); }
+void BidirWorkload::check_device_errors() {
+  ctx_.check_errors("allreduce." + std::string(bidir_mode_name(launch_.mode)));
+}
 
 std::string BidirWorkload::hang_report() {
   try {
@@ -1264,13 +1036,15 @@ std::string BidirWorkload::hang_report() {
   } catch (const Error& e) {
     return e.what();
   }
-  return "fused " + std::string(bidir_mode_name(mode_)) + " kernel still running (no spin-wait reported a timeout)";
+  return "fused " + std::string(bidir_mode_name(launch_.mode)) +
+         " kernel still running (no spin-wait reported a timeout)";
 }
 
 // The note says when the driver refused programmatic dependent launch: the params still ask for it,
 // but every launch since went plain, and the record must not claim what did not run.
 std::string BidirWorkload::note() const {
-  return ctx_.params().describe(mode_) + " grid=" + std::to_string(grid_) + (g_pdl_refused ? " pdl=refused" : "");
+  return ctx_.params().describe(launch_.mode) + " grid=" + std::to_string(launch_.grid) +
+         (g_pdl_refused ? " pdl=refused" : "");
 }
 
 }  // namespace cclab::exec

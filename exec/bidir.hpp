@@ -32,82 +32,17 @@
 
 #include "exec/device.hpp"
 #include "exec/workload.hpp"
+#include "lower/bidir.hpp"
 
 namespace cclab::exec {
 
-enum class BidirMode : uint8_t { ll, flash, stream, copy, push, lamport };
-std::string_view bidir_mode_name(BidirMode m);
-BidirMode parse_bidir_mode(std::string_view s);
+using lower::BidirLaunch;
+using lower::BidirMode;
+using lower::BidirParams;
 
-struct BidirParams {
-  // flash
-  int flash_blocks = 0;  // 0: 2 per SM (divided among ranks sharing a GPU)
-  int flash_threads = 512;
-  int flash_stages = 4;
-  int flash_unroll = 2;  // 16-byte vectors per thread per tile (cp.async engine)
-  // "ldg": peer tiles through registers with plain 16-byte loads (2 ranks); "cp.async": through
-  // shared memory with cp.async, several stages deep (any rank count).
-  std::string flash_engine = "ldg";
-  int flash_ldg_unroll = 4;
-  // allreduce.bidir's choice by size: ll up to auto_ll_max bytes, flash up to auto_flash_max, then
-  // auto_large. Defaults: the choice scripts/measure.sh calibrated on 2 x H200 at commit 1da3bb7
-  // (results/h200x2/exec_calibration.csv, with lamport_threads=256 and ce_pieces=2); measure.sh
-  // refits them in every run.
-  int64_t auto_ll_max = 32 << 10;
-  int64_t auto_flash_max = 128 << 20;
-  BidirMode auto_mid = BidirMode::lamport;  // the mode between auto_ll_max and auto_flash_max
-  BidirMode auto_large = BidirMode::copy;
-  // push
-  int push_blocks = 0;     // 0: 2 per SM (divided among ranks sharing a GPU)
-  int push_threads = 512;  // half producers, half consumers
-  int push_unroll = 4;     // 16-byte vectors per producer thread per tile
-  bool push_pdl = true;
-  // lamport
-  int lamport_blocks = 0;  // 0: one per SM (fewer when ranks share a GPU)
-  int lamport_threads = 256;
-  int lamport_unroll = 2;      // 16-byte vectors per thread per tile
-  int lamport_ahead = 2;       // tiles a thread sends before it receives the first
-  bool lamport_split = false;  // out of place: half the threads send, half receive
-  bool lamport_pdl = true;
-  int64_t lamport_max_bytes = 256 << 20;  // 2 receive buffers of this per peer, allocated as used
-  // stream
-  int lanes = 0;  // 0: one per SM
-  int slots = 4;
-  int64_t slot_bytes = 256 << 10;
-  int stream_threads = 512;  // half producers, half consumers
-  // ll
-  int ll_blocks = 0;  // 0: enough for one word pair per thread
-  int ll_threads = 256;
-  // Launch ll kernels with programmatic dependent launch, so a kernel's launch overlaps the previous
-  // one on the stream (griddepcontrol.wait orders the memory; falls back to plain launches).
-  bool ll_pdl = true;
-  bool flash_pdl = true;  // same for the flash register engine
-  // copy-engine pipeline
-  int64_t ce_chunk = 32 << 20;  // the calibrated best (exec_calibration.csv): 32 MiB copies
-  // ce_pieces > 0: chunk = (bytes of a rank's part) / ce_pieces, clamped to [4 MiB, 64 MiB]
-  // (copy engines reach ~366 GB/s on 16 MiB copies and ~389 on 64 MiB: hardware/h200x2.md), so
-  // large messages get large copies while the pipeline still has ce_pieces stages to overlap.
-  int ce_pieces = 2;  // 0: fixed ce_chunk
-  int ce_slots = 3;
-  // CTAs of the copy pipeline's reduce kernels: few, so the copy engines keep their share of HBM
-  // (2 x H200, session 2 call 1: 256 MiB went from 0.87 to 0.92 x sol.bidir_copy with 32 instead of
-  // 2 per SM). `--tune reduce_blocks=` overrides it.
-  int ce_reduce_blocks = 32;
-  bool ce_push = false;  // one-shot: copy engines push (put) instead of pull (get)
-  // Reduce-scatter + all-gather on copy engines (each rank reduces 1/n of the data, then pushes it
-  // to every peer), rather than the one-shot pull where every rank reduces everything.
-  bool ce_split = true;
-  int64_t ll_max_bytes = 256 << 10;
-  // Kernel spin-wait timeout.
-  double kernel_timeout_s = 10.0;
-  // Applies "key=value,key=value" overrides (cclab run --tune); throws an input error naming an
-  // unknown key or bad value.
-  void apply(const std::string& tune);
-  std::string describe(BidirMode m) const;
-};
-
-// allreduce.bidir's choice by size (measured crossovers on 2 x H200: see exec/bidir.cpp).
-BidirMode choose_bidir_mode(int64_t bytes, DType dtype, int nranks, const BidirParams& p);
+// The most CTAs of a mode's kernel (at `threads`, `unroll`) that fit on `device` at once: what
+// lower::LaunchLimits::resident asks (0 for modes without such a limit).
+int bidir_resident_ctas(BidirMode mode, int threads, int unroll, DType dtype, RedOp op, int device);
 
 // Per-rank control words, receive buffers and rings: allocated once per communicator and kept
 // across sizes, so epochs and sequence numbers stay monotonic (graph replays read them from device
@@ -152,7 +87,8 @@ class BidirContext {
 // make_bidir_copy_workload (a schedule on the general path).
 class BidirWorkload : public Workload {
  public:
-  BidirWorkload(BidirContext& ctx, BidirMode mode, CollSpec spec);
+  // Runs `launch` (lower::bidir_launch) on every rank's GPU.
+  BidirWorkload(BidirContext& ctx, const BidirLaunch& launch, CollSpec spec);
   const CollSpec& spec() const override { return spec_; }
   const RankBuffers& buffers() const override { return *buffers_; }
   void issue(cudaStream_t origin) override;
@@ -165,7 +101,6 @@ class BidirWorkload : public Workload {
 
  private:
   BidirContext& ctx_;
-  BidirMode mode_;
   CollSpec spec_;
   std::unique_ptr<RankBuffers> buffers_;
   std::vector<Stream> streams_;
@@ -174,19 +109,10 @@ class BidirWorkload : public Workload {
   std::vector<Event> joins_;
   std::vector<cudaEvent_t> raw_joins_;
   void enqueue();  // one launch per rank on its stream
-  int grid_ = 0;
-  bool ldg_ = false;
-  int threads_ = 0, stages_ = 0, unroll_ = 1;  // flash, after fitting shared memory
-  bool pdl_ok_ = true;                         // false when ranks share a GPU
-  size_t smem_ = 0;
+  BidirLaunch launch_;
 };
 
-// The copy-engine pipeline (algorithms/copy_pipeline.hpp) with the ce_* parameters, run by the general
-// lowering.
-Schedule bidir_copy_schedule(int nranks, int64_t count, DType dtype, RedOp op, bool in_place, const BidirParams& p);
-
-// sol.bidir_copy: rank r's copy engine pushes its input into rank r-1's output, all at once
-// (S bytes each way for 2 GPUs): the speed of light of the link in both directions.
-Schedule sol_bidir_copy_schedule(int nranks, int64_t count, DType dtype, int chunks);
+using lower::bidir_copy_schedule;
+using lower::sol_bidir_copy_schedule;
 
 }  // namespace cclab::exec

@@ -4,12 +4,13 @@
 #include <cstdint>
 
 #include "exec/device_util.cuh"
+#include "lower/bidir.hpp"
 
 namespace cclab::exec::bidir {
 
-constexpr int kMaxRanks = 8;
-constexpr int kMaxBlocks = 1024;  // flash CTAs and ll CTAs
-constexpr int kMaxLanes = 512;    // stream lanes
+constexpr int kMaxRanks = lower::kBidirMaxRanks;
+constexpr int kMaxBlocks = lower::kBidirMaxBlocks;  // flash, ll, push and lamport CTAs
+constexpr int kMaxLanes = lower::kBidirMaxLanes;    // stream lanes
 
 // Per-rank control words in device memory. Peers write the flag arrays (indexed by the writer's
 // rank); the owner polls them locally. Epoch counters advance once per launch (the last CTA to
@@ -90,7 +91,8 @@ __device__ __forceinline__ void named_barrier(int id, int threads) {
 
 // Out of line so the spin loops stay small. It takes the error word and the rank by value: taking the
 // kernel's BidirArgs by reference made every thread copy the whole ~500-byte block to local memory on every
-// launch (+0.6 us per launch with PDL, +1.8 us without, measured in session 4: exec/NOTES.md).
+// launch (+0.6 us per launch with PDL, +1.8 us without: microbenchmarks bidir.ll.argref against bidir.ll on
+// 2 x H200, 2026-11-22, before commit a06bb3f; docs/findings/2026-11-22-argument-block-crossovers-diagnostics.md).
 __device__ __noinline__ void report_timeout(ErrWord* err, int rank, uint32_t code, int block, int slot, uint64_t want,
                                             uint64_t got) {
   if (atomicCAS(&err->code, 0u, code) == 0u) {

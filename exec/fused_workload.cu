@@ -6,7 +6,7 @@
 #include "exec/cuda_check.hpp"
 #include "exec/device_util.cuh"
 #include "exec/fused_workload.hpp"
-#include "exec/plan.hpp"
+#include "lower/general.hpp"
 
 namespace cclab::exec {
 
@@ -15,9 +15,9 @@ namespace fused {
 // The lanes and the CTA -> lane map travel in the kernel's parameters (constant bank: no global load
 // before the first op), which bounds GPUs and CTAs per launch (4 KiB of parameters).
 constexpr int kMaxDevices = 8;
-constexpr int kMaxCtas = 144;  // >= the SMs of an H100/H200 (132)
+constexpr int kMaxCtas = lower::kFusedMaxCtas;
 constexpr uint8_t kNoLane = 255;
-constexpr int kThreads = 512;  // launch bound; FusedParams::threads may be lower
+constexpr int kThreads = lower::kFusedMaxThreads;  // launch bound; FusedParams::threads may be lower
 
 // Device-side tables (one blob per GPU, written once by the host).
 struct DevOp {
@@ -370,98 +370,26 @@ struct Launch {
 // ---------------------------------------------------------------------------------------------
 // Host side.
 
-std::string_view lowering_mode_name(LoweringMode m) {
-  switch (m) {
-    case LoweringMode::plan:
-      return "plan";
-    case LoweringMode::fused:
-      return "fused";
-    case LoweringMode::automatic:
-      return "auto";
-  }
-  return "?";
-}
-
-std::string FusedParams::apply(const std::string& tune) {
-  std::stringstream ss(tune);
-  std::string kv, rest;
-  while (std::getline(ss, kv, ',')) {
-    const auto eq = kv.find('=');
-    const std::string k = eq == std::string::npos ? kv : kv.substr(0, eq);
-    const std::string v = eq == std::string::npos ? "" : kv.substr(eq + 1), flag = "--tune " + k;
-    if (k == "lowering") {
-      if (v == "plan")
-        lowering = LoweringMode::plan;
-      else if (v == "fused")
-        lowering = LoweringMode::fused;
-      else if (v == "auto")
-        lowering = LoweringMode::automatic;
-      else
-        throw_input("--tune lowering: plan, fused or auto, not '" + v + "'");
-    } else if (k == "fused_max") {
-      fused_max = parse_size(flag, v);
-    } else if (k == "fused_threads") {
-      threads = int(parse_int(flag, v, 32, fused::kThreads));
-      if (threads % 32 != 0) throw_input("--tune fused_threads must be a multiple of 32, not " + v);
-    } else if (k == "fused_cta_bytes") {
-      cta_bytes = parse_size(flag, v);
-      if (cta_bytes <= 0) throw_input("--tune fused_cta_bytes must be positive");
-    } else if (k == "fused_ctas") {
-      max_ctas = int(parse_int(flag, v, 0, 1 << 16));
-    } else if (k == "fused_fence") {
-      if (v != "sc" && v != "release") throw_input("--tune fused_fence: sc or release, not '" + v + "'");
-      sc_fence = v == "sc";
-    } else if (k == "fused_pdl") {
-      pdl = parse_int(flag, v, 0, 1) != 0;
-    } else if (k == "fused_timeout") {
-      timeout_s = parse_double(flag, v, 0.001, 3600);
-    } else if (k == "kernel_timeout") {
-      // The bidir kernels' key (scripts/measure.sh raises it under compute-sanitizer): it sets this
-      // path's spin-wait timeout too, unless fused_timeout is given, and stays for BidirParams.
-      if (tune.find("fused_timeout=") == std::string::npos) timeout_s = parse_double(flag, v, 0.001, 3600);
-      rest += (rest.empty() ? "" : ",") + kv;
-    } else {
-      rest += (rest.empty() ? "" : ",") + kv;
-    }
-  }
-  return rest;
-}
-
-bool FusedParams::use_fused(const Schedule& s, const std::vector<int>& rank_device) const {
-  if (!use_fused(s.count * dtype_size(s.dtype))) return false;
-  if (lowering == LoweringMode::fused) return true;
-  LowerOptions lo;
-  lo.rank_device = rank_device;
-  const Plan plan = lower(s, lo);
-  if (plan.cross_device_waits > 0) return true;
-  // No GPU waits for another: the plan is cheap when it is kernels only (a reduce kernel reading its
-  // peer: 2.9 us against 6.1 fused at 16 B on 2 x H200, gpu-out/final); copy-engine copies cost ~6 us
-  // each and more with several streams (gather.direct 15.7 us, scatter 11 us general vs 5.5 fused).
-  for (const PlanStep& st : plan.steps)
-    if (st.kind == StepKind::memcpy) return true;
-  return false;
-}
-
 struct FusedWorkload::Impl {
   std::vector<fused::Args> args;  // per device
 };
 
 FusedWorkload::FusedWorkload(const Communicator& comm, Schedule schedule, const FusedParams& params)
+    : FusedWorkload(comm, schedule, params,
+                    encode_fused(schedule, params.options(comm.rank_device(), comm.sm_count()))) {}
+
+FusedWorkload::FusedWorkload(const Communicator& comm, Schedule schedule, const FusedParams& params,
+                             FusedProgram program)
     : comm_(comm),
       schedule_(std::move(schedule)),
       params_(params),
+      program_(std::move(program)),
       err_(sizeof(fused::Err)),
       impl_(std::make_unique<Impl>()) {
   if (schedule_.nranks != comm.nranks())
     throw_internal(__FILE__, __LINE__,
                    "schedule for " + std::to_string(schedule_.nranks) + " ranks on a communicator of " +
                        std::to_string(comm.nranks()));
-  FusedOptions fo;
-  fo.rank_device = comm.rank_device();
-  fo.max_ctas =
-      std::min(params_.max_ctas > 0 ? std::min(params_.max_ctas, comm.sm_count()) : comm.sm_count(), fused::kMaxCtas);
-  fo.cta_bytes = params_.cta_bytes;
-  program_ = encode_fused(schedule_, fo);
   if (program_.ndevices() > fused::kMaxDevices)
     throw_input("fused lowering: at most " + std::to_string(fused::kMaxDevices) + " GPUs");
 

@@ -297,10 +297,10 @@ int64_t Harness::check(Workload& w) {
   return count_wrong(w);
 }
 
-double Harness::time_us(Workload& w) {
+double Harness::time_us(Workload& w, int iters_wanted) {
   const cudaStream_t origin = comm_.origin();
   DeviceGuard g(comm_.device_of(0));
-  const int iters = std::max(1, opt_.iters);
+  const int iters = std::max(1, iters_wanted > 0 ? iters_wanted : opt_.iters);
   auto* ctl = static_cast<volatile uint32_t*>(control_.host());
   float ms = 0;
   if (opt_.graph) {
@@ -314,7 +314,8 @@ double Harness::time_us(Workload& w) {
     ctl[0] = 0;
     ctl[1] = 0;
     auto* dev_ctl = static_cast<uint32_t*>(control_.device());
-    if (replay->holdable()) launch_hold(origin, dev_ctl, dev_ctl + 1, uint64_t(opt_.timeout_s * 0.5e9));
+    if (w.held().value_or(replay->holdable()))
+      launch_hold(origin, dev_ctl, dev_ctl + 1, uint64_t(opt_.timeout_s * 0.5e9));
     CCLAB_CUDA(cudaEventRecord(start_.get(), origin));
     replay->launch(origin);
     CCLAB_CUDA(cudaEventRecord(stop_.get(), origin));

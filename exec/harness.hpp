@@ -28,7 +28,8 @@ class Harness {
   // returns the number of output elements whose bits differ from the expected values.
   int64_t check(Workload& w);
   // Mean time of one iteration in microseconds.
-  double time_us(Workload& w);
+  // Mean time of one operation over `iters` timed launches (one replayed graph of them; 0: options().iters).
+  double time_us(Workload& w, int iters = 0);
   const TimingOptions& options() const { return opt_; }
   // Non-empty when the last timing could not use a graph (and why).
   const std::string& last_fallback() const { return last_fallback_; }

@@ -22,6 +22,7 @@
 #include "exec/device_util.cuh"
 #include "exec/kernels.hpp"
 #include "exec/microbench.hpp"
+#include "exec/runner.hpp"
 
 namespace cclab::exec {
 
@@ -387,17 +388,9 @@ void enqueue_fork_kinds(cudaStream_t o, const std::vector<Gpu>& gpus, cudaEvent_
 }
 
 std::string read_driver_version() {
-  std::ifstream f("/proc/driver/nvidia/version");
-  std::string line;
-  if (f && std::getline(f, line)) {
-    // "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159  Tue ..." -> "580.159"
-    std::istringstream is(line);
-    std::string w, prev;
-    while (is >> w) {
-      if (prev == "Module") return w;
-      prev = w;
-    }
-  }
+  // The kernel module's version ("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04 ..."),
+  // else the driver API's.
+  if (std::string v = detail::driver_version(); !v.empty()) return v;
   int v = 0;
   cudaDriverGetVersion(&v);
   return "CUDA driver API " + std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
@@ -1696,8 +1689,8 @@ void Bench::bench_graph_held() {
   // 8-byte peer copy on the copy stream waiting for it. xchain: each round's kernel also waits for the other
   // GPU's last copy (plans whose ops wait on the other GPU's, as the copy-mode all-reduce's). lchain: no wait
   // across the GPUs (a 2-rank tree all-reduce's plan: 32 ops on 4 streams at 8 MiB, each put waiting for its
-  // own GPU's reduction), unheld only, at 640 and 1280 nodes: s8d launched xchain's 1280 nodes in 4.2 ms where
-  // the tree's own 1280-node replay took 2.9 ms.
+  // own GPU's reduction), unheld only, at 640 and 1280 nodes: on 2 x H200 (2026-11-23, commit 1f94586) xchain's
+  // 1280 nodes launched in 4.2 ms where the tree's own 1280-node replay took 2.9 ms.
   for (const bool cross : {true, false})
     for (int k : {16, 24, 32, 64}) {
       if (over_budget()) break;
@@ -2077,8 +2070,9 @@ void Bench::bench_matmul() {
       s.points.push_back(p);
       // The executor times the collective matmul's full product first (exec/cmatmul.cu), after no
       // tensor-core burst: its clocks are not yet lowered by the power limit, which the back-to-back trials
-      // above reach for long products (s7a: 8192^3 half at 720 TFLOP/s in the executor, 654 here). The same
-      // burst after the GPU rested kRestMs.
+      // above reach for long products (2 x H200 at commit 56aed68: 8192^3 half at 720 TFLOP/s in the executor,
+      // 654 here; docs/findings/2026-11-23-pdl-unheld-replays-l2-copies.md). The same burst after the GPU rested
+      // kRestMs.
       if (ty.bytes == 2 && 2.0 * double(sh.m) * double(sh.k) * double(sh.n) >= 1e11) {
         std::vector<double> rested_trials;
         for (int i = 0; i < kTrials; ++i) {

@@ -7,9 +7,14 @@
 #include <cstdint>
 #include <vector>
 
-#include "exec/plan.hpp"
+#include "lower/general.hpp"
 
 namespace cclab::exec {
+
+using lower::LowerOptions;
+using lower::Plan;
+using lower::PlanStep;
+using lower::StepKind;
 
 struct MpiEventRoles {
   std::vector<int> producer_rank;                  // per event: the rank whose step records it

@@ -25,7 +25,7 @@ MpiPlanWorkload::MpiPlanWorkload(const MpiWorld& world, Schedule schedule, PlanO
   // Every rank is its own GPU here: waits between ranks are cross-device (flags), within a rank events.
   options.lower.rank_device.clear();
   for (int r = 0; r < schedule_.nranks; ++r) options.lower.rank_device.push_back(r);
-  plan_ = lower(schedule_, options.lower);
+  plan_ = lower::lower(schedule_, options.lower);
   for (const auto& st : plan_.steps)
     if (st.kind == StepKind::compute)
       throw_input(schedule_.algo + ": compute ops (collective matmul, sparse) do not run in the MPI mode yet");

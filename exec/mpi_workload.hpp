@@ -1,5 +1,5 @@
 // Workloads of the MPI mode: this process's share of one collective. MpiPlanWorkload lowers the
-// whole schedule with the same exec::lower() as the single-process path and issues only this rank's
+// whole schedule with the same lower::lower() as the single-process path and issues only this rank's
 // steps: dependencies inside the process are CUDA events, dependencies on another rank's op are
 // epoch flags (mpi_kernels.hpp). MpiNcclWorkload is the NCCL baseline with ncclCommInitRank.
 #pragma once

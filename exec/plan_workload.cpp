@@ -34,17 +34,25 @@ const char* step_name(StepKind k) {
 void set_compute_launcher(ComputeKind kind, ComputeLauncher launcher) { launchers()[kind] = std::move(launcher); }
 
 PlanWorkload::PlanWorkload(const Communicator& comm, Schedule schedule, PlanOptions options)
-    : comm_(comm), schedule_(std::move(schedule)), opt_(std::move(options)) {
+    : PlanWorkload(comm, schedule,
+                   lower::lower(schedule,
+                                [&] {
+                                  options.lower.rank_device = comm.rank_device();
+                                  return options.lower;
+                                }()),
+                   options.reduce_blocks, std::nullopt) {}
+
+PlanWorkload::PlanWorkload(const Communicator& comm, Schedule schedule, Plan plan, int reduce_blocks,
+                           std::optional<bool> held)
+    : comm_(comm), schedule_(std::move(schedule)), plan_(std::move(plan)), held_(held) {
   if (schedule_.nranks != comm.nranks())
     throw_internal(__FILE__, __LINE__,
                    "schedule for " + std::to_string(schedule_.nranks) + " ranks on a communicator of " +
                        std::to_string(comm.nranks()));
-  opt_.lower.rank_device = comm.rank_device();
-  plan_ = lower(schedule_, opt_.lower);
   for (const auto& st : plan_.steps)
     if (st.kind == StepKind::compute && !launchers().count(schedule_.computes[size_t(st.compute)].kind))
       throw_input(schedule_.algo + ": the executor has no kernel for this schedule's compute ops yet");
-  reduce_blocks_ = opt_.reduce_blocks > 0 ? opt_.reduce_blocks : 2 * comm.sm_count();
+  reduce_blocks_ = reduce_blocks > 0 ? reduce_blocks : 2 * comm.sm_count();
 
   spec_.coll = parse_coll(schedule_.collective);
   spec_.nranks = schedule_.nranks;

@@ -8,10 +8,15 @@
 #include <vector>
 
 #include "algorithms/schedule.hpp"
-#include "exec/plan.hpp"
 #include "exec/workload.hpp"
+#include "lower/general.hpp"
 
 namespace cclab::exec {
+
+using lower::LowerOptions;
+using lower::Plan;
+using lower::PlanStep;
+using lower::StepKind;
 
 // Executes Compute ops (collective matmul, sparse steps); registered by the owners of those kernels.
 struct ComputeContext {
@@ -32,6 +37,10 @@ class PlanWorkload : public Workload {
  public:
   // Takes the schedule (kept for the check spec and diagnostics), allocates its buffers.
   PlanWorkload(const Communicator& comm, Schedule schedule, PlanOptions options);
+  // Runs `plan`, the schedule's lowering for this communicator (lower::lower_collective made it); a replayed
+  // graph holds behind the harness's hold kernel where `held`.
+  PlanWorkload(const Communicator& comm, Schedule schedule, Plan plan, int reduce_blocks, std::optional<bool> held);
+  std::optional<bool> held() const override { return held_; }
   const CollSpec& spec() const override { return spec_; }
   const RankBuffers& buffers() const override { return *buffers_; }
   void issue(cudaStream_t origin) override;
@@ -44,7 +53,6 @@ class PlanWorkload : public Workload {
   void issue_step(const PlanStep& step);
   const Communicator& comm_;
   Schedule schedule_;
-  PlanOptions opt_;
   Plan plan_;
   CollSpec spec_;
   std::unique_ptr<RankBuffers> buffers_;
@@ -58,6 +66,7 @@ class PlanWorkload : public Workload {
   std::vector<int> avg_stream_;
   std::vector<Event> rank_done_, avg_fork_;
   int reduce_blocks_ = 0;
+  std::optional<bool> held_;
   // Progress events recorded after each step while issuing op by op, to name a hung op.
   std::vector<Event> progress_;
   bool progress_valid_ = false;

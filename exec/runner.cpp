@@ -21,6 +21,7 @@
 #include "exec/nccl_workload.hpp"
 #include "exec/plan_workload.hpp"
 #include "exec/run_mmsp.hpp"
+#include "lower/lowering.hpp"
 
 #ifndef CCLAB_GIT_COMMIT
 #define CCLAB_GIT_COMMIT "unknown"
@@ -101,9 +102,8 @@ struct Session {
   const RunOptions& opt;
   Communicator comm;
   Harness harness;
-  BidirParams params;
-  FusedParams fused;  // --tune lowering=plan|fused|auto, fused_max=, fused_*=
-  std::map<std::string, std::string> tune;
+  lower::Settings settings;  // --tune, read once
+  lower::Machine machine;
   std::unique_ptr<NcclComms> nccl;
   std::unique_ptr<BidirContext> bidir;
   std::string driver;
@@ -112,159 +112,62 @@ struct Session {
       : opt(o),
         comm(CommOptions{o.nranks, o.share_gpus}),
         harness(comm, TimingOptions{o.warmup, o.iters, o.graph, o.timeout_s}),
-        tune(tune_map(o.tune)),
+        settings(lower::parse_settings(o.tune)),
         driver(driver_version()) {
-    params.apply(fused.apply(o.tune));
+    machine.sms = comm.sm_count();
+    machine.rank_device = comm.rank_device();
+    machine.resident = [this](BidirMode m, int threads, int unroll) {
+      return bidir_resident_ctas(m, threads, unroll, opt.dtype, opt.op, comm.device_of(0));
+    };
   }
   NcclComms& get_nccl() {
     if (!nccl) nccl = std::make_unique<NcclComms>(comm, NcclOptions{opt.nccl_algo, opt.nccl_proto});
     return *nccl;
   }
   BidirContext& get_bidir() {
-    if (!bidir) bidir = std::make_unique<BidirContext>(comm, params);
+    if (!bidir) bidir = std::make_unique<BidirContext>(comm, settings.bidir);
     return *bidir;
   }
-  int tune_int(const std::string& key, int fallback) const {
-    auto it = tune.find(key);
-    return it == tune.end() ? fallback : int(parse_int("--tune " + key, it->second, 0, 1 << 20));
-  }
 };
 
-// What kind of workload an algorithm name maps to.
-struct AlgoPlan {
-  std::string name, collective;
-  const Algorithm* algo = nullptr;  // registry entry, when any
-  enum Kind { schedule, nccl, bidir, bidir_copy, sol } kind = schedule;
-  BidirMode forced = BidirMode::flash;
-  bool auto_mode = false;
-};
-
-AlgoPlan classify(const std::string& name) {
-  AlgoPlan p;
-  p.name = name;
-  if (name == "sol.bidir_copy") {
-    p.kind = AlgoPlan::sol;
-    p.collective = "sol";
-    return p;
-  }
-  if (name == "allreduce.bidir.ll" || name == "allreduce.bidir.push" || name == "allreduce.bidir.lamport") {
-    p.kind = AlgoPlan::bidir;
-    p.forced = parse_bidir_mode(name.substr(std::string_view("allreduce.bidir.").size()));
-    p.collective = "allreduce";
-    return p;
-  }
-  if (name == "allreduce.bidir.copy") {
-    p.kind = AlgoPlan::bidir_copy;
-    p.collective = "allreduce";
-    return p;
-  }
-  const Algorithm* a = nullptr;
-  try {
-    a = &find_algorithm(name);
-  } catch (const Error&) {
-    // A library baseline the registry does not list yet still runs: `<collective>.nccl`.
-    if (name.size() > 5 && name.ends_with(".nccl")) {
-      p.kind = AlgoPlan::nccl;
-      p.collective = name.substr(0, name.size() - 5);
-      parse_coll(p.collective);
-      return p;
-    }
-    throw;
-  }
-  p.algo = a;
-  p.collective = a->collective;
-  if (a->needs_shape || a->needs_sparse)
-    throw_input(name + " needs collective-matmul or sparse inputs, which `cclab run` does not drive yet");
-  if (a->library) {
-    if (!name.ends_with(".nccl")) throw_input(name + ": only NCCL baselines run in this harness");
-    p.kind = AlgoPlan::nccl;
-    return p;
-  }
-  parse_coll(p.collective);
-  if (!(a->backends & kGpu)) throw_input(name + " does not run on the GPU backend (see cclab list)");
-  if (name == "allreduce.bidir") {
-    p.kind = AlgoPlan::bidir;
-    p.auto_mode = true;
-  } else if (name == "allreduce.bidir.flash" || name == "allreduce.bidir.stream") {
-    p.kind = AlgoPlan::bidir;
-    p.forced = name.ends_with("flash") ? BidirMode::flash : BidirMode::stream;
-  }
-  return p;
+// The collective the executor checks a registry collective as (sol.bidir_copy: an exchange).
+Coll checked_coll(const std::string& collective) {
+  return collective == "sol" ? Coll::exchange : parse_coll(collective);
 }
 
-std::unique_ptr<Workload> make_workload(Session& ss, const AlgoPlan& ap, int64_t count, bool in_place,
-                                        std::string& mode_note) {
-  const RunOptions& o = ss.opt;
-  const int n = ss.comm.nranks();
-  PlanOptions po;
-  po.reduce_blocks = ss.tune_int("reduce_blocks", 0);
-  po.lower.max_streams_per_rank = ss.tune_int("streams", 16);
-  switch (ap.kind) {
-    case AlgoPlan::sol:
-      return std::make_unique<PlanWorkload>(
-          ss.comm, sol_bidir_copy_schedule(n, count, o.dtype, ss.tune_int("sol_chunks", 1)), po);
-    case AlgoPlan::nccl: {
-      CollSpec spec{parse_coll(ap.collective),
-                    n,
-                    count,
-                    o.dtype,
-                    o.op,
-                    o.root,
-                    in_place,
-                    resolver(ap.collective, n, count, o.dtype, in_place)};
+// The registry entry of a name `cclab run` takes, checked for this executor.
+const Algorithm& gpu_algorithm(const std::string& name) {
+  const Algorithm& a = find_algorithm(name);
+  if (a.needs_shape || a.needs_sparse)
+    throw_input(name + " needs collective-matmul or sparse inputs (--shape, or --rows and --dim)");
+  if (a.library && !name.ends_with(".nccl")) throw_input(name + ": only NCCL baselines run in this harness");
+  if (!(a.backends & kGpu)) throw_input(name + " does not run on the GPU backend (see cclab list)");
+  checked_coll(a.collective);
+  return a;
+}
+
+// The workload that runs a lowered plan.
+std::unique_ptr<Workload> make_workload(Session& ss, const Algorithm& algo, const lower::LoweredPlan& plan,
+                                        const AlgoArgs& args) {
+  const Coll c = checked_coll(algo.collective);
+  CollSpec spec{
+      c,
+      args.nranks,
+      args.count,
+      args.dtype,
+      args.redop,
+      args.root,
+      args.in_place,
+      resolver(c == Coll::exchange ? "exchange" : algo.collective, args.nranks, args.count, args.dtype, args.in_place)};
+  switch (plan.path) {
+    case lower::Path::library:
       return std::make_unique<NcclWorkload>(ss.comm, ss.get_nccl(), spec);
-    }
-    case AlgoPlan::bidir_copy:
-      po.reduce_blocks = ss.tune_int("reduce_blocks", ss.params.ce_reduce_blocks);
-      mode_note = ss.params.describe(BidirMode::copy);
-      return std::make_unique<PlanWorkload>(ss.comm, bidir_copy_schedule(n, count, o.dtype, o.op, in_place, ss.params),
-                                            po);
-    case AlgoPlan::bidir: {
-      const int64_t bytes = count * dtype_size(o.dtype);
-      BidirMode m = ap.forced;
-      if (ap.auto_mode) {
-        auto it = ss.tune.find("mode");
-        m = it != ss.tune.end() ? parse_bidir_mode(it->second) : choose_bidir_mode(bytes, o.dtype, n, ss.params);
-      }
-      if (m == BidirMode::copy) {
-        po.reduce_blocks = ss.tune_int("reduce_blocks", ss.params.ce_reduce_blocks);
-        mode_note = ss.params.describe(m);
-        return std::make_unique<PlanWorkload>(ss.comm,
-                                              bidir_copy_schedule(n, count, o.dtype, o.op, in_place, ss.params), po);
-      }
-      CollSpec spec{Coll::allreduce,
-                    n,
-                    count,
-                    o.dtype,
-                    o.op,
-                    o.root,
-                    in_place,
-                    resolver("allreduce", n, count, o.dtype, in_place)};
-      return std::make_unique<BidirWorkload>(ss.get_bidir(), m, spec);
-    }
-    case AlgoPlan::schedule: {
-      AlgoArgs args;
-      args.nranks = n;
-      args.count = count;
-      args.dtype = o.dtype;
-      args.redop = o.op;
-      args.root = o.root;
-      args.in_place = in_place;
-      args.channels = ss.tune_int("channels", args.channels);
-      args.chunk_bytes = ss.tune_int("chunk_bytes", 0);
-      Schedule sched = make_schedule(*ap.algo, args);
-      // The fused path (one kernel per GPU) for latency-bound sizes; the note says which path ran.
-      if (ss.fused.use_fused(sched, ss.comm.rank_device())) {
-        try {
-          return std::make_unique<FusedWorkload>(ss.comm, sched, ss.fused);
-        } catch (const Error& err) {
-          if (err.kind() != ErrorKind::input || ss.fused.lowering == LoweringMode::fused) throw;
-          mode_note = std::string("fused refused: ") + err.what();
-        }
-      }
-      mode_note = "lowering=plan" + (mode_note.empty() ? "" : " (" + mode_note + ")");
-      return std::make_unique<PlanWorkload>(ss.comm, std::move(sched), po);
-    }
+    case lower::Path::kernel:
+      return std::make_unique<BidirWorkload>(ss.get_bidir(), plan.kernel, spec);
+    case lower::Path::fused:
+      return std::make_unique<FusedWorkload>(ss.comm, plan.schedule, ss.settings.fused, plan.fused);
+    case lower::Path::general:
+      return std::make_unique<PlanWorkload>(ss.comm, plan.schedule, plan.general, plan.reduce_blocks, plan.held);
   }
   return nullptr;
 }
@@ -291,20 +194,13 @@ std::vector<int64_t> sweep_sizes(const RunOptions& o) {
 std::vector<std::string> gpu_algorithm_names() {
   std::vector<std::string> names;
   for (const auto& a : algorithms()) {
-    if (!(a.backends & kGpu) || a.needs_shape || a.needs_sparse) continue;
     try {
-      parse_coll(a.collective);
+      gpu_algorithm(a.name);
     } catch (const Error&) {
       continue;
     }
-    if (a.library && !a.name.ends_with(".nccl")) continue;
     names.push_back(a.name);
   }
-  names.push_back("allreduce.bidir.ll");
-  names.push_back("allreduce.bidir.push");
-  names.push_back("allreduce.bidir.lamport");
-  names.push_back("allreduce.bidir.copy");
-  names.push_back("sol.bidir_copy");
   return names;
 }
 
@@ -365,18 +261,14 @@ int run_sweep(const RunOptions& o, std::ostream& out) {
     }
   }
   if (names.empty()) throw_input("--algo is required (a name from `cclab list`, or all)");
-  std::vector<AlgoPlan> plans;
-  for (const auto& n : names) plans.push_back(classify(n));
+  std::vector<const Algorithm*> plans;
+  for (const auto& n : names) plans.push_back(&gpu_algorithm(n));
   const auto sizes = sweep_sizes(o);
-  {
-    BidirParams check;
-    check.apply(FusedParams{}.apply(o.tune));  // bad --tune values are input errors, before any GPU work
-  }
+  lower::parse_settings(o.tune);  // bad --tune values are input errors, before any GPU work
 
   Session ss(o);
   const int n = ss.comm.nranks();
-  const bool with_nccl =
-      std::any_of(plans.begin(), plans.end(), [](const AlgoPlan& p) { return p.kind == AlgoPlan::nccl; });
+  const bool with_nccl = std::any_of(plans.begin(), plans.end(), [](const Algorithm* a) { return a->library; });
   if (with_nccl && ss.comm.shared())
     throw_input("NCCL baselines need one GPU per rank: drop --share-gpus or the .nccl algorithms");
 
@@ -391,43 +283,53 @@ int run_sweep(const RunOptions& o, std::ostream& out) {
   std::vector<Record> rows;
   int64_t total_wrong = 0, skipped = 0;
   std::string stopped;
-  for (const auto& ap : plans) {
+  for (const Algorithm* ap : plans) {
     if (g_interrupted) {
-      stopped = ap.name;  // between two algorithms
+      stopped = ap->name;  // between two algorithms
       break;
     }
-    out << "#\n# algo " << ap.name << (pred ? "  (prediction: " + o.predict + ", out-of-place rows)" : "") << "\n";
+    out << "#\n# algo " << ap->name << (pred ? "  (prediction: " + o.predict + ", out-of-place rows)" : "") << "\n";
     print_run_header(out, pred);
     for (int64_t bytes : sizes) {
       if (g_interrupted) {
-        stopped = ap.name + " at " + std::to_string(bytes) + " B";
+        stopped = ap->name + " at " + std::to_string(bytes) + " B";
         break;
       }
       const int64_t e = dtype_size(o.dtype);
       int64_t count = bytes / e;
-      const Coll c = ap.kind == AlgoPlan::sol ? Coll::exchange : parse_coll(ap.collective);
+      const Coll c = checked_coll(ap->collective);
       if (needs_split(c)) count = count / n * n;
       if (count == 0 && bytes > 0) continue;  // smaller than one element per rank
       Record rec[2];
       bool have[2] = {false, false};
       for (int ip = 0; ip < 2; ++ip) {
         if ((o.inplace == 0 && ip == 1) || (o.inplace == 1 && ip == 0)) continue;
-        if (ap.kind == AlgoPlan::sol && ip == 1) continue;  // a link test has no in-place form
-        std::string mode_note;
+        if (c == Coll::exchange && ip == 1) continue;  // a link test has no in-place form
+        AlgoArgs args;
+        args.nranks = n;
+        args.count = count;
+        args.dtype = o.dtype;
+        args.redop = o.op;
+        args.root = o.root;
+        args.in_place = ip == 1;
+        args.tune = o.tune;
+        lower::LoweredPlan plan;
         std::unique_ptr<Workload> w;
         try {
-          w = make_workload(ss, ap, count, ip == 1, mode_note);
+          plan = lower::lower_collective(*ap, args, ss.machine);
+          w = make_workload(ss, *ap, plan, args);
         } catch (const Error& err) {
           // A schedule that cannot take this size or rank count: say so and go on with the sweep.
           if (err.kind() != ErrorKind::input) throw;
-          out << "# " << ap.name << " " << count * e << " B" << (ip ? " in place" : "") << ": skipped: " << err.what()
+          out << "# " << ap->name << " " << count * e << " B" << (ip ? " in place" : "") << ": skipped: " << err.what()
               << "\n";
           ++skipped;
           continue;
         }
+        const int iters = o.iters_given ? o.iters : plan.launches;
         Record& r = rec[ip];
-        r.algo = ap.name;
-        r.collective = ap.collective;
+        r.algo = ap->name;
+        r.collective = ap->collective;
         r.backend = "gpu";
         r.topology = o.topology;
         r.ranks = n;
@@ -438,21 +340,24 @@ int run_sweep(const RunOptions& o, std::ostream& out) {
         r.root = (c == Coll::broadcast || c == Coll::reduce || c == Coll::gather || c == Coll::scatter) ? o.root : -1;
         r.in_place = ip == 1;
         r.wrong = o.check ? ss.harness.check(*w) : -1;
-        r.time_us = ss.harness.time_us(*w);
+        r.time_us = ss.harness.time_us(*w, iters);
         fill_bandwidths(r);
         r.device = ss.comm.device_label();
         r.commit = sha;
         r.date = date;
         std::string note = w->note();
         if (!ss.harness.last_fallback().empty()) note += "; " + ss.harness.last_fallback();
-        if (!mode_note.empty()) note = mode_note + "; " + note;
+        if (!plan.why.empty()) note = plan.why + "; " + note;
         if (ss.comm.shared()) note = "ranks share GPUs: timing not meaningful; " + note;
         r.note = note;
         r.extra = {{"graph", o.graph ? "1" : "0"},
-                   {"iters", std::to_string(o.iters)},
+                   {"iters", std::to_string(iters)},
                    {"cuda", ss.comm.versions()},
                    {"driver", ss.driver},
                    {"tune", o.tune}};
+        // The plan that ran, as columns: `cclab compare` checks that it is the plan it priced.
+        plan.launches = iters;
+        for (auto& col : plan.columns()) r.extra.push_back(std::move(col));
         if (pred) {
           try {
             o.predictor(r);

@@ -23,6 +23,9 @@ struct RunOptions {
   int64_t step_factor = 2;  // -f
   int64_t step_bytes = 0;   // -i (additive step), when non-zero
   int warmup = 5, iters = 20;
+  // -n given: every operation is timed over `iters` launches; otherwise over its plan's launches per
+  // replayed graph (lower::LoweredPlan::launches), as the simulator prices it.
+  bool iters_given = false;
   bool check = true;
   DType dtype = DType::f32;
   RedOp op = RedOp::sum;

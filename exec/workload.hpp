@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -76,6 +77,9 @@ class Workload {
   virtual void check_device_errors() {}
   // Called when a wait timed out: one line naming what did not finish.
   virtual std::string hang_report() { return "the collective did not complete"; }
+  // Whether a timed graph replay is held behind the harness's hold kernel until the host has launched it,
+  // where the lowering chose (lower::LoweredPlan::held); empty: where the replay's graph allows it.
+  virtual std::optional<bool> held() const { return std::nullopt; }
   // Extra note for the record (mode, launch parameters).
   virtual std::string note() const { return {}; }
 };

@@ -95,7 +95,8 @@ struct NcclTuning {
   // The rings' bus bandwidth NCCL's tuner uses (channels x per-channel bandwidth from its graph search); its
   // protocol choice on 2 GPUs follows from it (sim/paths_nccl.cpp).
   Sourced<double> ring_bw_GBps{360,
-                               "NCCL 2.28.3 on 2 x H200 (NCCL_DEBUG=INFO tuning table, session 6): Ring Simple "
+                               "NCCL 2.28.3 on 2 x H200 (NCCL_DEBUG=INFO tuning table, 2026-11-22, commit 4cf286c): "
+                               "Ring Simple "
                                "360 GB/s = 24 channels x 15 GB/s (graph search: 12 x 30 GB/s, doubled)"};
   // Buffer sizes (bytes per channel, src/init.cc defaults): Simple 4 MiB, LL 512 KiB, LL128 ~4.7 MiB;
   // NCCL_STEPS = 8 steps per buffer.

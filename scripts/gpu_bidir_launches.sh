@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Diagnostic (exec/NOTES.md, session 8): where the bidir kernels' small-size time goes beyond their microbenchmarks.
+# Diagnostic (docs/findings/2026-11-23-nccl-rings-unheld-launch-small-sizes.md): where the bidir kernels'
+# small-size time goes beyond their microbenchmarks.
 #   CCLAB=build-measure/cli/cclab bash scripts/gpu_bidir_launches.sh <out folder>   (2 x H200, ~15 s)
 # Launches per replay 100 (as the records) against 400 and 25: a per-replay cost the model misses moves with it;
 # the ll receive buffer's size (ll_max_bytes 1M as the records, 64K); each mode at 8 B-4 KiB.

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # One device call on the 2 x H200 machine (kind nvidia-h200-x2) that builds once and runs the named steps, so
 # that a profile and the records it is compared with come from one machine (the host's launch times move
-# 20-30% between calls: exec/NOTES.md, session 8). Here, before the call (the device gets the working tree;
-# .carry/ is ignored, so it travels as a carried path):
+# 20-30% between calls: docs/findings/2026-11-23-nccl-rings-unheld-launch-small-sizes.md). Here, before the
+# call (the device gets the working tree; .carry/ is ignored, so it travels as a carried path):
 #   rm -rf .carry/src && mkdir -p .carry/src && git archive HEAD | tar -x -C .carry/src &&
 #     git rev-parse --short=12 HEAD > .carry/commit && cp scripts/gpu_call.sh .carry/
 # then run, carrying [".carry"]:  bash .carry/gpu_call.sh <name> calib [measure] [mmsp] [<script>]
 # Steps: calib (scripts/calibrate.sh, ~55 s), measure (scripts/measure.sh, ~110 s), mmsp (scripts/gpu_mmsp.sh,
 # ~40 s), or the name of a script in .carry/ (run with the output folder; $W/bin/cclab is the build).
-# The build takes ~60-75 s. Everything lands in $OUT/<name>.tgz (unpack it here; publish with
+# The build takes ~60-75 s. Everything lands in $OUT/<name>.tgz (packed again before each step) (unpack it here; publish with
 # scripts/publish_measure.sh <dir>/measure, profiles from <dir>/calib/profiles, scripts/mmsp_unpack.sh
 # <dir>/mmsp/records.txt).
 set -u
@@ -29,7 +29,7 @@ stamp "machine: $MACHINE"
 stamp "build (commit $CCLAB_COMMIT)"
 cmake -S . -B build-measure -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DCCLAB_BENCH=OFF \
   >"$W/build.log" 2>&1 &&
-  cmake --build build-measure -j "$(nproc)" --target cclab test_exec_gpu test_exec_cli test_exec_plan \
+  cmake --build build-measure -j "$(nproc)" --target cclab test_exec_gpu test_exec_cli test_exec_runner \
     test_exec_mmsp_gpu >>"$W/build.log" 2>&1
 rc=$?
 stamp "build rc=$rc"
@@ -41,6 +41,7 @@ fi
 mkdir -p "$W/bin" && cp build-measure/cli/cclab build-measure/tests/exec/test_exec_* "$W/bin/" 2>/dev/null
 BIN=$W/bin
 for step in "$@"; do
+  tar czf "$OUT/$name.tgz" --exclude=./bin -C "$W" .  # what is done so far comes back even if the call is cut
   case $step in
     calib)
       stamp calib

@@ -24,12 +24,12 @@ nvidia-smi topo -m | head -4
 
 BIN=.carry/bin
 export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}:/usr/local/cuda/lib64:/usr/local/cuda/lib
-if [ -x "$BIN/cclab" ] && "$BIN/cclab" --help >/dev/null 2>&1 && "$BIN/test_exec_plan" --gtest_brief=1 >/dev/null 2>&1; then
+if [ -x "$BIN/cclab" ] && "$BIN/cclab" --help >/dev/null 2>&1 && "$BIN/test_exec_runner" --gtest_brief=1 >/dev/null 2>&1; then
   stamp "using carried binaries"
 else
   stamp "building (carried binaries missing or not runnable here)"
   cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DCCLAB_BENCH=OFF >"$RUNS/cmake.log" 2>&1 || { tail -30 "$RUNS/cmake.log"; exit 1; }
-  cmake --build build-gpu -j 32 --target cclab test_exec_gpu test_exec_cli test_exec_plan >"$RUNS/build.log" 2>&1 || { grep -E "error|FAILED" -A3 "$RUNS/build.log" | head -60; exit 1; }
+  cmake --build build-gpu -j 32 --target cclab test_exec_gpu test_exec_cli test_exec_runner >"$RUNS/build.log" 2>&1 || { grep -E "error|FAILED" -A3 "$RUNS/build.log" | head -60; exit 1; }
   BIN=/tmp/cclab_bin && mkdir -p $BIN
   cp build-gpu/cli/cclab build-gpu/tests/exec/test_exec_* $BIN/
 fi
@@ -73,7 +73,7 @@ timeout 40 "$CCLAB" run --algo allreduce.nccl -b 8 -e 64K -f 8 --nccl-proto LL -
 timeout 40 "$CCLAB" run --algo allreduce.nccl,allreduce.bidir -b 8 -e 64K -f 8 --graph 0 --csv "$RUNS/graph0.csv" >>"$RUNS/tune.log" 2>&1
 
 stamp "tests"
-"$BIN/test_exec_plan" --gtest_brief=1 2>&1 | tail -3
+"$BIN/test_exec_runner" --gtest_brief=1 2>&1 | tail -3
 "$BIN/test_exec_cli" --gtest_brief=1 2>&1 | tail -3
 have 60 "gpu tests" && timeout $(( $(left) > 200 ? 200 : $(left) - 30 )) "$BIN/test_exec_gpu" --gtest_brief=1 2>&1 | tail -40 | tee "$OUT/tests.log"
 

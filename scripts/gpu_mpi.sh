@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# MPI mode on the 2 x H200 machine (device tool; session-2 bundle): `mpirun -np 2 cclab run` (one
+# MPI mode on the 2 x H200 machine (prebuilt binaries): `mpirun -np 2 cclab run` (one
 # process per GPU, CUDA IPC for peer buffers, epoch flags between processes, ncclCommInitRank).
 #   1. the issue-5 floor algorithms and their NCCL baselines at 64 MiB .. 1 GiB under MPI;
 #   2. small sizes (8 B .. 32 KiB) under MPI and in one process (graph replay);

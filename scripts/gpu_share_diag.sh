@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Diagnostic (exec/NOTES.md, session 9), ONE GPU (device kind nvidia-h100-x1 or nvidia-h200; ~2.5 min with the
-# build): the bidir kernels of the executor against their microbenchmarks, both "GPUs" on one device.
+# Diagnostic (docs/findings/2026-11-25-buffer-placement-rank-modulo.md), ONE GPU (device kind nvidia-h100-x1
+# or nvidia-h200; ~2.5 min with the build): the bidir kernels of the executor against their microbenchmarks,
+# both "GPUs" on one device.
 #   OUT=<folder> bash scripts/gpu_share_diag.sh
 # The microbenchmarks need two GPUs; here a patched copy of the tree (in a temporary folder, never this
 # checkout) puts both sides of exec/microbench_bidir.cu on GPU 0 and launches without PDL (PDL launches of two

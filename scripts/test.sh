@@ -48,8 +48,14 @@ for d in results/*/; do  # the GPU machines' folders (<model>x<count>[_<variant>
   [[ $(basename "$d") =~ ^[a-z]+[0-9]+x[0-9]+(_.*)?$ ]] || continue
   if compgen -G "$d*.csv" >/dev/null; then python3 scripts/check_device.py "$d" "$d"*.csv; fi
 done
-if compgen -G "results/h200x2/*.csv" >/dev/null; then
-  mkdir -p build/compare
-  ./build/cli/cclab compare --measured results/h200x2 --topo profiles/h200x2.json --csv build/compare/h200x2.csv
+mkdir -p build/compare
+for d in results/h200x2 results/h200x2_repeat results/h200x2_fresh; do  # other calls' records, the first call's profile
+  compgen -G "$d/*.csv" >/dev/null || continue
+  ./build/cli/cclab compare --measured "$d" --topo profiles/h200x2.json --csv "build/compare/$(basename "$d").csv"
+done
+# 4 GPUs, predicted from the 2-GPU profile on the HGX H200 preset
+if compgen -G "results/h200x4/*.csv" >/dev/null; then
+  ./build/cli/cclab compare --measured results/h200x4 --topo hgx-h200 --profile profiles/h200x2.json \
+    --csv build/compare/h200x4.csv
 fi
 step "done"

@@ -9,6 +9,7 @@
 #include "algorithms/registry.hpp"
 #include "core/error.hpp"
 #include "core/parse.hpp"
+#include "lower/lowering.hpp"
 #include "sim/paths.hpp"
 #include "sim/paths_cmatmul.hpp"
 #include "sim/paths_sparse.hpp"
@@ -47,6 +48,8 @@ AlgoArgs args_for(const Record& r, const Algorithm& algo, const topo::Topology& 
   a.redop = (r.redop.empty() || r.redop == "none") ? RedOp::sum : parse_redop(r.redop);
   a.root = r.root < 0 ? 0 : r.root;
   a.in_place = r.in_place;
+  // The settings the row ran under, as `cclab sim --tune` takes them.
+  if (const std::string* tune = extra(r, "tune")) a.tune = *tune;
   // As `cclab sim` does: hierarchical algorithms see the topology's servers.
   a.node_size = std::max(1, std::min(t.gpus_per_server(), r.ranks));
   a.count = r.count > 0 ? r.count : count_for_bytes(algo, r.bytes, a.dtype, r.ranks);
@@ -93,21 +96,17 @@ RowPredictor::RowPredictor(model::Target target)
 RowPredictor::~RowPredictor() = default;
 
 Record RowPredictor::predict(const Record& measured) {
-  // The record's note says which of the executor's paths ran (sim/paths.hpp); names the executor records
-  // beside the registry's (allreduce.bidir.<mode>, sol.bidir_copy) are predicted on their path.
-  ExecPath path = parse_exec_note(measured.note, measured.algo);
-  if (const std::string* it = extra(measured, "iters"); it && !it->empty())
-    path.iters = int(parse_int("iters", *it, 1, 1 << 20));
-  path.note = measured.note;
-  const bool executor_only = is_executor_only_name(measured.algo);
-  // Executor-only names take their arguments as a registry algorithm of the same shape of input would.
-  const std::string stand_in = measured.algo.rfind("matmul.", 0) == 0 ? "allgather_matmul.ring" : "allreduce.bidir";
+  // The cuBLAS references of the collective matmul records run no collective: their own model.
+  if (is_matmul_reference(measured.algo)) {
+    AlgoArgs args = args_for(measured, find_algorithm("allgather_matmul.ring"), target_.topology);
+    Record r = predict_matmul_reference(*sim_, measured.algo, args).record;
+    r.topology = target_.label;
+    return r;
+  }
   // The executor's matmul + NCCL reduce-scatter baseline has no registry entry: it takes its arguments as the
   // reduce-scatter ring does, and only the collective matmul model below predicts it.
   const bool rs_nccl = measured.algo == "matmul_reducescatter.nccl_cublas";
-  const Algorithm& algo = find_algorithm(executor_only ? stand_in
-                                         : rs_nccl     ? std::string("matmul_reducescatter.ring")
-                                                       : measured.algo);
+  const Algorithm& algo = find_algorithm(rs_nccl ? std::string("matmul_reducescatter.ring") : measured.algo);
   if (!(algo.backends & kSim)) throw_input("row " + describe(measured) + ": " + algo.name + " cannot be simulated");
   AlgoArgs args = args_for(measured, algo, target_.topology);
   if (algo.needs_sparse) {
@@ -126,7 +125,7 @@ Record RowPredictor::predict(const Record& measured) {
       return p->record;
     }
   }
-  if (algo.needs_shape && !executor_only) {
+  if (algo.needs_shape) {
     // The executor's collective matmuls as it runs them (its streams, copies beside products).
     if (auto p = predict_cmatmul_exec(*sim_, measured.algo, args)) {
       p->record.topology = target_.label;
@@ -134,11 +133,25 @@ Record RowPredictor::predict(const Record& measured) {
     }
     if (rs_nccl) throw_input("row " + describe(measured) + ": the profile has no matmul measurements for it");
   }
-  Record r = path.kind == ExecPath::Kind::unknown && !executor_only
-                 ? sim::predict(*sim_, algo, args).record
-                 : predict_exec_path(*sim_, measured.algo, args, path).record;
+  // Everything else: what `cclab sim` predicts for these inputs (the row's settings included).
+  Record r = sim::predict(*sim_, algo, args).record;
   r.topology = target_.label;
   return r;
+}
+
+std::optional<std::string> plan_difference(const Record& measured, const Record& predicted) {
+  const std::string* ran = extra(measured, "lowering");
+  if (!ran || ran->empty()) return std::nullopt;  // a record without the plan that ran (older, or NCCL's published)
+  std::string diff;
+  for (const auto& name : lower::plan_column_names()) {
+    const std::string *a = extra(measured, name), *b = extra(predicted, name);
+    const std::string va = a ? *a : "", vb = b ? *b : "";
+    if (va != vb)
+      diff +=
+          (diff.empty() ? "" : ", ") + name + " ran " + (va.empty() ? "-" : va) + ", priced " + (vb.empty() ? "-" : vb);
+  }
+  if (diff.empty()) return std::nullopt;
+  return diff;
 }
 
 Record RowPredictor::with_prediction(const Record& measured) {
@@ -148,6 +161,7 @@ Record RowPredictor::with_prediction(const Record& measured) {
   r.pred_busbw_gbps = p.busbw_gbps;
   // How the model priced the row (path and terms), beside the measured note: the first thing to read on a miss.
   r.extra.emplace_back("pred_note", p.note);
+  if (auto d = plan_difference(measured, p)) r.extra.emplace_back("plan_mismatch", *d);
   return r;
 }
 
@@ -222,6 +236,7 @@ Comparison compare(const std::vector<Record>& measured, RowPredictor& predictor,
       c.failed.emplace_back(describe(*r), e.what());
       continue;
     }
+    if (extra(row, "plan_mismatch")) c.plan_mismatches.emplace_back(describe(*r), *extra(row, "plan_mismatch"));
     const double e = *row.error();
     groups[{row.algo, row.ranks}].emplace_back(row.bytes, e);
     all.emplace_back(row.bytes, e);

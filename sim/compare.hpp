@@ -34,7 +34,8 @@ class RowPredictor {
   // more ranks than the topology has GPUs, a collective matmul row without a shape, a sparse row without
   // rows / dim / density.
   Record predict(const Record& measured);
-  // The measured row with pred_time_us and pred_busbw_gbps filled.
+  // The measured row with pred_time_us and pred_busbw_gbps filled, and a `plan_mismatch` column where the plan
+  // the row says ran (its plan columns) is not the plan the prediction priced.
   Record with_prediction(const Record& measured);
 
   const model::Target& target() const { return target_; }
@@ -46,6 +47,10 @@ class RowPredictor {
 
 // One-shot form for `cclab run --predict`: resolves nothing, builds a simulator for the call.
 Record predict(const Record& measured_row, const model::Target& target);
+
+// The plan columns (lower::plan_column_names) where the measured row's plan differs from the predicted
+// record's, as "name ran X, priced Y, ..."; nullopt where they agree or the row records no plan.
+std::optional<std::string> plan_difference(const Record& measured, const Record& predicted);
 
 // Why compare leaves a measured row out (nullopt: it is compared): not a GPU measurement, ranks shared
 // GPUs (timing not meaningful), wrong results, no time.
@@ -75,6 +80,8 @@ struct Comparison {
   ErrorSummary overall;                                     // every compared row
   std::map<std::string, int> skipped;                       // reason -> rows
   std::vector<std::pair<std::string, std::string>> failed;  // (row description, why it could not be predicted)
+  // Rows whose plan that ran differs from the plan priced: (row description, the columns that differ).
+  std::vector<std::pair<std::string, std::string>> plan_mismatches;
   bool goals_met() const;
 };
 

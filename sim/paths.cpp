@@ -16,30 +16,6 @@ namespace cclab::sim {
 
 namespace {
 
-bool has(std::string_view s, std::string_view k) { return s.find(k) != std::string_view::npos; }
-
-// The integer right after `key` in `s` ("grid=64" -> 64), or `dflt`.
-int64_t number_after(std::string_view s, std::string_view key, int64_t dflt) {
-  const size_t at = s.find(key);
-  if (at == std::string_view::npos) return dflt;
-  size_t i = at + key.size();
-  int64_t v = 0;
-  bool any = false;
-  while (i < s.size() && s[i] >= '0' && s[i] <= '9' && v < (int64_t(1) << 50)) {
-    v = v * 10 + (s[i++] - '0');
-    any = true;
-  }
-  return any ? v : dflt;
-}
-
-std::string word_after(std::string_view s, std::string_view key) {
-  const size_t at = s.find(key);
-  if (at == std::string_view::npos) return "";
-  size_t i = at + key.size(), j = i;
-  while (j < s.size() && (std::isalnum(static_cast<unsigned char>(s[j])) || s[j] == '_')) ++j;
-  return std::string(s.substr(i, j - i));
-}
-
 // ---- measured pieces ----------------------------------------------------------------------------------
 
 const model::PathTable* table(const model::ModelParams& p, std::string_view name) { return p.table(name); }
@@ -123,79 +99,9 @@ struct PathProtos {
 
 std::string dtype_key(DType d) { return std::string(dtype_name(d)); }
 
-// ---- the executor's coalescing of copies (exec/plan.cpp, LowerOptions::coalesce) -------------------------
-
-constexpr int kMaxStreamsPerRank = 16;  // exec::LowerOptions::max_streams_per_rank
-constexpr bool kPlateauBase = true;     // see plateau()
-constexpr int kGraphIters = 20;         // iterations per replayed graph of the general lowering (measure.sh)
-constexpr int64_t kHoldNodes = 512;     // graphs over this run without the harness's hold (exec/harness.cpp)
+constexpr bool kPlateauBase = true;  // see plateau()
 
 bool is_copy_kind(OpKind k) { return k == OpKind::put || k == OpKind::get || k == OpKind::copy; }
-
-// A copy that follows the previous copy of its stream contiguously (source and destination), when no op of
-// another stream waits for the first and the second waits for no op of another stream, is folded into it:
-// the executor issues one larger copy-engine copy. Mirrors the lowering's rule so that the simulator costs
-// what the executor runs (a 2-rank chain broadcast of many chunks is one copy there).
-Schedule coalesce_like_executor(const Schedule& s) {
-  const size_t n = s.ops.size();
-  auto stream = [&](const Op& op) { return int64_t(op.rank) * kMaxStreamsPerRank + op.channel % kMaxStreamsPerRank; };
-  std::vector<char> waited_by_other(n, 0), waits_other(n, 0);
-  for (size_t i = 0; i < n; ++i)
-    for (OpId d : s.deps(s.ops[i]))
-      if (d >= 0 && size_t(d) < n && stream(s.ops[size_t(d)]) != stream(s.ops[i])) {
-        waited_by_other[size_t(d)] = 1;
-        waits_other[i] = 1;
-      }
-  Schedule out = s;
-  out.ops.clear();
-  out.dep_pool.clear();
-  std::vector<OpId> map(n, kNoOp);
-  std::map<int64_t, OpId> last;         // stream -> index in out.ops of its last op
-  std::vector<char> last_waited;        // per out op: something on another stream waits for it
-  std::vector<std::vector<OpId>> deps;  // per out op
-  auto follows = [](Ref a, int64_t bytes, Ref b) {
-    return a.rank == b.rank && a.buf == b.buf && a.offset + bytes == b.offset;
-  };
-  auto overlap = [](Ref src, Ref dst, int64_t bytes) {
-    return src.rank == dst.rank && src.buf == dst.buf && src.offset < dst.offset + bytes &&
-           dst.offset < src.offset + bytes;
-  };
-  for (size_t i = 0; i < n; ++i) {
-    const Op& op = s.ops[i];
-    const int64_t st = stream(op);
-    auto it = last.find(st);
-    if (it != last.end() && is_copy_kind(op.kind)) {
-      Op& prev = out.ops[size_t(it->second)];
-      const Ref ps = s.resolve(prev.src), pd = s.resolve(prev.dst), os = s.resolve(op.src), od = s.resolve(op.dst);
-      if (prev.kind == op.kind && !last_waited[size_t(it->second)] && !waits_other[i] && follows(ps, prev.bytes, os) &&
-          follows(pd, prev.bytes, od) && !overlap(ps, pd, prev.bytes + op.bytes)) {
-        prev.bytes += op.bytes;
-        map[i] = it->second;
-        last_waited[size_t(it->second)] = waited_by_other[i];
-        for (OpId d : s.deps(op))
-          if (d >= 0 && map[size_t(d)] != it->second) deps[size_t(it->second)].push_back(map[size_t(d)]);
-        continue;
-      }
-    }
-    const OpId id = OpId(out.ops.size());
-    map[i] = id;
-    out.ops.push_back(op);
-    last_waited.push_back(waited_by_other[i]);
-    deps.emplace_back();
-    for (OpId d : s.deps(op))
-      if (d >= 0) deps.back().push_back(map[size_t(d)]);
-    last[st] = id;
-  }
-  for (size_t i = 0; i < out.ops.size(); ++i) {
-    auto& d = deps[i];
-    std::sort(d.begin(), d.end());
-    d.erase(std::unique(d.begin(), d.end()), d.end());
-    out.ops[i].dep_begin = uint32_t(out.dep_pool.size());
-    out.ops[i].dep_count = uint32_t(d.size());
-    out.dep_pool.insert(out.dep_pool.end(), d.begin(), d.end());
-  }
-  return out;
-}
 
 // ---- the general lowering -----------------------------------------------------------------------------
 
@@ -247,9 +153,9 @@ Seconds held_extra(const model::PathTable& t, std::initializer_list<const model:
   return Seconds(std::max(0.0, n % 2 ? d[n / 2] : 0.5 * (d[n / 2 - 1] + d[n / 2])));
 }
 
-SimResult run_general(Simulator& sim, const Schedule& schedule, std::string* how) {
+SimResult run_general(Simulator& sim, const lower::LoweredPlan& plan, std::string* how) {
   const model::ModelParams& P = sim.params();
-  const Schedule s = coalesce_like_executor(schedule);
+  const Schedule s = lower::plan_schedule(plan.schedule, plan.general);
   const Rates rt = rates_of(sim);
   const bool bidir = both_ways(s);
   const bool kernels = s.lowering == Lowering::kernel;  // copies as kernels of SM loads / stores
@@ -298,13 +204,13 @@ SimResult run_general(Simulator& sim, const Schedule& schedule, std::string* how
   ro.step_covers_route = true;
   pr.apply(ro);
   bool other_gpu = false;
-  // rank -> its streams (channel % 16, as exec::lower maps them): whether each issues copies, and whether
+  // rank -> its streams (a channel each in the plan's schedule): whether each issues copies, and whether
   // one of its streams copies both within its GPU and into another (a local copy beside a put).
   std::map<int, std::map<int, bool>> streams;
   std::map<std::pair<int, int>, int> copy_kinds;  // (rank, stream) -> bit 0 local copy, bit 1 peer copy
   for (const Op& op : s.ops) {
     other_gpu = other_gpu || op.rank != 0;
-    const int st = op.channel % kMaxStreamsPerRank;
+    const int st = op.channel;
     bool& copies = streams[op.rank][st];
     copies = copies || is_copy_kind(op.kind);
     if (!is_copy_kind(op.kind)) continue;
@@ -321,7 +227,7 @@ SimResult run_general(Simulator& sim, const Schedule& schedule, std::string* how
     copy_streams = std::max(copy_streams, c);
     kernel_streams = std::max(kernel_streams, k);
   }
-  // Every iteration forks from GPU0's origin stream to the plan's streams and joins back (exec/harness.cpp):
+  // Every iteration forks from GPU0's origin stream to the plan's streams and joins back:
   // graph.fork_both.<k> / fork_kernels.<k> / fork_mix.1 / fork_local* measured that by streams per GPU and
   // what they run; a stream that copies both within its GPU and into the other pays graph.fork_local_mix's
   // extra.
@@ -349,8 +255,8 @@ SimResult run_general(Simulator& sim, const Schedule& schedule, std::string* how
   // GPU0-only plans of two copy streams, a local copy beside the peer copy (a 2-rank broadcast). Where timed
   // behind the hold (held.*): the fork of one stream as above, and what the second stream adds to the peer
   // copy's plan at the peer copies' bytes, held.fork_local2 - held.fork_copy interpolated between the sizes
-  // measured (2 x H200, s7c: 3.2, 0.95, 0.24 us at 1, 4, 16 MiB: more than the local copy alone takes, and
-  // shrinking as the copies grow).
+  // measured (2 x H200, commit 45262b9: 3.2, 0.95, 0.24 us at 1, 4, 16 MiB: more than the local copy alone takes,
+  // and shrinking as the copies grow; docs/findings/2026-11-23-pdl-unheld-replays-l2-copies.md).
   Seconds second_stream_extra(0);
   const model::PathTable* held_two = table(P, "held.fork_local2");
   if (!other_gpu && copy_streams == 2 && kernel_streams == 0 && !mixed_stream && held_copy && held_fork && held_two &&
@@ -392,11 +298,11 @@ SimResult run_general(Simulator& sim, const Schedule& schedule, std::string* how
            (other_gpu
                 ? std::to_string(copy_streams) + " copy + " + std::to_string(kernel_streams) + " kernel streams per GPU"
                 : std::string("local"));
-  // A graph of more than 512 nodes runs without the harness's hold kernel (exec/harness.cpp), so its timed
-  // replay includes the host's launch of the graph. replay.unheld (a graph of alternating empty kernels and
-  // peer copies) is not used as a bound: it moved 2x between three calibrations of one call (139 / 270 / 299 us
-  // per iteration at 2560 nodes) and its nodes cost more than these graphs' (allreduce.tree from 32 MiB runs
-  // below it, within 1-8% of the transfers alone); bounded by it, the prediction followed the noise (+40%).
+  // A graph the plan does not hold (lower::LoweredPlan::held) has its host launch timed with its replay. replay.unheld
+  // (a graph of alternating empty kernels and peer copies) is not used as a bound: it moved 2x between three
+  // calibrations of one call (139 / 270 / 299 us per iteration at 2560 nodes) and its nodes cost more than these
+  // graphs' (allreduce.tree from 32 MiB runs below it, within 1-8% of the transfers alone); bounded by it, the
+  // prediction followed the noise (+40%).
   SimResult r = sim.run(s, ro);
   r.time = r.time + second_stream_extra;
   if (how && second_stream_extra.value > 0)
@@ -407,23 +313,24 @@ SimResult run_general(Simulator& sim, const Schedule& schedule, std::string* how
   // plans, a copy and a kernel stream per GPU with kernel -> copy rounds crossing the GPUs, against their
   // nodes; linear beyond), per iteration at least that launch time / iterations plus one iteration of work.
   // (The unheld replays of those graphs less their held ones are no measure of it: the held ones ran
-  // slower than the unheld at 480 nodes in s7a.) Only within the calibrated node counts, not extrapolated:
-  // past 1280 nodes the microbenchmark's graphs stop resembling the plans (s8b: 8.5 ms to launch 2560 nodes
-  // of them, where the tree's whole 2560-node replay at 32 MiB takes 4.0 ms), and extending s8a's line
-  // from 640 -> 1280 nodes priced that tree +38%.
+  // slower than the unheld at 480 nodes, 2 x H200 at commit 56aed68.) Only within the calibrated node counts, not
+  // extrapolated: past 1280 nodes the microbenchmark's graphs stop resembling the plans (2 x H200, 2026-11-23,
+  // commit a36e84a: 8.5 ms to launch 2560 nodes of them, where the tree's whole 2560-node replay at 32 MiB takes
+  // 4.0 ms), and extending the line calibrated at 8163c56 from 640 -> 1280 nodes priced that tree +38%.
   // Plans none of whose ops waits on another GPU's (the tree: each put waits for its own GPU's reduction)
   // take the graphs of that shape (lchain) where calibrated: their launch is cheaper than xchain's, whose
-  // rounds wait across the GPUs (s8d: 1280 nodes launched in 4.2 ms, the tree's own replay took 2.9).
+  // rounds wait across the GPUs (2 x H200, 2026-11-23, commit 1f94586: 1280 nodes launched in 4.2 ms, the tree's
+  // own replay took 2.9; docs/findings/2026-11-23-nccl-rings-unheld-launch-small-sizes.md).
   bool waits_across = false;
   for (const Op& op : s.ops)
     for (OpId d : s.deps(op))
       if (s.ops[size_t(d)].rank != op.rank) waits_across = true;
-  const int64_t nodes = int64_t(s.ops.size()) * kGraphIters;
+  const int64_t nodes = plan.graph_nodes();
   const model::PathTable* launch_t = !waits_across && table(P, "lchain.launch_unheld")
                                          ? table(P, "lchain.launch_unheld")
                                          : table(P, "xchain.launch_unheld");
-  if (nodes > kHoldNodes && launch_t && !launch_t->points.empty() && nodes <= launch_t->points.back().first) {
-    const double bound = (launch_t->time(double(nodes)).value + r.time.value) / kGraphIters;
+  if (!plan.held && launch_t && !launch_t->points.empty() && nodes <= launch_t->points.back().first) {
+    const double bound = (launch_t->time(double(nodes)).value + r.time.value) / plan.launches;
     const double extra = std::max(0.0, bound - r.time.value);
     r.time = r.time + Seconds(extra);
     if (how)
@@ -432,48 +339,18 @@ SimResult run_general(Simulator& sim, const Schedule& schedule, std::string* how
   return r;
 }
 
-// ---- schedules the executor makes itself (exec/bidir_schedules.cpp) ------------------------------------
+// ---- the fused path -------------------------------------------------------------------------------------
 
-// Both GPUs copy their whole buffer into the other's at once (sol.bidir_copy: the link's ceiling).
-Schedule sol_bidir_copy(int nranks, int64_t count, DType dtype) {
-  Schedule s;
-  s.algo = "sol.bidir_copy";
-  s.collective = "sol";
-  s.nranks = nranks;
-  s.count = count;
-  s.dtype = dtype;
-  s.lowering = Lowering::copy_engine;
-  const int64_t bytes = count * dtype_size(dtype);
-  s.buffers.assign(size_t(nranks), BufferSizes{bytes, bytes, 0});
-  Transport t(s);
-  for (int q = 0; q < nranks; ++q)
-    if (bytes > 0) t.put(q, in(q, 0), out((q - 1 + nranks) % nranks, 0), bytes, {}, 0);
-  return s;
-}
-
-// ---- the fused path (exec/fused*) ------------------------------------------------------------------------
-
-// The fused encoding's choices (exec/fused_program.cpp encode_fused with the FusedOptions the executor
-// uses): which lane each op runs on, how many CTAs each lane gets, and which ops of a lane of several CTAs
-// wait for an earlier op of their own lane (a group wait).
-namespace fused_layout {
-constexpr int kMaxCtas = 132;            // FusedParams::max_ctas 0: one CTA per SM (H200: 132)
-constexpr int kMaxLanesPerRank = 16;     // FusedOptions::max_lanes_per_rank
-constexpr int64_t kCtaBytes = 32 << 10;  // FusedOptions::cta_bytes
-constexpr int kConflictWindow = 64;      // FusedOptions::conflict_window
-// FusedOptions::group_wait_s / cta_bytes_per_s: the executor's own estimates in its rule for giving a lane
-// several CTAs (not a model constant: the model only repeats the executor's choice).
-constexpr double kRuleGroupWait_s = 3e-6, kRuleCtaBytesPerSec = 25e9;
-}  // namespace fused_layout
-
+// What the fused models read of the plan's encoding (lower/fused.hpp): which lane each op runs on, how many
+// CTAs each lane has, which ops each op waits for and which ops publish a flag.
 struct FusedLayout {
   std::vector<int> lane;                 // per op
-  std::vector<int> lane_gpu;             // per lane (rank r runs on GPU r)
+  std::vector<int> lane_gpu;             // per lane: the rank whose GPU runs it
   std::vector<int> lane_ctas;            // per lane
-  std::vector<std::vector<OpId>> waits;  // per op: the ops whose flags it waits for
+  std::vector<std::vector<OpId>> waits;  // per op: the ops whose flags it waits for (start flags left out)
   std::vector<char> publishes;           // per op: stores a flag (something waits for it, or an end wait)
-  int flag_waits = 0;                    // waits for ops' flags plus end waits (the note's "N flag waits")
-  int max_device_ctas = 0;               // the largest launch (the record's note says "up to C CTAs")
+  int flag_waits = 0;                    // waits for ops' flags plus end waits
+  int max_device_ctas = 0;               // the largest launch
 };
 
 struct Access {
@@ -489,116 +366,33 @@ std::vector<Access> fused_accesses(const Schedule& s, const Op& op) {
   return a;
 }
 
-bool fused_conflict(const Schedule& s, const Op& a, const Op& b) {
-  for (const Access& x : fused_accesses(s, a))
-    for (const Access& y : fused_accesses(s, b))
-      if ((x.write || y.write) && x.ref.rank == y.ref.rank && x.ref.buf == y.ref.buf &&
-          x.ref.offset < y.ref.offset + y.bytes && y.ref.offset < x.ref.offset + x.bytes)
-        return true;
-  return false;
-}
-
-FusedLayout fused_layout_of(const Schedule& s) {
-  using namespace fused_layout;
+FusedLayout layout_of(const Schedule& s, const lower::FusedProgram& p) {
   FusedLayout f;
   const size_t n = s.ops.size();
-  const int per_rank = std::max(1, std::min(kMaxLanesPerRank, kMaxCtas));  // one rank per GPU
-  std::map<std::pair<int, int>, int> lane_of;
-  std::vector<std::vector<size_t>> ops_of;
-  std::vector<int> pos(n);
-  for (size_t i = 0; i < n; ++i) {
-    const Op& op = s.ops[i];
-    auto [it, added] = lane_of.try_emplace({op.rank, op.channel % per_rank}, int(f.lane_gpu.size()));
-    if (added) {
-      f.lane_gpu.push_back(op.rank);
-      ops_of.emplace_back();
-    }
-    f.lane.push_back(it->second);
-    pos[i] = int(ops_of[size_t(it->second)].size());
-    ops_of[size_t(it->second)].push_back(i);
-  }
-  const size_t L = f.lane_gpu.size();
-  std::map<int, int> lanes_on;
-  for (int g : f.lane_gpu) ++lanes_on[g];
-  f.lane_ctas.assign(L, 1);
-  for (size_t l = 0; l < L; ++l) {
-    int64_t most = 0, total = 0;
-    int conflicts = 0;
-    const auto& ops = ops_of[l];
-    for (size_t j = 0; j < ops.size(); ++j) {
-      most = std::max(most, s.ops[ops[j]].bytes);
-      total += s.ops[ops[j]].bytes;
-      for (size_t b = j, scanned = 0; b-- > 0 && scanned < size_t(kConflictWindow); ++scanned)
-        if (fused_conflict(s, s.ops[ops[b]], s.ops[ops[j]])) {
-          ++conflicts;
-          break;
-        }
-    }
-    const int share = std::max(1, kMaxCtas / std::max(1, lanes_on[f.lane_gpu[l]]));
-    const int64_t k = std::clamp<int64_t>((most + kCtaBytes - 1) / kCtaBytes, 1, share);
-    const double saved = double(total) / kRuleCtaBytesPerSec * (1.0 - 1.0 / double(k));
-    f.lane_ctas[l] = int(k > 1 && saved > double(conflicts) * kRuleGroupWait_s ? k : 1);
-  }
-  // Waits as encode_fused places them: vector clocks (clock[l][m]: the last position of lane m known to be
-  // complete at the current point of lane l); a dependency already known costs no wait. A lane of one CTA
-  // runs its ops in order; a lane of several waits for the latest earlier op of its own it conflicts with.
-  std::vector<std::vector<int>> clock(L, std::vector<int>(L, -1)), snapshot(n);
+  f.lane.assign(n, 0);
   f.waits.assign(n, {});
-  std::vector<std::vector<size_t>> placed(L);
-  for (size_t j = 0; j < n; ++j) {
-    const size_t l = size_t(f.lane[j]);
-    const bool group = f.lane_ctas[l] > 1;
-    auto& clk = clock[l];
-    auto wait_on = [&](size_t d) {
-      f.waits[j].push_back(OpId(d));
-      for (size_t m = 0; m < L; ++m) clk[m] = std::max(clk[m], snapshot[d][m]);
-    };
-    std::vector<OpId> deps;
-    for (OpId d : s.deps(s.ops[j]))
-      if (d >= 0 && size_t(d) < j) deps.push_back(d);
-    std::sort(deps.begin(), deps.end(), std::greater<OpId>());
-    deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
-    for (OpId d : deps) {
-      const size_t m = size_t(f.lane[size_t(d)]);
-      if ((m == l && !group) || clk[m] >= pos[size_t(d)]) continue;
-      wait_on(size_t(d));
-    }
-    if (group) {
-      int scanned = 0;
-      for (auto it = placed[l].rbegin(); it != placed[l].rend(); ++it) {
-        if (pos[*it] <= clk[l]) break;
-        if (++scanned > kConflictWindow) {
-          wait_on(placed[l].back());
-          break;
-        }
-        if (fused_conflict(s, s.ops[*it], s.ops[j])) {
-          wait_on(*it);
-          break;
-        }
-      }
-    } else {
-      clk[l] = pos[j];
-    }
-    snapshot[j] = clk;
-    snapshot[j][l] = pos[j];
-    placed[l].push_back(j);
-  }
-  // Flags: the ops something waits for, and per lane the last op touching each other GPU (its end wait).
   f.publishes.assign(n, 0);
-  for (const auto& w : f.waits)
-    for (OpId d : w) f.publishes[size_t(d)] = 1;
-  for (size_t l = 0; l < L; ++l) {
-    std::map<int, size_t> last_touch;
-    for (size_t i : placed[l])
-      for (const Access& a : fused_accesses(s, s.ops[i]))
-        if (a.ref.rank != f.lane_gpu[l]) last_touch[a.ref.rank] = i;
-    for (const auto& [g, i] : last_touch) f.publishes[i] = 1;
-    f.flag_waits += int(last_touch.size());
+  for (const auto& l : p.lanes) {
+    f.lane_gpu.push_back(l.rank);
+    f.lane_ctas.push_back(l.ctas);
   }
-  for (const auto& w : f.waits) f.flag_waits += int(w.size());
-  std::map<int, int> device_ctas;
-  for (size_t l = 0; l < L; ++l) device_ctas[f.lane_gpu[l]] += f.lane_ctas[l];
-  for (const auto& [g, c] : device_ctas) f.max_device_ctas = std::max(f.max_device_ctas, c);
+  for (const auto& dv : p.devices) {
+    f.max_device_ctas = std::max(f.max_device_ctas, int(dv.ctas));
+    f.flag_waits += int(dv.finals.size());
+    for (const auto& op : dv.ops) {
+      if (op.op == kNoOp || size_t(op.op) >= n) continue;  // the avg scaling ops
+      f.lane[size_t(op.op)] = op.lane;
+      f.publishes[size_t(op.op)] = op.slot >= 0;
+      for (uint32_t w = 0; w < op.wait_count; ++w) {
+        const int32_t slot = dv.waits[op.wait_begin + w];
+        const auto& owner = p.slot_owner[size_t(slot)];
+        if (owner.op < 0) continue;  // a start flag
+        const OpId from = p.devices[size_t(owner.device)].ops[size_t(owner.op)].op;
+        if (from != kNoOp) f.waits[size_t(op.op)].push_back(from);
+        ++f.flag_waits;
+      }
+    }
+  }
   return f;
 }
 
@@ -609,7 +403,8 @@ FusedLayout fused_layout_of(const Schedule& s) {
 // for an op of another lane costs a flag hop (graph.flag_chain.*); every GPU launches once
 // (graph.flag_chain.*), a lane's first touch of a peer GPU waits for that GPU's start flag, and a GPU is done
 // once the peers' last ops on its memory are (one more hop). Empty when the profile lacks those tables.
-std::optional<Seconds> fused_from_op_tables(const model::ModelParams& P, const Schedule& s, std::string* how) {
+std::optional<Seconds> fused_from_op_tables(const model::ModelParams& P, const Schedule& s, const FusedLayout& f,
+                                            std::string* how) {
   const char* moves[] = {"put", "get", "local"};
   const model::PathTable *step[3], *group[3], *group_free[3], *quiet[3];
   for (int m = 0; m < 3; ++m) {
@@ -619,7 +414,6 @@ std::optional<Seconds> fused_from_op_tables(const model::ModelParams& P, const S
     group_free[m] = table(P, std::string("fused.group_free.") + moves[m]);
     if (!step[m]) return std::nullopt;
   }
-  const FusedLayout f = fused_layout_of(s);
   const size_t n = s.ops.size();
   // The launch with the kernel's prologue (loading the lane's op table) where measured so.
   const double hop = P.exec.flag_hop.value.value, launch = P.exec.flag_launch_table.value.value > 0
@@ -727,7 +521,8 @@ bool fused_both_ways(const Schedule& s, const FusedLayout& f) {
   return false;
 }
 
-std::optional<Seconds> fused_from_probes(const model::ModelParams& P, const Schedule& s, int iters, std::string* how) {
+std::optional<Seconds> fused_from_probes(const model::ModelParams& P, const Schedule& s, const FusedLayout& f,
+                                         int iters, std::string* how) {
   auto at = [&](const char* name) -> std::optional<double> {
     const model::PathTable* t = table(P, name);
     if (!t || t->points.empty()) return std::nullopt;
@@ -752,7 +547,6 @@ std::optional<Seconds> fused_from_probes(const model::ModelParams& P, const Sche
   // probe without it; the others the slope from there to 8 copies. Profiles without the .1 probes: the slope.
   // Two-way programs take their first copy before the wait from exchange_pre.1 (both ranks copy, then put)
   // where measured: on 2 x H200 it adds 0.8 us to exchange.0 where oneway.1 adds 0.2 to oneway.0.
-  const FusedLayout f = fused_layout_of(s);
   const bool two_way = fused_both_ways(s, f);
   const double pre_first = two_way && exp1 ? std::max(0.0, *exp1 - *ex0)
                            : ow1           ? std::max(0.0, *ow1 - *ow0)
@@ -845,14 +639,16 @@ std::optional<Seconds> fused_from_probes(const model::ModelParams& P, const Sche
   return Seconds(base + std::max(0.0, last - base_lanes)) + replay;
 }
 
-SimResult run_fused(Simulator& sim, const Schedule& s, const ExecPath& path, std::string* how) {
+SimResult run_fused(Simulator& sim, const lower::LoweredPlan& plan, std::string* how) {
   const model::ModelParams& P = sim.params();
-  if (auto t = fused_from_probes(P, s, path.iters, how)) {
+  const Schedule& s = plan.schedule;
+  const FusedLayout f = layout_of(s, plan.fused);
+  if (auto t = fused_from_probes(P, s, f, plan.launches, how)) {
     SimResult r;
     r.time = *t;
     return r;
   }
-  if (auto t = fused_from_op_tables(P, s, how)) {
+  if (auto t = fused_from_op_tables(P, s, f, how)) {
     SimResult r;
     r.time = *t;
     return r;
@@ -873,8 +669,8 @@ SimResult run_fused(Simulator& sim, const Schedule& s, const ExecPath& path, std
   std::set<int> with_ops;
   for (const Op& op : s.ops) with_ops.insert(op.rank);
   const int gpus_with_lanes = std::max(1, int(with_ops.size()));
-  const int lanes_per_gpu = std::max(1, (std::max(path.fused_lanes, 1) + gpus_with_lanes - 1) / gpus_with_lanes);
-  const double ctas = std::max(1.0, double(std::max(path.fused_ctas, 1)) / lanes_per_gpu);
+  const int lanes_per_gpu = std::max(1, (int(f.lane_gpu.size()) + gpus_with_lanes - 1) / gpus_with_lanes);
+  const double ctas = std::max(1.0, double(std::max(f.max_device_ctas, 1)) / lanes_per_gpu);
   int puts = 0, gets = 0;
   for (const Op& op : s.ops) {
     puts += op.kind == OpKind::put;
@@ -943,103 +739,129 @@ Prediction make_prediction(Simulator& sim, const std::string& name, const std::s
 
 }  // namespace
 
-ExecPath parse_exec_note(std::string_view note, std::string_view algo) {
+ExecPath exec_path_of(const lower::LoweredPlan& plan, const AlgoArgs& args) {
   ExecPath p;
-  if (has(note, "NCCL")) {
-    p.kind = ExecPath::Kind::nccl;
-  } else if (has(note, "lowering=fused")) {
-    p.kind = ExecPath::Kind::fused;
-    p.fused_ctas = int(number_after(note, "up to ", 1));
-    p.fused_lanes = int(number_after(note, " ops in ", 1));
-    p.pdl = has(note, ", pdl");
-  } else if (has(note, "mode=")) {
-    p.kind = ExecPath::Kind::bidir;
-    p.mode = word_after(note, "mode=");
-    p.grid = int(number_after(note, "grid=", 0));
-    p.chunk = number_after(note, "chunk=", int64_t(32) << 20);
-    p.pieces = int(number_after(note, "chunk=part/", 0));
-    p.slots = int(number_after(note, "slots=", 3));
-    p.slot_bytes = number_after(note, "slot_bytes=", 256 << 10);
-    p.pdl = has(note, " pdl");
-  } else if (has(note, "general lowering")) {
-    p.kind = ExecPath::Kind::general;
-  }
-  if (p.kind == ExecPath::Kind::unknown && algo.starts_with("allreduce.bidir.")) {
-    p.kind = ExecPath::Kind::bidir;
-    p.mode = std::string(algo.substr(std::string_view("allreduce.bidir.").size()));
-    p.chunk = int64_t(32) << 20;
-    p.slots = 3;
-    p.slot_bytes = 256 << 10;
-  }
-  if (p.kind == ExecPath::Kind::unknown && algo == "sol.bidir_copy") p.kind = ExecPath::Kind::general;
-  return p;
-}
-
-bool is_executor_only_name(std::string_view algo) {
-  return algo == "sol.bidir_copy" || algo == "matmul.cublas_full" || algo == "matmul.cublas_shard_x2" ||
-         (algo.starts_with("allreduce.bidir.") && !has(algo.substr(16), "."));
-}
-
-Prediction predict_exec_path(Simulator& sim, const std::string& algo_name, AlgoArgs args, const ExecPath& path) {
-  const model::ModelParams& P = sim.params();
-  std::string how;
-  if (algo_name == "sol.bidir_copy") {
-    const Schedule s = sol_bidir_copy(args.nranks, args.count, args.dtype);
-    const SimResult r = run_general(sim, s, &how);
-    return make_prediction(sim, algo_name, "sol", args, args.count, r.time, how, false);
-  }
-  if (algo_name == "matmul.cublas_full" || algo_name == "matmul.cublas_shard_x2") {
-    // The collective matmul's references: one cuBLAS product of the gathered shape (m D) x k x n, or the D
-    // shard products m x k x n one after the other, at the measured rate for their FLOPs.
-    const model::PathTable* mm = table(P, "matmul." + dtype_key(args.dtype));
-    if (!mm) throw_input(algo_name + ": the profile has no matmul." + dtype_key(args.dtype) + " measurement");
-    const double shard = 2.0 * double(args.shape.m) * double(args.shape.k) * double(args.shape.n);
-    const bool full = algo_name == "matmul.cublas_full";
-    // D from the record's size (the bytes of the gathered A, (m D) x k elements): these rows run on one GPU.
-    const int64_t mk = std::max<int64_t>(1, args.shape.m * args.shape.k);
-    const double d = std::max<double>(1.0, std::round(double(args.count) / double(mk)));
-    // The executor times the full product first, on a GPU whose clocks no tensor-core burst has lowered
-    // yet (exec/cmatmul.cu): at the rested rate where measured for products that large (matmul.<type>.rested);
-    // the shard products follow it, at the back-to-back rate.
-    const model::PathTable* rested = table(P, "matmul." + dtype_key(args.dtype) + ".rested");
-    const bool from_rest =
-        full && rested && !rested->points.empty() && shard * d >= double(rested->points.front().first);
-    const Seconds t = from_rest ? rested->time(shard * d) : full ? mm->time(shard * d) : d * mm->time(shard);
-    Prediction p = make_prediction(sim, algo_name, "matmul", args, args.count, t,
-                                   from_rest ? "matmul." + dtype_key(args.dtype) + ".rested((m D) k n)"
-                                   : full    ? "matmul." + dtype_key(args.dtype) + "((m D) k n)"
-                                             : "D x matmul." + dtype_key(args.dtype) + "(m k n)",
-                                   false);
-    p.record.shape =
-        std::to_string(args.shape.m) + "," + std::to_string(args.shape.k) + "," + std::to_string(args.shape.n);
-    return p;
-  }
-  if (path.kind == ExecPath::Kind::bidir) {
-    if (args.nranks != 2) throw_input(algo_name + ": the bidir kernel models are for 2 GPUs");
-    if (path.mode == "copy") {
-      CopyPipeline c;  // the executor's own schedule, from the parameters in the note
-      c.chunk = std::max<int64_t>(path.chunk, 1);
-      c.pieces = path.pieces;
-      c.slots = path.slots;
-      const Schedule s = copy_pipeline_allreduce(args.nranks, args.count, args.dtype, args.redop, args.in_place, c);
-      const SimResult r = run_general(sim, s, &how);
-      return make_prediction(sim, algo_name, "allreduce", args, args.count, r.time, "copy mode, " + how, false);
+  p.iters = plan.launches;
+  switch (plan.path) {
+    case lower::Path::general:
+      p.kind = ExecPath::Kind::general;
+      break;
+    case lower::Path::fused:
+      p.kind = ExecPath::Kind::fused;
+      break;
+    case lower::Path::library:
+      p.kind = ExecPath::Kind::nccl;
+      break;
+    case lower::Path::kernel: {
+      const lower::Settings set = lower::parse_settings(args.tune, /*lenient=*/true);
+      p.kind = ExecPath::Kind::bidir;
+      p.mode = std::string(lower::bidir_mode_name(plan.kernel.mode));
+      p.grid = plan.kernel.grid;
+      p.threads = plan.kernel.threads;
+      p.unroll = plan.kernel.unroll;
+      p.ldg = plan.kernel.ldg;
+      p.pdl = plan.kernel.pdl;
+      p.split = set.bidir.lamport_split && !args.in_place;
+      p.slots = set.bidir.slots;
+      p.slot_bytes = set.bidir.slot_bytes;
+      break;
     }
-    const Seconds t = bidir_kernel_time(P, path, args.count * dtype_size(args.dtype), args.dtype, how);
-    return make_prediction(sim, algo_name, "allreduce", args, args.count, t, how, false);
   }
-  const Algorithm& algo = find_algorithm(algo_name);
-  if (algo.library && !algo.needs_shape) {
-    if (auto t = nccl_two_gpus(P, algo.collective, args.count * dtype_size(args.dtype), args.nranks, how, path.iters))
-      return make_prediction(sim, algo.name, algo.collective, args, args.count, *t, how, algo.rooted);
-  }
-  if (path.kind == ExecPath::Kind::nccl || algo.library || path.kind == ExecPath::Kind::unknown)
-    return predict(sim, algo, args);
-  const Schedule s = build_schedule(algo, args);
-  const SimResult r = path.kind == ExecPath::Kind::fused ? run_fused(sim, s, path, &how) : run_general(sim, s, &how);
-  Prediction p = make_prediction(sim, algo.name, algo.collective, args, s.count, r.time, how, algo.rooted);
-  p.result = r;
   return p;
+}
+
+lower::Machine machine_of(const topo::Topology& t) {
+  lower::Machine m;
+  if (t.num_gpus() > 0) m.sms = lower::sms_of_gpu(t.node(t.gpu(0)).model);
+  return m;
+}
+
+bool prices_executor_plans(const model::ModelParams& P) {
+  // The copy engines' and the fused kernel's measurements: every calibrated profile has them.
+  return table(P, "p2p.ce.uni") != nullptr && table(P, "fused.step.put") != nullptr;
+}
+
+bool is_matmul_reference(std::string_view algo) {
+  return algo == "matmul.cublas_full" || algo == "matmul.cublas_shard_x2";
+}
+
+Prediction predict_matmul_reference(Simulator& sim, const std::string& name, const AlgoArgs& args) {
+  const model::ModelParams& P = sim.params();
+  // The collective matmul's references: one cuBLAS product of the gathered shape (m D) x k x n, or the D
+  // shard products m x k x n one after the other, at the measured rate for their FLOPs.
+  const model::PathTable* mm = table(P, "matmul." + dtype_key(args.dtype));
+  if (!mm) throw_input(name + ": the profile has no matmul." + dtype_key(args.dtype) + " measurement");
+  const double shard = 2.0 * double(args.shape.m) * double(args.shape.k) * double(args.shape.n);
+  const bool full = name == "matmul.cublas_full";
+  // D from the record's size (the bytes of the gathered A, (m D) x k elements): these rows run on one GPU.
+  const int64_t mk = std::max<int64_t>(1, args.shape.m * args.shape.k);
+  const double d = std::max<double>(1.0, std::round(double(args.count) / double(mk)));
+  // The executor times the full product first, on a GPU whose clocks no tensor-core burst has lowered
+  // yet (exec/cmatmul.cu): at the rested rate where measured for products that large (matmul.<type>.rested);
+  // the shard products follow it, at the back-to-back rate.
+  const model::PathTable* rested = table(P, "matmul." + dtype_key(args.dtype) + ".rested");
+  const bool from_rest = full && rested && !rested->points.empty() && shard * d >= double(rested->points.front().first);
+  const Seconds t = from_rest ? rested->time(shard * d) : full ? mm->time(shard * d) : d * mm->time(shard);
+  Prediction p = make_prediction(sim, name, "matmul", args, args.count, t,
+                                 from_rest ? "matmul." + dtype_key(args.dtype) + ".rested((m D) k n)"
+                                 : full    ? "matmul." + dtype_key(args.dtype) + "((m D) k n)"
+                                           : "D x matmul." + dtype_key(args.dtype) + "(m k n)",
+                                 false);
+  p.record.shape =
+      std::to_string(args.shape.m) + "," + std::to_string(args.shape.k) + "," + std::to_string(args.shape.n);
+  return p;
+}
+
+namespace {
+
+// The plan priced; nullopt where its path has no model here (NCCL beyond its 2-GPU measurements, the
+// all-reduce kernels beyond 2 GPUs).
+std::optional<Prediction> price(Simulator& sim, const Algorithm& algo, const AlgoArgs& args,
+                                const lower::LoweredPlan& plan) {
+  const model::ModelParams& P = sim.params();
+  const ExecPath path = exec_path_of(plan, args);
+  std::string how;
+  auto made = [&](Seconds t, SimResult* r) {
+    Prediction p = make_prediction(sim, algo.name, algo.collective, args, args.count, t, how, algo.rooted);
+    if (r) p.result = std::move(*r);
+    for (auto& col : plan.columns()) p.record.extra.push_back(std::move(col));
+    return p;
+  };
+  switch (plan.path) {
+    case lower::Path::library:
+      if (auto t =
+              nccl_two_gpus(P, algo.collective, args.count * dtype_size(args.dtype), args.nranks, how, plan.launches))
+        return made(*t, nullptr);
+      return std::nullopt;
+    case lower::Path::kernel:
+      if (args.nranks != 2) return std::nullopt;  // the kernels' measurements are of 2 GPUs
+      return made(bidir_kernel_time(P, path, args.count * dtype_size(args.dtype), args.dtype, how), nullptr);
+    case lower::Path::fused: {
+      SimResult r = run_fused(sim, plan, &how);
+      return made(r.time, &r);
+    }
+    case lower::Path::general: {
+      SimResult r = run_general(sim, plan, &how);
+      if (plan.mode) how = "copy mode, " + how;
+      return made(r.time, &r);
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Prediction predict_plan(Simulator& sim, const Algorithm& algo, const AlgoArgs& args) {
+  const lower::LoweredPlan plan = lower::lower_collective(algo, args, machine_of(sim.topology()));
+  if (auto p = price(sim, algo, args, plan)) return std::move(*p);
+  throw_input(algo.name + ": no model of its " + std::string(lower::path_name(plan.path)) + " plan on " +
+              std::to_string(args.nranks) + " ranks");
+}
+
+std::optional<Prediction> predict_executor(Simulator& sim, const Algorithm& algo, const AlgoArgs& args) {
+  if (!prices_executor_plans(sim.params()) || algo.needs_shape || algo.needs_sparse) return std::nullopt;
+  const lower::LoweredPlan plan = lower::lower_collective(algo, args, machine_of(sim.topology()));
+  return price(sim, algo, args, plan);
 }
 
 }  // namespace cclab::sim

@@ -1,53 +1,60 @@
-// The executor's paths as the simulator predicts them (issue 8: predict what the EXECUTOR does, from
-// microbenchmarks only). A measured record's `note` says which path ran:
-//   general lowering   "general lowering: N ops on S streams, E events": a CUDA graph of copy-engine
-//                      copies and reduce kernels on streams, forked from and joined to GPU0's stream,
-//                      cross-stream dependencies as events (exec/plan*.cpp), replayed;
-//   fused              "lowering=fused: ... one launch per GPU of up to C CTAs ...": one kernel per GPU
-//                      runs the whole schedule, lanes of CTAs, flags in peer memory (exec/fused*);
-//   bidir modes        "mode=ll|flash|stream|push|copy ...": the all-reduce kernels of exec/bidir.cu
-//                      (copy: a copy-engine reduce-scatter + all-gather schedule on the general lowering);
-//   NCCL               "NCCL x.y.z": the library, through the NCCL tuning model (sim/predict.cpp).
-// Each path is the schedule (or the mode's structure) costed with the profile's measured pieces: graph
-// node and edge costs (graph.*), flag round trips (latency.flag), and the measured time-against-size of
-// the transfers it makes (model::PathTable of p2p.*, copy.local, reduce.*), never a collective record.
+// The executor's lowered plans (lower/lowering.hpp) as the simulator prices them, from microbenchmarks only:
+//   general   a CUDA graph of copy-engine copies and reduce kernels on streams, forked from and joined to
+//             GPU0's stream, cross-stream dependencies as events, replayed;
+//   fused     one kernel per GPU runs the whole schedule, lanes of CTAs, flags in peer memory;
+//   kernel    allreduce.bidir's kernels (ll, flash, stream, push, lamport);
+//   library   NCCL, through its measured send/recv on 2 GPUs where the profile has them.
+// Each plan is costed with the profile's measured pieces: graph node and edge costs (graph.*), flag round
+// trips (latency.flag), and the measured time-against-size of the transfers it makes (model::PathTable of
+// p2p.*, copy.local, reduce.*), never a collective record.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
+#include "lower/lowering.hpp"
 #include "sim/predict.hpp"
 
 namespace cclab::sim {
 
+// What the path models read of a lowered plan.
 struct ExecPath {
-  enum class Kind : uint8_t { unknown, general, fused, bidir, nccl, library_other };
-  Kind kind = Kind::unknown;
-  std::string mode;        // bidir: ll, flash, stream, push, copy
+  enum class Kind : uint8_t { general, fused, bidir, nccl };
+  Kind kind = Kind::general;
+  std::string mode;        // bidir: ll, flash, stream, push, lamport
   int grid = 0;            // bidir kernels: CTAs per GPU
-  int64_t chunk = 0;       // bidir copy: copy-engine chunk in bytes
-  int pieces = 0;          // bidir copy: "chunk=part/N in [4M,64M]": the part in N pieces (0: `chunk`)
-  int slots = 0;           // bidir copy: scratch slots per peer
-  int64_t slot_bytes = 0;  // bidir stream: ring-buffer slot
+  int threads = 0;         // bidir kernels: threads per CTA
+  int unroll = 0;          // bidir kernels: 16-byte vectors per thread per tile
+  bool ldg = true;         // flash: the register engine (else shared memory through cp.async)
+  bool split = false;      // lamport: half the threads send, half receive
+  int slots = 0;           // stream: ring slots per lane
+  int64_t slot_bytes = 0;  // stream: ring slot
   bool pdl = false;        // kernels launched with programmatic dependent launch
-  int iters = 0;           // launches per replayed graph (the record's iters column; 0: not recorded)
-  std::string note;        // the record's note (the bidir models read their kernels' variant parameters from it)
-  int fused_ctas = 0;      // fused: CTAs of the largest launch
-  int fused_lanes = 0;     // fused: lanes over all GPUs
+  int iters = 0;           // launches per replayed graph
 };
+ExecPath exec_path_of(const lower::LoweredPlan& plan, const AlgoArgs& args);
 
-// Reads a record's note (and, for `allreduce.bidir.<mode>` names, the algorithm name). Unknown notes give
-// Kind::unknown (the plain simulator model applies).
-ExecPath parse_exec_note(std::string_view note, std::string_view algo);
+// The machine facts the lowering needs, from the topology (SMs per GPU by model; rank r on GPU r).
+lower::Machine machine_of(const topo::Topology& t);
 
-// True for the names the executor records that are not registry algorithms but have a path model here:
-// `allreduce.bidir.<mode>` and `sol.bidir_copy`.
-bool is_executor_only_name(std::string_view algo);
+// Whether the parameters carry the measurements the executor's plans are priced with (a calibrated profile):
+// without them predict() simulates the algorithm's schedule on the topology's links instead.
+bool prices_executor_plans(const model::ModelParams& P);
 
-// Predicts one measured configuration on `path`. `algo_name` is the record's algorithm (it may be an
-// executor-only name); `args` as for predict(). Throws an input error for a path this model does not
-// know for that algorithm.
-Prediction predict_exec_path(Simulator& sim, const std::string& algo_name, AlgoArgs args, const ExecPath& path);
+// The executor's plan for (algo, args) on the simulator's machine, priced; nullopt where the parameters do not
+// price executor plans (no calibrated profile) or this plan's path has no model (NCCL beyond 2 GPUs: the NCCL
+// tuning model of predict() applies).
+std::optional<Prediction> predict_executor(Simulator& sim, const Algorithm& algo, const AlgoArgs& args);
+
+// The executor's plan for (algo, args), priced whatever the parameters hold (tests; the tables a plan needs
+// must be there). Throws an input error where the plan's path has no model.
+Prediction predict_plan(Simulator& sim, const Algorithm& algo, const AlgoArgs& args);
+
+// The collective matmul's cuBLAS references (matmul.cublas_full, matmul.cublas_shard_x2), measured by the
+// executor beside its collective matmuls.
+bool is_matmul_reference(std::string_view algo);
+Prediction predict_matmul_reference(Simulator& sim, const std::string& name, const AlgoArgs& args);
 
 }  // namespace cclab::sim

@@ -43,7 +43,7 @@ Seconds size_part(const model::ModelParams& P, const std::string& name, const st
 Seconds from_general_pieces(const model::ModelParams& P, const ExecPath& path, int64_t bytes, DType dtype,
                             std::string& how) {
   const double S = double(bytes);
-  // The kernel's node in the replayed graph (with PDL where the note says so) ...
+  // The kernel's node in the replayed graph (with PDL where the plan launches so) ...
   const Seconds node = path.pdl ? P.exec.kernel_pdl.value : P.exec.kernel_node.value;
   const Seconds flag = P.exec.flag_rtt.value;
   // ... and its body: a microbenchmark kernel making the same transfer, timed back to back, less the bare
@@ -110,33 +110,18 @@ Seconds from_general_pieces(const model::ModelParams& P, const ExecPath& path, i
   throw_input("no model for bidir mode '" + path.mode + "'");
 }
 
-// The integer after `key` in the note ("unroll=2" -> 2), or `dflt`.
-int64_t note_number(const std::string& note, const std::string& key, int64_t dflt) {
-  const size_t at = note.find(key);
-  if (at == std::string::npos) return dflt;
-  size_t i = at + key.size();
-  int64_t v = 0;
-  bool any = false;
-  while (i < note.size() && note[i] >= '0' && note[i] <= '9' && v < (int64_t(1) << 40)) {
-    v = v * 10 + (note[i++] - '0');
-    any = true;
-  }
-  return any ? v : dflt;
-}
-
 // The grid cap of the capped variants' series (scripts/measure.sh's flash_blocks=66 and push_blocks=132).
 constexpr int kPullCapSeries = 66, kPushCapSeries = 132;
 
 // The microbenchmark of each mode's transfer and synchronisation (exec/microbench_bidir.cu), where the
 // profile has it: the series measured with the kernel's own parameters (threads, vectors per thread,
-// grid cap, split roles) as the note gives them, else the mode's default series; nullptr without it.
+// grid cap, split roles) as the plan gives them, else the mode's default series; nullptr without it.
 const model::PathTable* transfer_table(const model::ModelParams& P, const ExecPath& path, int64_t bytes,
                                        std::string& name) {
-  const std::string& note = path.note;
-  const int64_t threads = note_number(note, "threads=", 512);
-  const int64_t unroll = note_number(note, "unroll=", 0);
+  const int64_t threads = path.threads > 0 ? path.threads : 512;
+  const int64_t unroll = path.unroll;
   const int64_t vecs = std::max<int64_t>(1, (bytes + 15) / 16);
-  auto capped = [&](int64_t tile_vecs) {  // the note's grid is below one CTA per tile: a grid cap
+  auto capped = [&](int64_t tile_vecs) {  // the grid is below one CTA per tile: a grid cap
     return path.grid > 0 && path.grid < (vecs + tile_vecs - 1) / tile_vecs;
   };
   auto pick = [&](const std::string& variant, const std::string& dflt) {
@@ -148,7 +133,7 @@ const model::PathTable* transfer_table(const model::ModelParams& P, const ExecPa
     return P.table(name);
   }
   if (path.mode == "flash") {
-    if (note.find("engine=cp.async") != std::string::npos) return nullptr;  // the shared-memory engine
+    if (!path.ldg) return nullptr;  // the shared-memory engine
     const int64_t u = unroll > 0 ? unroll : 4;
     std::string variant = "bidir.pull";
     if (threads == 512 && u == 2)
@@ -162,9 +147,9 @@ const model::PathTable* transfer_table(const model::ModelParams& P, const ExecPa
   if (path.mode == "lamport") {
     // lamport: its own series (its variants: split roles, 256 threads); profiles measured before it:
     // push's (the same stores, a flag per tile instead of the data as its own flag).
-    const std::string variant = note.find(" split") != std::string::npos ? "bidir.lamport.split"
-                                : threads == 256                         ? "bidir.lamport.t256"
-                                                                         : "bidir.lamport";
+    const std::string variant = path.split       ? "bidir.lamport.split"
+                                : threads == 256 ? "bidir.lamport.t256"
+                                                 : "bidir.lamport";
     if (const model::PathTable* t = pick(variant, "bidir.lamport")) return t;
     name = "bidir.push";
     return P.table(name);
@@ -225,7 +210,8 @@ std::optional<Seconds> within(const model::PathTable* t, double bytes) {
 // The bidir kernels read their per-rank pointers from BidirArgs, a by-value block (~0.5 KB) indexed by rank at
 // run time. The microbenchmarks pass plain pointers, except the .args series, each measured beside the same
 // kernel without it. (Until a06bb3f the kernels also passed the block by reference to their timeout reporter,
-// which copied it into a stack frame in every launch; exec/NOTES.md, session 5.)
+// which copied it into a stack frame in every launch; see
+// docs/findings/2026-11-22-argument-block-crossovers-diagnostics.md.)
 // The block's cost depends on how many threads read it: each pair's difference is read against
 // the threads its microbenchmark launched at each size (exec/microbench_bidir.cu's grids, capped at the
 // H200's SMs), averaged where sizes share a grid, interpolated in threads and, beyond the most it launched,
@@ -330,8 +316,8 @@ Seconds bidir_kernel_time(const model::ModelParams& P, const ExecPath& path, int
   // Before those, a .kernelloop.<element> series where measured (stream's: its loop as the kernel runs it, the
   // slot's address computed per vector and the elements widened to float; half takes bfloat16's): the records'
   // time moves with the element type (stream bfloat16 1.2-1.4 x float from 32 KiB), which integer adds cannot show.
-  // push and lamport have theirs too (push: 16-bit rows 0.9 us over float from 32 KiB on s8a; lamport: its
-  // sentinel checks and rewrites element by element).
+  // push and lamport have theirs too (push: 16-bit rows 0.9 us over float from 32 KiB, 2 x H200, 2026-11-23,
+  // commit 8163c56; lamport: its sentinel checks and rewrites element by element).
   std::string own_name = base + ".kernelloop." + (dtype_size(dtype) == 4 ? "float" : "bfloat16") + kRecordSuffix;
   if (!P.table(own_name)) own_name = base + ".ownloop" + kRecordSuffix;
   if (!P.table(own_name)) own_name = base + ".own" + kRecordSuffix;
@@ -355,8 +341,8 @@ Seconds bidir_kernel_time(const model::ModelParams& P, const ExecPath& path, int
     time = time + std::max(Seconds(0), reduce_size - transfer_size);
     how += ", reduction overlapped (" + red_used + ")";
   }
-  // The argument block's reads, for the threads the kernel launches (the note's grid and threads).
-  const int64_t threads = std::max<int64_t>(1, path.grid) * note_number(path.note, "threads=", 512);
+  // The argument block's reads, for the threads the kernel launches (the plan's grid and threads).
+  const int64_t threads = std::max<int64_t>(1, path.grid) * (path.threads > 0 ? path.threads : 512);
   std::string block_used;
   const Seconds block = block_cost(P, path, threads, block_used);
   if (!block_used.empty()) {

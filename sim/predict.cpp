@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.hpp"
+#include "sim/paths.hpp"
 #include "sim/symmetric.hpp"
 
 namespace cclab::sim {
@@ -21,6 +22,18 @@ namespace {
 
 bool is_nccl_model(const Algorithm& a) { return a.library; }
 
+// Local work inside NCCL's fused steps: its memory traffic weighs nothing beside the link transfer it overlaps.
+const model::ProtocolParams& fused_local_work() {
+  static const model::ProtocolParams p = [] {
+    model::ProtocolParams q;
+    q.efficiency = {1e6,
+                    "NCCL fuses reductions and copies into its steps (recvReduceSend, recvCopySend): their HBM "
+                    "traffic overlaps the transfer"};
+    return q;
+  }();
+  return p;
+}
+
 // The collective whose NCCL tuning decides the protocol (the communication part of a fused baseline).
 std::string nccl_collective(const Algorithm& a) {
   if (a.collective == "allgather_matmul") return "allgather";
@@ -31,20 +44,34 @@ std::string nccl_collective(const Algorithm& a) {
 }  // namespace
 
 Prediction predict(Simulator& sim, const Algorithm& algo, AlgoArgs args, const PredictOptions& opt) {
+  // With a calibrated profile: the plan the executor would run, priced by its mechanisms (sim/paths.hpp).
+  if (!opt.keep_schedule && !opt.record_ops)
+    if (auto e = predict_executor(sim, algo, args)) return std::move(*e);
   Prediction p;
   RunOptions ro;
   ro.record_ops = opt.record_ops || opt.keep_schedule;
   ro.record_timeline = opt.record_timeline;
   const Algorithm* builder = &algo;
+  std::optional<model::NcclCost> mechanism;  // NCCL plans the flow simulator does not price (NVLS, SHM, nodes)
+  std::string nccl_how;
   if (is_nccl_model(algo)) {
     const auto& topo = sim.topology();
     int node_size = args.node_size > 0 ? args.node_size : topo.gpus_per_server();
-    const model::NcclComm comm = model::nccl_comm_for(topo, sim.params(), args.nranks, node_size);
+    // NCCL's settings from the record's or the command line's tune (NCCL_ALGO, NCCL_PROTO, NCCL_NVLS_ENABLE,
+    // NCCL_P2P_DISABLE, or a published record's free text).
+    const model::NcclSettings settings = model::parse_nccl_settings(args.tune);
+    const model::NcclComm comm = model::nccl_comm_for(topo, sim.params(), args.nranks, node_size, settings);
     // NCCL tunes on the bytes of the collective: the gathered A for a fused baseline.
     int64_t bytes = args.count * dtype_size(args.dtype);
     if (algo.needs_shape) bytes = args.shape.m * args.nranks * args.shape.k * dtype_size(args.dtype);
     const model::NcclPlan plan = model::nccl_plan(sim.params(), comm, nccl_collective(algo), bytes);
     p.nccl = plan;
+    nccl_how = std::string(model::nccl_transport_name(comm.transport));
+    if (comm.nnodes > 1)
+      nccl_how += ", " + std::to_string(comm.nnodes) + " nodes x " + std::to_string(comm.ppn) + " ranks";
+    if (plan.forced || !settings.describe().empty()) nccl_how += ", settings: " + settings.describe();
+    if (!algo.needs_shape)
+      mechanism = model::nccl_mechanism_cost(sim.params(), comm, plan, nccl_collective(algo), bytes, args.dtype);
     args.channels = plan.channels;
     args.chunk_bytes = plan.chunk_bytes;
     if (plan.algo == model::NcclAlgo::tree && algo.collective == "allreduce")
@@ -57,18 +84,46 @@ Prediction predict(Simulator& sim, const Algorithm& algo, AlgoArgs args, const P
     // NCCL's per-step hwLat already covers the flag wait between ring neighbours.
     ro.sync_latency = Seconds(0);
     ro.step_covers_route = true;
-    // Reductions are fused into NCCL's steps (recvReduceSend): no separate local-op cost.
+    // Reductions are fused into NCCL's steps (recvReduceSend): no separate local-op cost, and their HBM traffic
+    // (two reads and a write per element, at 3.3-8 TB/s) overlaps the step's transfer over the link (0.05-0.9
+    // TB/s) instead of following it: a reduce-scatter runs at an all-gather's ring rate, as NCCL's do. The same
+    // for the copies of recvCopySend.
     ro.local_op_latency = Seconds(0);
+    ro.local_reduce_proto = &fused_local_work();
+    ro.local_copy_proto = &fused_local_work();
   }
   Schedule s;
   std::optional<SimResult> folded;
-  if (opt.symmetry != Symmetry::off && !ro.record_ops && !ro.record_timeline) {
+  if (mechanism) {
+    // Priced from its mechanisms (model/nccl.hpp). A trace asks for per-op times: the schedule of NCCL's
+    // algorithm family runs on the simulator for its shape, its timeline stretched to the mechanism's time.
+    if (ro.record_ops || ro.record_timeline || opt.keep_schedule) {
+      s = build_schedule(*builder, args);
+      if (builder != &algo) s.lowering = Lowering::library;
+      p.result = sim.run(s, ro);
+      const double scale = p.result.time.value > 0 ? mechanism->time.value / p.result.time.value : 1.0;
+      for (auto& t : p.result.ops) {
+        t.start *= scale;
+        t.end *= scale;
+      }
+      for (auto& l : p.result.timeline) {
+        l.t *= scale;
+        l.load /= scale;
+      }
+      mechanism->how += "; trace: the schedule's timeline stretched to this time";
+    }
+    p.result.time = mechanism->time;
+    s.count = args.count;
+    s.dtype = args.dtype;
+    s.redop = args.redop;
+  } else if (opt.symmetry != Symmetry::off && !ro.record_ops && !ro.record_timeline) {
     folded = run_symmetric(sim, *builder, args, ro, &s);
     if (folded) p.fold_period = sim.fold_period(args.nranks);
   }
   if (!folded && opt.symmetry == Symmetry::require)
     throw_input(algo.name + ": no rotation symmetry to fold on '" + sim.topology().name + "'");
-  if (folded) {
+  if (mechanism) {
+  } else if (folded) {
     p.result = std::move(*folded);
   } else {
     s = build_schedule(*builder, args);
@@ -106,9 +161,12 @@ Prediction predict(Simulator& sim, const Algorithm& algo, AlgoArgs args, const P
     r.extra.push_back({"tflops", buf});
   }
   fill_bandwidths(r);
-  if (p.nccl)
+  if (p.nccl) {
     r.note = "nccl " + std::string(model::nccl_algo_name(p.nccl->algo)) + "/" +
-             std::string(model::proto_name(p.nccl->proto)) + " " + std::to_string(p.nccl->channels) + "ch";
+             std::string(model::proto_name(p.nccl->proto)) + " " + std::to_string(p.nccl->channels) + "ch (" +
+             nccl_how + ")";
+    if (mechanism) r.note += "; " + mechanism->how;
+  }
   if (p.fold_period > 0)
     r.note += std::string(r.note.empty() ? "" : "; ") + "folded: " + std::to_string(p.fold_period) + " of " +
               std::to_string(args.nranks) + " ranks simulated (rotation symmetry)";

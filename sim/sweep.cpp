@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "core/error.hpp"
+#include "lower/lowering.hpp"
 #include "model/params.hpp"
 #include "sim/simulator.hpp"
 
@@ -75,6 +76,7 @@ SweepResult simulate_sweep(const SweepRequest& req, SweepObserver* observer) {
     if (b < 1) throw_input("cclab sim: sizes must be at least 1 byte (got " + std::to_string(b) + ")");
 
   AlgoArgs base = req.base;
+  lower::parse_settings(base.tune);  // an unknown key or a bad value is an input error before any row
   base.nranks = nranks;
   base.count = 0;
   if (base.node_size <= 0) base.node_size = std::min(topo.gpus_per_server(), nranks);

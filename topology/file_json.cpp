@@ -12,10 +12,12 @@
 //                "nic_of_gpu": ["n0.nic0", ...], "leaves": ["leaf.g0.r0", ...], "spines": ["spine0", ...]}
 //   }
 // Node kinds: gpu, nvswitch, pcie_switch, cpu, host_memory, nic, net_switch. Link kinds: nvlink, pcie, upi,
-// network, memory. Each link is one direction (write both for a full-duplex link); links get ids in file order.
+// network, memory. Each link is one direction (write both for a full-duplex link, or give "duplex": true to add
+// the reverse direction with the same numbers); links get ids in file order.
 // Hand-written files may give "bw_GBps" instead of "bw_Bps", "latency_us" instead of "latency_s" and
 // "mem_bw_GBps" instead of "mem_bw_Bps"; "server" (0), "socket" (-1), "lanes" (1), "flops" (0), "model" and
-// "source" ("") may be left out; "index" is required for GPUs. "fabric" is optional (clusters only).
+// "source" ("") may be left out; "index" is required for GPUs. A GPU may say "pcie_p2p": false (GeForce parts:
+// no peer access over PCIe; NCCL stages through host memory). "fabric" is optional (clusters only).
 #include <algorithm>
 #include <cctype>
 #include <cstring>
@@ -92,6 +94,7 @@ json node_to_json(const Node& n) {
   j["flops"] = n.flops;
   j["model"] = n.model;
   j["source"] = n.source;
+  if (n.kind == NodeKind::gpu && !n.pcie_p2p) j["pcie_p2p"] = false;
   return j;
 }
 
@@ -149,6 +152,11 @@ class Reader {
       if (n.flops < 0) fail(line("nodes", i), at + " (" + n.name + "): flops must be >= 0");
       n.model = str(j, "model", at, i, "nodes", false);
       n.source = str(j, "source", at, i, "nodes", false);
+      if (j.contains("pcie_p2p")) {
+        if (!j["pcie_p2p"].is_boolean())
+          fail(line("nodes", i), at + " (" + n.name + "): \"pcie_p2p\" must be true or false");
+        n.pcie_p2p = j["pcie_p2p"].get<bool>();
+      }
       if (by_name.count(n.name)) fail(line("nodes", i), at + ": a second node named '" + n.name + "'");
       const std::string name = n.name;
       by_name[name] = guarded(line("nodes", i), at, [&] { return t.add_node(std::move(n)); });
@@ -181,7 +189,17 @@ class Reader {
       l.lanes = integer(j, "lanes", 1, at, i, "links");
       if (l.lanes < 1) fail(line("links", i), which + ": lanes must be >= 1");
       l.source = str(j, "source", at, i, "links", false);
-      t.add_link(fa->second, tb->second, std::move(l));
+      // "duplex": true (hand-written files) adds the reverse direction too, with the same numbers.
+      bool duplex = false;
+      if (j.contains("duplex")) {
+        if (!j["duplex"].is_boolean()) fail(line("links", i), which + ": \"duplex\" must be true or false");
+        duplex = j["duplex"].get<bool>();
+      }
+      if (duplex) {
+        t.add_duplex(fa->second, tb->second, std::move(l));
+      } else {
+        t.add_link(fa->second, tb->second, std::move(l));
+      }
     }
     if (doc.contains("fabric")) read_fabric(doc["fabric"], by_name, t);
     try {

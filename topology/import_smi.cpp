@@ -3,6 +3,8 @@
 // imply. What the text does not say (GPU model, PCIe generation, link rates) is assumed, and each
 // assumption is written into the source of the number it produced.
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -80,11 +82,50 @@ struct UnionFind {
 
 }  // namespace
 
+SmiFacts parse_smi_query(const std::string& text) {
+  SmiFacts f;
+  std::istringstream in(strip_ansi(text));
+  std::string section;  // "gen" after "PCIe Generation", "width" after "Link Width"
+  auto value = [](const std::string& l) { return trim(l.substr(l.find(':') + 1)); };
+  for (std::string l; std::getline(in, l);) {
+    const std::string t = trim(l);
+    if (t.rfind("Product Name", 0) == 0 && l.find(':') != std::string::npos && f.gpu_model.empty())
+      f.gpu_model = value(l);
+    if (t == "PCIe Generation") section = "gen";
+    if (t == "Link Width") section = "width";
+    // The first "Max" of each section: the link's capability (Current may be lower while the GPU idles).
+    if ((t.rfind("Max", 0) == 0 || t.rfind("Host Max", 0) == 0) && l.find(':') != std::string::npos) {
+      const std::string v = value(l);
+      const int n = std::atoi(v.c_str());
+      if (section == "gen" && f.pcie_gen == 0 && n >= 1 && n <= 6) f.pcie_gen = n;
+      if (section == "width" && f.pcie_lanes == 0 && n >= 1 && n <= 32) f.pcie_lanes = n;
+      if (t.rfind("Max", 0) == 0) section.clear();
+    }
+  }
+  return f;
+}
+
 Topology import_nvidia_smi(const std::string& raw, const std::string& origin) {
+  return import_nvidia_smi(raw, origin, SmiFacts{});
+}
+
+Topology import_nvidia_smi(const std::string& raw_in, const std::string& origin, const SmiFacts& given) {
+  // `nvidia-smi -q` output in the same text (before or after the matrix) states the GPU model and PCIe link:
+  // read it, then leave it out of the matrix.
+  SmiFacts facts = parse_smi_query(raw_in);
+  if (!given.gpu_model.empty()) facts.gpu_model = given.gpu_model;
+  if (given.pcie_gen > 0) facts.pcie_gen = given.pcie_gen;
+  if (given.pcie_lanes > 0) facts.pcie_lanes = given.pcie_lanes;
   std::vector<std::string> lines;
   {
-    std::istringstream in(strip_ansi(raw));
-    for (std::string l; std::getline(in, l);) lines.push_back(l);
+    std::istringstream in(strip_ansi(raw_in));
+    bool in_query = false;
+    for (std::string l; std::getline(in, l);) {
+      if (l.find("NVSMI LOG") != std::string::npos) in_query = true;
+      // The matrix's header ends a query block that came first.
+      if (in_query && l.find("GPU0") != std::string::npos && l.find(':') == std::string::npos) in_query = false;
+      lines.push_back(in_query ? std::string() : l);
+    }
   }
   auto fail = [&](size_t line_index, const std::string& msg) -> void {
     throw_input(origin + ":" + std::to_string(line_index + 1) + ": " + msg);
@@ -240,12 +281,34 @@ Topology import_nvidia_smi(const std::string& raw, const std::string& origin) {
   }
   const int sockets = *std::max_element(socket.begin(), socket.end()) + 1;
 
-  // What the text does not say. Hopper (NV18) systems have PCIe Gen5; older ones Gen4.
+  // What the matrix does not say: the GPU model and PCIe link from `nvidia-smi -q` or the caller, else assumed
+  // (Hopper (NV18) systems have PCIe Gen5; older ones Gen4).
   const bool hopper = max_nv >= 18;
-  const hw::GpuSpec gpu_spec = max_nv >= 18 ? hw::kH100Sxm : (max_nv >= 12 ? hw::kA100Sxm : hw::kH100Sxm);
   const std::string assumed = "assumed (nvidia-smi topo -m names no model or rate): ";
-  const Link pcie = hw::make_link(LinkKind::pcie, hopper ? hw::kPcieGen5x16 : hw::kPcieGen4x16, 16, hw::kPcieHop,
-                                  assumed + (hopper ? hw::kPcieGen5Source : hw::kPcieGen4Source), hw::kPcieHopSource);
+  const hw::GpuSpec* named = facts.gpu_model.empty() ? nullptr : hw::find_gpu_spec(facts.gpu_model);
+  const hw::GpuSpec gpu_spec = named          ? *named
+                               : max_nv >= 18 ? hw::kH100Sxm
+                                              : (max_nv >= 12 ? hw::kA100Sxm : hw::kH100Sxm);
+  const std::string gpu_source =
+      named ? "GPU named by nvidia-smi -q or --gpu-model ('" + facts.gpu_model + "'): "
+      : facts.gpu_model.empty()
+          ? assumed
+          : "GPU '" + facts.gpu_model + "' has no spec in topology/hardware.hpp; rates " + assumed;
+  Link pcie;
+  if (facts.pcie_gen > 0) {
+    const int lanes = facts.pcie_lanes > 0 ? facts.pcie_lanes : 16;
+    char src[160];
+    std::snprintf(src, sizeof src,
+                  "PCIe Gen%d x%d%s (nvidia-smi -q or --pcie): GT/s x lanes x encoding / 8 = %.2f GB/s per direction",
+                  facts.pcie_gen, lanes, facts.pcie_lanes > 0 ? "" : " (x16 assumed)",
+                  hw::pcie_GBps(facts.pcie_gen, lanes));
+    pcie = hw::make_link(LinkKind::pcie, GBps(hw::pcie_GBps(facts.pcie_gen, lanes)), lanes, hw::kPcieHop, src,
+                         hw::kPcieHopSource);
+  } else {
+    pcie = hw::make_link(LinkKind::pcie, hopper ? hw::kPcieGen5x16 : hw::kPcieGen4x16, 16, hw::kPcieHop,
+                         assumed + (hopper ? hw::kPcieGen5Source : hw::kPcieGen4Source), hw::kPcieHopSource);
+  }
+  const bool blackwell = named == &hw::kB200;
   const Link upi = hw::make_link(LinkKind::upi, hw::kUpiSapphireRapids, 4, hw::kUpiHop,
                                  assumed + hw::kUpiSapphireRapidsSource, hw::kUpiHopSource);
   const Link mem =
@@ -289,8 +352,11 @@ Topology import_nvidia_smi(const std::string& raw, const std::string& origin) {
       n.name = "n0.gpu" + std::to_string(n.index);
       n.mem_bw = gpu_spec.hbm;
       n.flops = gpu_spec.flops;
-      n.source = assumed + gpu_spec.source;
-      n.model = std::string(gpu_spec.model) + " (assumed)";
+      n.source = gpu_source + gpu_spec.source;
+      n.model = named                     ? std::string(gpu_spec.model)
+                : facts.gpu_model.empty() ? std::string(gpu_spec.model) + " (assumed)"
+                                          : facts.gpu_model + " (rates of " + gpu_spec.model + " assumed)";
+      n.pcie_p2p = named ? gpu_spec.pcie_p2p : facts.gpu_model.find("GeForce") == std::string::npos;
     } else {
       n.kind = NodeKind::nic;
       n.name = "n0.nic" + devices[d].substr(3);
@@ -369,6 +435,9 @@ Topology import_nvidia_smi(const std::string& raw, const std::string& origin) {
   }
   const bool nvswitch = *std::max_element(nv_sum.begin(), nv_sum.end()) > kMaxDirectNvlinks;
   auto nv_link = [&](int lanes) {
+    if (blackwell)
+      return hw::make_link(LinkKind::nvlink, lanes * hw::kNvlink5PerLink, lanes, hw::kNvlinkHop,
+                           std::to_string(lanes) + " x 50 GB/s; " + hw::kNvlink5Source, hw::kNvlinkHopSource);
     return hw::make_link(LinkKind::nvlink, lanes * hw::kNvlinkPerLink, lanes, hw::kNvlinkHop,
                          std::to_string(lanes) +
                              " x 25 GB/s, assumed: NVLink 2-4 carry 25 GB/s per link per "

@@ -27,6 +27,9 @@ struct Node {
   double flops = 0;    // GPUs: dense 16-bit tensor FLOP/s
   std::string source;  // where mem_bw / flops came from
   std::string model;   // what the device is, e.g. "H100 SXM5 80GB", "Xeon Platinum 8480C" (may be empty)
+  // GPUs: whether the driver allows peer access over PCIe (false on GeForce parts: NCCL then stages
+  // transfers through pinned host memory, its SHM transport). NVLink peer access does not depend on it.
+  bool pcie_p2p = true;
 };
 
 struct Link {
@@ -146,7 +149,18 @@ void save_file(const Topology& t, const std::string& path);  // the cclab format
 // The same from and to text (`origin` names the input in error messages).
 std::string to_json_text(const Topology& t);
 Topology from_json_text(const std::string& text, const std::string& origin);
+// What `nvidia-smi topo -m` does not say: the GPU model and the PCIe link. Read from `nvidia-smi -q` output in the
+// same text ("Product Name", "PCIe Generation" / "Link Width" maxima), or given (cclab topo --gpu-model, --pcie).
+struct SmiFacts {
+  std::string gpu_model;  // e.g. "NVIDIA GeForce RTX 2080 Ti"; empty: unknown
+  int pcie_gen = 0;       // 1..6; 0: unknown
+  int pcie_lanes = 0;     // 0: unknown (16 assumed)
+};
+SmiFacts parse_smi_query(const std::string& text);  // the facts `nvidia-smi -q` output states (empty if none)
+// `given` overrides what the text's own `nvidia-smi -q` part says; what neither says is assumed, and the
+// assumption is written into the source of each number it produced.
 Topology import_nvidia_smi(const std::string& text, const std::string& origin);
+Topology import_nvidia_smi(const std::string& text, const std::string& origin, const SmiFacts& given);
 Topology import_nccl_xml(const std::string& text, const std::string& origin);
 
 // GPU x GPU matrix in nvidia-smi topo -m notation (X, NV#, PIX, PXB, PHB, NODE, SYS, NET).

@@ -258,8 +258,9 @@ def simulate(topo, algo, sizes=None, *, ranks=None, dtype="float", redop="sum", 
 class Comparison:
     """``cclab compare``'s result: ``rows`` (the compared measured rows, pred_time_us, pred_busbw_gbps and
     error filled), ``per_algo`` (per algorithm and ranks: sizes, median, geomean and max of |error|, the worst
-    size, goals met), ``overall``, ``skipped`` ({reason: rows}), ``failed`` ([(row, why)]), ``goals_met``,
-    ``target`` (what was predicted on)."""
+    size, goals met), ``overall``, ``skipped`` ({reason: rows}), ``failed`` ([(row, why)]),
+    ``plan_mismatches`` ([(row, the plan columns that differ)]: the plan that ran is not the plan priced),
+    ``goals_met``, ``target`` (what was predicted on)."""
 
     def __init__(self, d, frame):
         self.target = d["target"]
@@ -270,6 +271,7 @@ class Comparison:
         self.overall = dict(d["overall"])
         self.skipped = dict(d["skipped"])
         self.failed = list(d["failed"])
+        self.plan_mismatches = list(d["plan_mismatches"])
         self.goals_met = bool(d["goals_met"])
 
     def __repr__(self):

@@ -335,6 +335,7 @@ nb::dict compare(const std::string& measured_path, const std::optional<topo::Top
   for (const auto& [why, n] : c.skipped) skipped[nb::str(why.c_str())] = n;
   d["skipped"] = skipped;
   d["failed"] = c.failed;
+  d["plan_mismatches"] = c.plan_mismatches;
   d["goals_met"] = c.goals_met();
   return d;
 }

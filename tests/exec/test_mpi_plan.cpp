@@ -34,7 +34,7 @@ TEST(MpiEventRoles, SameRankStaysAnEventOtherRanksGetFlags) {
   const OpId b = t.copy(1, in(1), scratch(1), 256, {}, 1);  // rank 1, channel 1
   t.reduce(1, scratch(1), in(1), out(1), 256, {a, b}, 0);   // rank 1, channel 0: a (flag) and b (event)
   t.reduce(2, in(2), in(2), out(2), 256, {a}, 0);           // rank 2 also waits for a
-  const Plan p = lower(s, one_gpu_per_rank(3));
+  const Plan p = lower::lower(s, one_gpu_per_rank(3));
   const MpiEventRoles r = mpi_event_roles(p);
   ASSERT_EQ(p.num_events(), 2);
   const auto ea = size_t(p.steps[0].record), eb = size_t(p.steps[1].record);
@@ -71,7 +71,7 @@ TEST(MpiEventRoles, EveryRegistryScheduleIsCovered) {
       } catch (const Error&) {
         continue;  // this rank count or size is refused by the algorithm
       }
-      const Plan p = lower(s, one_gpu_per_rank(n));
+      const Plan p = lower::lower(s, one_gpu_per_rank(n));
       const MpiEventRoles r = mpi_event_roles(p);
       int64_t flags = 0;
       for (int64_t f : r.flag_waits) flags += f;

@@ -1,4 +1,4 @@
-// The executor's path models (sim/paths.hpp): notes parsed into paths, calibration tables interpolated,
+// The executor's path models (sim/paths.hpp): lowered plans priced, calibration tables interpolated,
 // and each path's time composed of the profile's measured pieces exactly as documented.
 #include <gtest/gtest.h>
 
@@ -46,6 +46,12 @@ model::ModelParams test_params(const topo::Topology& t) {
   return p;
 }
 
+// The executor's plan of `algo` under the settings `tune`, priced (sim::predict_plan).
+Prediction on_plan(Simulator& sim, const std::string& algo, AlgoArgs a, const std::string& tune) {
+  a.tune = tune;
+  return predict_plan(sim, find_algorithm(algo), a);
+}
+
 AlgoArgs args2(int64_t bytes) {
   AlgoArgs a;
   a.nranks = 2;
@@ -66,34 +72,20 @@ TEST(PathTable, InterpolatesLogLogAndContinuesTheLastRate) {
   EXPECT_NEAR(t.size_part(4096).value, 6e-6, 1e-15);
 }
 
-TEST(ExecNote, EveryPathIsRecognised) {
-  EXPECT_EQ(parse_exec_note("general lowering: 6 ops on 2 streams, 2 events", "allreduce.ring").kind,
-            ExecPath::Kind::general);
-  EXPECT_EQ(parse_exec_note("NCCL 2.28.3", "allreduce.nccl").kind, ExecPath::Kind::nccl);
-  const ExecPath ll = parse_exec_note("mode=ll threads=256 pdl grid=4", "allreduce.bidir");
-  EXPECT_EQ(ll.kind, ExecPath::Kind::bidir);
-  EXPECT_EQ(ll.mode, "ll");
-  EXPECT_EQ(ll.grid, 4);
-  EXPECT_TRUE(ll.pdl);
-  const ExecPath copy = parse_exec_note(
-      "mode=copy reduce-scatter+all-gather chunk=33554432 slots=3 pull; general lowering: 48 ops on 6 streams",
-      "allreduce.bidir.copy");
-  EXPECT_EQ(copy.mode, "copy");
-  EXPECT_EQ(copy.chunk, 33554432);
-  EXPECT_EQ(copy.slots, 3);
-  const ExecPath fused = parse_exec_note(
-      "lowering=fused: 6 ops in 4 lanes, one launch per GPU of up to 8 CTAs x 512 threads, 2 flag waits (2 start), "
-      "4 flag stores, pdl",
-      "allreduce.ring");
-  EXPECT_EQ(fused.kind, ExecPath::Kind::fused);
-  EXPECT_EQ(fused.fused_ctas, 8);
-  EXPECT_EQ(fused.fused_lanes, 4);
-  EXPECT_TRUE(fused.pdl);
-  EXPECT_EQ(parse_exec_note("", "allreduce.bidir.push").mode, "push");
-  EXPECT_EQ(parse_exec_note("something else", "allreduce.ring").kind, ExecPath::Kind::unknown);
-  EXPECT_TRUE(is_executor_only_name("sol.bidir_copy"));
-  EXPECT_TRUE(is_executor_only_name("allreduce.bidir.ll"));
-  EXPECT_FALSE(is_executor_only_name("allreduce.ring"));
+TEST(ExecPaths, ThePlanSaysWhatTheModelsRead) {
+  AlgoArgs a = args2(8);
+  const lower::LoweredPlan ll = lower::lower_collective(find_algorithm("allreduce.bidir"), a, lower::Machine{});
+  const ExecPath p = exec_path_of(ll, a);
+  EXPECT_EQ(p.kind, ExecPath::Kind::bidir);
+  EXPECT_EQ(p.mode, "ll");
+  EXPECT_EQ(p.grid, 1);
+  EXPECT_EQ(p.threads, 256);
+  EXPECT_TRUE(p.pdl);
+  EXPECT_EQ(p.iters, 100);
+  a.tune = "lowering=plan";
+  const lower::LoweredPlan ring = lower::lower_collective(find_algorithm("allreduce.ring"), a, lower::Machine{});
+  EXPECT_EQ(exec_path_of(ring, a).kind, ExecPath::Kind::general);
+  EXPECT_EQ(exec_path_of(ring, a).iters, 20);
 }
 
 TEST(ExecPaths, SolBidirCopyIsForkPlusCopyNodePlusMeasuredSizePart) {
@@ -101,7 +93,7 @@ TEST(ExecPaths, SolBidirCopyIsForkPlusCopyNodePlusMeasuredSizePart) {
   const model::ModelParams p = test_params(t);
   Simulator sim(t, p);
   for (int64_t bytes : {int64_t(8), int64_t(64) << 10, 16 * kMiB, 512 * kMiB}) {
-    const Prediction pr = predict_exec_path(sim, "sol.bidir_copy", args2(bytes), parse_exec_note("", "sol.bidir_copy"));
+    const Prediction pr = on_plan(sim, "sol.bidir_copy", args2(bytes), "");
     const double want = 10e-6 + 4e-6 + p.tables.at("p2p.ce.bidir").size_part(double(bytes)).value;
     EXPECT_NEAR(pr.result.time.value, want, 0.01 * want) << bytes;
   }
@@ -113,7 +105,7 @@ TEST(ExecPaths, GeneralPathCopiesAtTheirMeasuredSizeInReplayedGraphs) {
   p.tables["p2p.ce.graph.bidir"] = line_table(4e-6, 200e9);  // slower than p2p.ce.bidir: it must be the one used
   Simulator sim(t, p);
   for (int64_t bytes : {int64_t(8), 16 * kMiB, 512 * kMiB}) {
-    const Prediction pr = predict_exec_path(sim, "sol.bidir_copy", args2(bytes), parse_exec_note("", "sol.bidir_copy"));
+    const Prediction pr = on_plan(sim, "sol.bidir_copy", args2(bytes), "");
     const double want = 10e-6 + 4e-6 + p.tables.at("p2p.ce.graph.bidir").size_part(double(bytes)).value;
     EXPECT_NEAR(pr.result.time.value, want, 0.01 * want) << bytes;
     EXPECT_NE(pr.record.note.find("p2p.ce.graph.bidir"), std::string::npos) << pr.record.note;
@@ -123,13 +115,13 @@ TEST(ExecPaths, GeneralPathCopiesAtTheirMeasuredSizeInReplayedGraphs) {
 TEST(ExecPaths, GeneralPathsOverTheHoldLimitDoNotHangOnTheUnheldReplayTable) {
   const topo::Topology t = topo::load_topology("h200x2");
   model::ModelParams p = test_params(t);
-  const ExecPath general = parse_exec_note("general lowering: 32 ops on 4 streams, 16 events", "allreduce.tree");
+  std::string general = "lowering=plan";
   Simulator before(t, p);
   // 8 MiB: 32 ops per iteration, 640 nodes in 20 iterations: over the hold limit of 512.
-  const double big0 = predict_exec_path(before, "allreduce.tree", args2(8 * kMiB), general).result.time.value;
+  const double big0 = on_plan(before, "allreduce.tree", args2(8 * kMiB), general).result.time.value;
   p.tables["replay.unheld"] = line_table(5e-3, 1e18);  // 5 ms per replay whatever its nodes
   Simulator after(t, p);
-  const Prediction big = predict_exec_path(after, "allreduce.tree", args2(8 * kMiB), general);
+  const Prediction big = on_plan(after, "allreduce.tree", args2(8 * kMiB), general);
   EXPECT_DOUBLE_EQ(big.result.time.value, big0);
   EXPECT_LT(big.result.time.value, 5e-3 / 20);
   EXPECT_EQ(big.record.note.find("bound by the unheld replay"), std::string::npos) << big.record.note;
@@ -138,10 +130,10 @@ TEST(ExecPaths, GeneralPathsOverTheHoldLimitDoNotHangOnTheUnheldReplayTable) {
 TEST(ExecPaths, GeneralPathsOverTheHoldLimitAreBoundByTheHostsLaunch) {
   const topo::Topology t = topo::load_topology("h200x2");
   model::ModelParams p = test_params(t);
-  const ExecPath general = parse_exec_note("general lowering: 32 ops on 4 streams, 16 events", "allreduce.tree");
+  std::string general = "lowering=plan";
   Simulator before(t, p);
   auto time = [&](Simulator& sim, int64_t bytes) {
-    return predict_exec_path(sim, "allreduce.tree", args2(bytes), general).result.time.value;
+    return on_plan(sim, "allreduce.tree", args2(bytes), general).result.time.value;
   };
   const double small0 = time(before, 4 * kMiB), big0 = time(before, 8 * kMiB), mid0 = time(before, 16 * kMiB);
   // The host launches 20-iteration graphs of this shape in 3 ms at 640 nodes, 4 ms at 1280.
@@ -151,7 +143,7 @@ TEST(ExecPaths, GeneralPathsOverTheHoldLimitAreBoundByTheHostsLaunch) {
   Simulator after(t, p);
   // 8 MiB: 32 ops per iteration, 640 nodes per replay: the launch / 20 plus one iteration's work.
   ASSERT_LT(big0, 150e-6);
-  const Prediction big = predict_exec_path(after, "allreduce.tree", args2(8 * kMiB), general);
+  const Prediction big = on_plan(after, "allreduce.tree", args2(8 * kMiB), general);
   EXPECT_NEAR(big.result.time.value, (3000e-6 + big0) / 20, 1e-9);
   EXPECT_NE(big.record.note.find("unheld (640 nodes): launch-bound"), std::string::npos) << big.record.note;
   // 16 MiB: 1280 nodes; 4 MiB: 320 nodes, held: unchanged whatever its launch takes.
@@ -169,7 +161,7 @@ TEST(ExecPaths, GeneralPathsOverTheHoldLimitAreBoundByTheHostsLaunch) {
   model::ModelParams with_local = p;
   with_local.tables["lchain.launch_unheld"] = local_launch;
   Simulator lsim(t, with_local);
-  const Prediction lbig = predict_exec_path(lsim, "allreduce.tree", args2(8 * kMiB), general);
+  const Prediction lbig = on_plan(lsim, "allreduce.tree", args2(8 * kMiB), general);
   EXPECT_NEAR(lbig.result.time.value, (2000e-6 + big0) / 20, 1e-9);
   // A launch shorter than the work bounds nothing.
   launch.points = {{320, 10e-6}, {1280, 20e-6}};
@@ -180,7 +172,7 @@ TEST(ExecPaths, GeneralPathsOverTheHoldLimitAreBoundByTheHostsLaunch) {
 
 TEST(ExecPaths, BothWaysCopySizePartIsAgainstItsSlowerFixedMode) {
   const topo::Topology t = topo::load_topology("h200x2");
-  const ExecPath general = parse_exec_note("general lowering: 128 ops on 4 streams, 64 events", "allreduce.tree");
+  std::string general = "lowering=plan";
   // A both-ways graph copy table whose fixed part (8 B - 64 KiB) is bimodal per point: 7.1 or 8.4 us.
   auto tree_with = [&](double first_us, double mode_shift_us) {
     model::ModelParams p = test_params(t);
@@ -193,7 +185,7 @@ TEST(ExecPaths, BothWaysCopySizePartIsAgainstItsSlowerFixedMode) {
     p.tables["p2p.ce.graph.bidir"] = bt;
     p.tables["p2p.ce.graph.uni"] = line_table(2.5e-6, 320e9);
     Simulator sim(t, p);
-    return predict_exec_path(sim, "allreduce.tree", args2(32 * kMiB), general).result.time.value;
+    return on_plan(sim, "allreduce.tree", args2(32 * kMiB), general).result.time.value;
   };
   // Which mode the 8-byte point landed in does not move the prediction (it did by 1.3 us per put).
   EXPECT_DOUBLE_EQ(tree_with(6.6, 0), tree_with(8.4, 0));
@@ -207,8 +199,8 @@ TEST(ExecPaths, GeneralPathCoalescesAChainBroadcastIntoOneCopy) {
   Simulator sim(t, p);
   AlgoArgs a = args2(64 * kMiB);
   a.chunk_bytes = kMiB;  // 64 chunks: 64 copy nodes if they were not coalesced
-  const ExecPath general = parse_exec_note("general lowering: 2 ops on 1 streams, 0 events", "broadcast.pipeline");
-  const Prediction pr = predict_exec_path(sim, "broadcast.pipeline", a, general);
+  std::string general = "lowering=plan";
+  const Prediction pr = on_plan(sim, "broadcast.pipeline", a, general);
   // Rank 0 only: local fork, then its copies in one stream; at most a local copy and one peer copy.
   const double one_copy = 2e-6 + 4e-6 + p.tables.at("p2p.ce.uni").size_part(double(64 * kMiB)).value;
   EXPECT_LT(pr.result.time.value, one_copy + 3e-6 + 64.0 * kMiB * 2 / 4.0e12 + 1e-6);
@@ -219,30 +211,28 @@ TEST(ExecPaths, GeneralPathChargesEventsBetweenGpus) {
   const topo::Topology t = topo::load_topology("h200x2");
   const model::ModelParams p = test_params(t);
   Simulator sim(t, p);
-  const ExecPath general = parse_exec_note("general lowering: 6 ops on 2 streams, 2 events", "allreduce.ring");
-  const double ring = predict_exec_path(sim, "allreduce.ring", args2(8), general).result.time.value;
+  std::string general = "lowering=plan";
+  const double ring = on_plan(sim, "allreduce.ring", args2(8), general).result.time.value;
   // fork (1 stream per GPU) + put + event + reduce kernel (node + body: 2 us table - 1.5 us launch) + put.
   EXPECT_NEAR(ring, 10e-6 + 4e-6 + 6e-6 + (2e-6 + 0.5e-6) + 4e-6, 0.1e-6);
   // A copy stream and a kernel stream per GPU: the mixed fork (reducescatter.hier on 2 GPUs).
   model::ModelParams q = test_params(t);
   q.exec.fork_mix = {microseconds(30), "test"};
   Simulator sim2(t, q);
-  const double hier = predict_exec_path(sim2, "reducescatter.hier", args2(8),
-                                        parse_exec_note("general lowering: 4 ops on 4 streams", "reducescatter.hier"))
-                          .result.time.value;
+  const double hier = on_plan(sim2, "reducescatter.hier", args2(8), "lowering=plan").result.time.value;
   EXPECT_NEAR(hier, 30e-6 + 4e-6 + 6e-6 + 2.5e-6, 0.1e-6);
 }
 
 TEST(ExecPaths, MixedForksCountKernelStreamsAfterTheCopyStreams) {
   const topo::Topology t = topo::load_topology("h200x2");
   // The copy-mode all-reduce: per GPU a copy stream in, a reduce kernel stream, a copy stream out (2 + 1).
-  const ExecPath copy_mode = parse_exec_note("mode=copy reduce-scatter+all-gather chunk=33554432 slots=3", "");
+  std::string copy_mode = "ce_pieces=0,ce_chunk=32M,ce_slots=3";
   auto time_with = [&](double k1_us, double k2_us, double k3_us) {
     model::ModelParams q = test_params(t);
     q.exec.fork_kernel_streams = {
         {{microseconds(k1_us), "test"}, {microseconds(k2_us), "test"}, {microseconds(k3_us), "test"}}};
     Simulator sim(t, q);
-    return predict_exec_path(sim, "allreduce.bidir.copy", args2(8), copy_mode).result.time.value;
+    return on_plan(sim, "allreduce.bidir.copy", args2(8), copy_mode).result.time.value;
   };
   const double base = time_with(10, 20, 60);
   // Its kernel stream is a GPU's third stream: it pays the kernel fork's third stream (60 - 20 us), not a first
@@ -254,14 +244,14 @@ TEST(ExecPaths, MixedForksCountKernelStreamsAfterTheCopyStreams) {
 
 TEST(ExecPaths, CopyModeForkIsTheMeasuredTwoPlusOneFork) {
   const topo::Topology t = topo::load_topology("h200x2");
-  const ExecPath copy_mode = parse_exec_note("mode=copy reduce-scatter+all-gather chunk=33554432 slots=3", "");
+  std::string copy_mode = "ce_pieces=0,ce_chunk=32M,ce_slots=3";
   auto time_with = [&](double mix21_us, double k3_us) {
     model::ModelParams q = test_params(t);
     q.exec.fork_kernel_streams = {
         {{microseconds(10), "test"}, {microseconds(20), "test"}, {microseconds(k3_us), "test"}}};
     q.exec.fork_mix21 = {microseconds(mix21_us), "test"};
     Simulator sim(t, q);
-    return predict_exec_path(sim, "allreduce.bidir.copy", args2(8), copy_mode).result.time.value;
+    return on_plan(sim, "allreduce.bidir.copy", args2(8), copy_mode).result.time.value;
   };
   // Measured (graph.fork_mix.2_1): the 2 + 1 fork is taken whole, the kernel forks no longer compose it.
   EXPECT_NEAR(time_with(80, 60) - time_with(70, 60), 10e-6, 1e-9);
@@ -277,32 +267,28 @@ TEST(ExecPaths, BidirKernelsFromTheirTransfers) {
   const int64_t S = 4 * kMiB;
   const auto& store = p.tables.at("p2p.sm_store.bidir");
   // node + (the microbenchmark kernel's time - a bare launch) + flags.
-  const double ll =
-      predict_exec_path(sim, "allreduce.bidir", args2(S), parse_exec_note("mode=ll pdl grid=4", "")).result.time.value;
-  EXPECT_NEAR(ll, 1e-6 + (store.time(2.0 * S).value - 1.5e-6) + 0.8e-6, 1e-12);
+  const int64_t ll_bytes = kMiB;  // ll's largest
+  const double ll = on_plan(sim, "allreduce.bidir", args2(ll_bytes), "mode=ll,ll_max_bytes=1M").result.time.value;
+  EXPECT_NEAR(ll, 1e-6 + (store.time(2.0 * ll_bytes).value - 1.5e-6) + 0.8e-6, 1e-12);
   // push: node + hop + the slower of the overlapped store and reduction + the last tile's reduction.
-  const double push = predict_exec_path(sim, "allreduce.bidir.push", args2(S), parse_exec_note("mode=push grid=4", ""))
-                          .result.time.value;
+  const double push = on_plan(sim, "allreduce.bidir.push", args2(S), "push_pdl=0,push_blocks=4").result.time.value;
   const auto& red = p.tables.at("reduce.local.float");
   EXPECT_NEAR(push,
               2e-6 + p.exec.flag_hop.value.value +
                   std::max(store.time(double(S)).value - 1.5e-6, red.size_part(double(S)).value) +
                   red.size_part(S / 4.0).value,
               1e-12);
-  const double flash =
-      predict_exec_path(sim, "allreduce.bidir.flash", args2(S), parse_exec_note("mode=flash", "")).result.time.value;
+  const double flash = on_plan(sim, "allreduce.bidir.flash", args2(S), "flash_pdl=0").result.time.value;
   EXPECT_NEAR(flash, 2e-6 + (p.tables.at("p2p.sm.bidir").time(double(S)).value - 1.5e-6) + 3.2e-6, 1e-12);
   // The copy mode is a schedule: both halves cross the link once each way, so at large sizes it costs
   // about the both-ways copy of S.
   const int64_t L = 256 * kMiB;
   const double copy =
-      predict_exec_path(sim, "allreduce.bidir.copy", args2(L),
-                        parse_exec_note("mode=copy reduce-scatter+all-gather chunk=33554432 slots=3", ""))
-          .result.time.value;
+      on_plan(sim, "allreduce.bidir.copy", args2(L), "ce_pieces=0,ce_chunk=32M,ce_slots=3").result.time.value;
   const double link = double(L) / 300e9;
   EXPECT_GT(copy, link);
   EXPECT_LT(copy, 1.2 * link);
-  EXPECT_THROW(predict_exec_path(sim, "allreduce.bidir.magic", args2(S), parse_exec_note("mode=magic", "")), Error);
+  EXPECT_THROW(on_plan(sim, "allreduce.bidir.magic", args2(S), ""), Error);
 }
 
 TEST(ExecPaths, FusedPathIsOneLaunchAndAFlagHopPerCrossGpuWait) {
@@ -311,18 +297,15 @@ TEST(ExecPaths, FusedPathIsOneLaunchAndAFlagHopPerCrossGpuWait) {
   p.exec.flag_launch = {microseconds(2.5), "test"};
   p.exec.flag_hop = {microseconds(2.0), "test"};
   Simulator sim(t, p);
-  const ExecPath fused = parse_exec_note(
-      "lowering=fused: 1 ops in 1 lanes, one launch per GPU of up to 1 CTAs x 512 threads, 1 flag waits + 1 start "
-      "waits, 2 cross-GPU hops on the critical path, 1 flag stores, pdl",
-      "reduce.direct");
+  std::string fused = "lowering=fused";
   // reduce.direct: rank 0 reads rank 1: launch, the peer's start flag, the op (its bytes cross the route),
   // the end wait of GPU1.
   const double wire = t.route_gpus(0, 1).latency.value;
-  const double t8 = predict_exec_path(sim, "reduce.direct", args2(8), fused).result.time.value;
+  const double t8 = on_plan(sim, "reduce.direct", args2(8), fused).result.time.value;
   EXPECT_NEAR(t8, 2.5e-6 + 2.0e-6 + wire + 2.0e-6, 0.05e-6);
   // allreduce.ring: put, a cross-GPU wait, reduce, put: one hop more than the one-op schedule.
-  const ExecPath ring = parse_exec_note("lowering=fused: 6 ops in 2 lanes, one launch per GPU of up to 1 CTAs", "");
-  const double r8 = predict_exec_path(sim, "allreduce.ring", args2(8), ring).result.time.value;
+  std::string ring = "lowering=fused";
+  const double r8 = on_plan(sim, "allreduce.ring", args2(8), ring).result.time.value;
   EXPECT_NEAR(r8, 2.5e-6 + 2.0e-6 + wire + 2.0e-6 + wire + 2.0e-6, 0.05e-6);
 }
 
@@ -347,17 +330,16 @@ TEST(ExecPaths, FusedPathFromTheMeasuredOpsOfItsKernel) {
   const topo::Topology t = topo::load_topology("h200x2");
   const model::ModelParams p = fused_params(t);
   Simulator sim(t, p);
-  const ExecPath fused = parse_exec_note("lowering=fused: 6 ops in 2 lanes, one launch per GPU of up to 1 CTAs", "");
+  std::string fused = "lowering=fused";
   auto put = [&](double b) { return p.tables.at("fused.step.put").time(b).value; };
   auto get = [&](double b) { return p.tables.at("fused.step.get").time(b).value; };
   auto local = [&](double b) { return p.tables.at("fused.step.local").time(b).value; };
   // reduce.direct: rank 0 reduces rank 1's input into its output (loads from the peer): launch, GPU1's start
   // flag, the op, GPU1's end wait.
-  EXPECT_NEAR(predict_exec_path(sim, "reduce.direct", args2(8), fused).result.time.value, 2.5e-6 + 2e-6 + get(8) + 2e-6,
-              1e-12);
+  EXPECT_NEAR(on_plan(sim, "reduce.direct", args2(8), fused).result.time.value, 2.5e-6 + 2e-6 + get(8) + 2e-6, 1e-12);
   // allreduce.ring on 2 GPUs, per lane: put half, (wait for the peer's put) reduce locally (1.5x the bytes of
   // a copy), put the result: launch, start flag, put, hop, reduce, put, end wait.
-  const Prediction ring = predict_exec_path(sim, "allreduce.ring", args2(8), fused);
+  const Prediction ring = on_plan(sim, "allreduce.ring", args2(8), fused);
   EXPECT_NEAR(ring.result.time.value, 2.5e-6 + 2e-6 + put(4) + 2e-6 + local(6) + put(4) + 2e-6, 1e-12);
   EXPECT_NE(ring.record.note.find("fused.step.put/get/local"), std::string::npos) << ring.record.note;
   // More ops, more time: a 64 KiB pipelined broadcast in 16 chunks pays 14 more measured op costs (1 us
@@ -365,18 +347,18 @@ TEST(ExecPaths, FusedPathFromTheMeasuredOpsOfItsKernel) {
   AlgoArgs a16 = args2(64 << 10), a2 = args2(64 << 10);
   a16.chunk_bytes = 4 << 10;
   a2.chunk_bytes = 32 << 10;
-  EXPECT_GT(predict_exec_path(sim, "broadcast.pipeline", a16, fused).result.time.value,
-            predict_exec_path(sim, "broadcast.pipeline", a2, fused).result.time.value + 14e-6);
+  EXPECT_GT(on_plan(sim, "broadcast.pipeline", a16, fused).result.time.value,
+            on_plan(sim, "broadcast.pipeline", a2, fused).result.time.value + 14e-6);
   // A launch measured with the op table's load in it (graph.flag_chain_table.2) replaces the bare one.
   model::ModelParams q = fused_params(t);
   q.exec.flag_launch_table = {microseconds(3.5), "test"};
   Simulator with_table(t, q);
-  EXPECT_NEAR(predict_exec_path(with_table, "allreduce.ring", args2(8), fused).result.time.value,
-              ring.result.time.value + 1e-6, 1e-12);
+  EXPECT_NEAR(on_plan(with_table, "allreduce.ring", args2(8), fused).result.time.value, ring.result.time.value + 1e-6,
+              1e-12);
   // The named microbenchmark drives it: slower measured puts, a slower ring by exactly the two puts.
   Simulator slow(t, fused_params(t, 2.0));
-  EXPECT_NEAR(predict_exec_path(slow, "allreduce.ring", args2(8), fused).result.time.value - ring.result.time.value,
-              2 * 1.0e-6, 1e-12);
+  EXPECT_NEAR(on_plan(slow, "allreduce.ring", args2(8), fused).result.time.value - ring.result.time.value, 2 * 1.0e-6,
+              1e-12);
 }
 
 // With the fused kernel's probes measured (fused.prog.*), a launch costs its direction's probe plus what its
@@ -399,8 +381,8 @@ TEST(ExecPaths, FusedPathFromTheKernelsProbes) {
   p.tables["fused.prog.puts.8"] = flat(ow0 + 8 * put);
   p.tables["fused.prog.reduce.8"] = flat(ex0 + 8 * reduce);
   Simulator sim(t, p);
-  const ExecPath fused = parse_exec_note("lowering=fused: 2 ops in 2 lanes, one launch per GPU of up to 1 CTAs", "");
-  auto us = [&](const char* algo) { return predict_exec_path(sim, algo, args2(8), fused).result.time.us(); };
+  std::string fused = "lowering=fused";
+  auto us = [&](const char* algo) { return on_plan(sim, algo, args2(8), fused).result.time.us(); };
   // gather: GPU1's put is the one-way probe; GPU0's own copy runs on a lane beside it.
   EXPECT_NEAR(us("gather.direct"), ow0, 1e-9);
   // scatter: GPU0's own copy, then its put, on one lane: the copy is not hidden behind the start flag.
@@ -415,14 +397,14 @@ TEST(ExecPaths, FusedPathFromTheKernelsProbes) {
   // flag (fused.group_free.put), less the flag's release the probe's put already paid (fused.step - step_quiet).
   const double publish =
       p.tables.at("fused.step.put").time(8).value - p.tables.at("fused.step_quiet.put").time(8).value;
-  EXPECT_NEAR(predict_exec_path(sim, "gather.direct", args2(512 << 10), fused).result.time.us(),
+  EXPECT_NEAR(on_plan(sim, "gather.direct", args2(512 << 10), fused).result.time.us(),
               ow0 + (p.tables.at("fused.group_free.put").time(256 << 10).value - publish) * 1e6 - put, 1e-9);
   // Where the first copy of a run was measured apart (oneway.1 / exchange.1), it costs that, the others the slope
   // from there: Bruck's 3 + 3 copies.
   p.tables["fused.prog.oneway.1"] = flat(ow0 + 0.3);
   p.tables["fused.prog.exchange.1"] = flat(ex0 + 0.5);
   Simulator firsts(t, p);
-  auto us1 = [&](const char* algo) { return predict_exec_path(firsts, algo, args2(8), fused).result.time.us(); };
+  auto us1 = [&](const char* algo) { return on_plan(firsts, algo, args2(8), fused).result.time.us(); };
   EXPECT_NEAR(us1("scatter.direct"), ow0 + 0.3, 1e-9);
   EXPECT_NEAR(us1("alltoall.bruck"), ex0 + 0.3 + 2 * (8 * local_pre - 0.3) / 7 + 0.5 + 2 * (8 * local_post - 0.5) / 7,
               1e-9);
@@ -430,7 +412,7 @@ TEST(ExecPaths, FusedPathFromTheKernelsProbes) {
   // keep oneway.1's.
   p.tables["fused.prog.exchange_pre.1"] = flat(ex0 + 0.9);
   Simulator pre(t, p);
-  auto us2 = [&](const char* algo) { return predict_exec_path(pre, algo, args2(8), fused).result.time.us(); };
+  auto us2 = [&](const char* algo) { return on_plan(pre, algo, args2(8), fused).result.time.us(); };
   EXPECT_NEAR(us2("alltoall.direct"), ex0 + 0.9, 1e-9);
   EXPECT_NEAR(us2("scatter.direct"), ow0 + 0.3, 1e-9);
   EXPECT_NEAR(us2("alltoall.bruck"), ex0 + 0.9 + 2 * (8 * local_pre - 0.3) / 7 + 0.5 + 2 * (8 * local_post - 0.5) / 7,
@@ -438,8 +420,8 @@ TEST(ExecPaths, FusedPathFromTheKernelsProbes) {
   // A lane's first reduction (after its wait) from reduce.1 where measured: the 2-rank reduce-scatter's one.
   p.tables["fused.prog.reduce.1"] = flat(ex0 + 1.4);
   Simulator red(t, p);
-  EXPECT_NEAR(predict_exec_path(red, "reducescatter.ring", args2(8), fused).result.time.us(), ex0 + 1.4, 1e-9);
-  const Prediction a2a = predict_exec_path(sim, "alltoall.direct", args2(8), fused);
+  EXPECT_NEAR(on_plan(red, "reducescatter.ring", args2(8), fused).result.time.us(), ex0 + 1.4, 1e-9);
+  const Prediction a2a = on_plan(sim, "alltoall.direct", args2(8), fused);
   EXPECT_NE(a2a.record.note.find("fused.prog.exchange.0"), std::string::npos) << a2a.record.note;
 }
 
@@ -447,14 +429,14 @@ TEST(ExecPaths, FusedOpsThatStoreNoFlagAtTheirOwnMeasurement) {
   const topo::Topology t = topo::load_topology("h200x2");
   model::ModelParams p = fused_params(t);
   Simulator before(t, p);
-  const ExecPath fused = parse_exec_note("lowering=fused: 6 ops in 2 lanes, one launch per GPU of up to 1 CTAs", "");
-  const double ring0 = predict_exec_path(before, "allreduce.ring", args2(8), fused).result.time.value;
+  std::string fused = "lowering=fused";
+  const double ring0 = on_plan(before, "allreduce.ring", args2(8), fused).result.time.value;
   for (const char* m : {"put", "get", "local"})
     p.tables[std::string("fused.step_quiet.") + m] = line_table(0.1e-6, 40e9);
   Simulator after(t, p);
   // In the 2-rank ring only the reduce stores no flag (the peer waits for the first put, its end wait for the
   // last): it alone moves to fused.step_quiet.local.
-  const Prediction ring = predict_exec_path(after, "allreduce.ring", args2(8), fused);
+  const Prediction ring = on_plan(after, "allreduce.ring", args2(8), fused);
   EXPECT_NEAR(ring0 - ring.result.time.value,
               p.tables.at("fused.step.local").time(6).value - p.tables.at("fused.step_quiet.local").time(6).value,
               1e-12);
@@ -464,13 +446,13 @@ TEST(ExecPaths, FusedOpsThatStoreNoFlagAtTheirOwnMeasurement) {
 TEST(ExecPaths, FusedWaitsWithinAGpuCostTheMeasuredLocalFlagWait) {
   const topo::Topology t = topo::load_topology("h200x2");
   model::ModelParams p = fused_params(t);  // group.local - group_free.local = 1.5 us; the cross-GPU hop 2 us
-  const ExecPath fused = parse_exec_note("lowering=fused: 4 ops in 4 lanes, one launch per GPU of up to 2 CTAs", "");
+  std::string fused = "lowering=fused";
   Simulator with(t, p);
-  const double tree = predict_exec_path(with, "allreduce.tree", args2(8), fused).result.time.value;
+  const double tree = on_plan(with, "allreduce.tree", args2(8), fused).result.time.value;
   for (const char* m : {"put", "get", "local"}) p.tables.erase(std::string("fused.group_free.") + m);
   Simulator without(t, p);
   // 2-rank tree: on each GPU a reduce lane and a put lane; the put waits for its own GPU's reduce.
-  EXPECT_NEAR(predict_exec_path(without, "allreduce.tree", args2(8), fused).result.time.value - tree, 0.5e-6, 1e-12);
+  EXPECT_NEAR(on_plan(without, "allreduce.tree", args2(8), fused).result.time.value - tree, 0.5e-6, 1e-12);
 }
 
 // Every fused record's note says how the executor encoded it (CTAs of the largest launch, flag waits):
@@ -505,10 +487,10 @@ TEST(ExecPaths, FusedLanesAndGroupWaitsAsTheExecutorEncodesThem) {
   const topo::Topology t = topo::load_topology("h200x2");
   const model::ModelParams p = fused_params(t);
   Simulator sim(t, p);
-  const ExecPath fused = parse_exec_note("lowering=fused: 6 ops in 2 lanes, one launch per GPU of up to 8 CTAs", "");
+  std::string fused = "lowering=fused";
   // 512 KiB: ops of 256 KiB, 8 CTAs per lane (the record's note says "up to 8 CTAs"); the put of the reduced
   // half reads what the reduce wrote: a group wait, costed at fused.group.put.
-  const Prediction big = predict_exec_path(sim, "allreduce.ring", args2(512 << 10), fused);
+  const Prediction big = on_plan(sim, "allreduce.ring", args2(512 << 10), fused);
   EXPECT_NE(big.record.note.find("up to 8 CTAs"), std::string::npos) << big.record.note;
   EXPECT_NE(big.record.note.find("2 group waits"), std::string::npos) << big.record.note;  // one per lane
   // The other ops of those lanes wait for nothing of their own lane: fused.group_free.*.
@@ -522,23 +504,23 @@ TEST(ExecPaths, FusedLanesAndGroupWaitsAsTheExecutorEncodesThem) {
                   p.tables.at("fused.group.put").time(256 << 10).value + h,
               1e-12);
   // Below 32 KiB per op a lane keeps one CTA (and no group wait).
-  const Prediction small = predict_exec_path(sim, "allreduce.ring", args2(32 << 10), fused);
+  const Prediction small = on_plan(sim, "allreduce.ring", args2(32 << 10), fused);
   EXPECT_NE(small.record.note.find("up to 1 CTAs"), std::string::npos) << small.record.note;
   EXPECT_EQ(small.record.note.find("group waits"), std::string::npos) << small.record.note;
   // Without the fused op tables (older profiles) the flow model of the fused path still answers.
   model::ModelParams q = test_params(t);
   Simulator old(t, q);
-  EXPECT_GT(predict_exec_path(old, "allreduce.ring", args2(8), fused).result.time.value, 0);
+  EXPECT_GT(on_plan(old, "allreduce.ring", args2(8), fused).result.time.value, 0);
 }
 
 TEST(ExecPaths, GeneralPathUsesTheGraphShapesMeasuredForIt) {
   const topo::Topology t = topo::load_topology("h200x2");
   model::ModelParams p = test_params(t);
-  const ExecPath general = parse_exec_note("general lowering: 1 ops on 1 streams, 0 events", "");
+  std::string general = "lowering=plan";
   Simulator before(t, p);
-  const double reduce0 = predict_exec_path(before, "reduce.direct", args2(16), general).result.time.value;
-  const double gather0 = predict_exec_path(before, "allgather.ring", args2(16), general).result.time.value;
-  const double tree0 = predict_exec_path(before, "allreduce.tree", args2(16), general).result.time.value;
+  const double reduce0 = on_plan(before, "reduce.direct", args2(16), general).result.time.value;
+  const double gather0 = on_plan(before, "allgather.ring", args2(16), general).result.time.value;
+  const double tree0 = on_plan(before, "allreduce.tree", args2(16), general).result.time.value;
   // graph.fork_reduce_peer: the peer-reading reduce node; graph.fork_both_mix.1: a local then a peer copy on
   // a stream of each GPU (10 us beyond graph.fork_both.1 here); graph.fork_mix_chain.1: kernel -> copy edge.
   p.exec.reduce_peer_node = {microseconds(7), "test"};
@@ -546,25 +528,23 @@ TEST(ExecPaths, GeneralPathUsesTheGraphShapesMeasuredForIt) {
   p.exec.local_edge_busy = {microseconds(3), "test"};
   Simulator after(t, p);
   // reduce.direct on 2 ranks: the root's kernel reads its peer; fork to one stream of GPU0 (2 us) + the node.
-  EXPECT_NEAR(predict_exec_path(after, "reduce.direct", args2(16), general).result.time.value, 2e-6 + 7e-6, 0.05e-6);
+  EXPECT_NEAR(on_plan(after, "reduce.direct", args2(16), general).result.time.value, 2e-6 + 7e-6, 0.05e-6);
   EXPECT_NE(reduce0, 9e-6);
   // allgather.ring on 2 ranks: each GPU's stream copies its own part, then puts it into the peer.
-  EXPECT_NEAR(predict_exec_path(after, "allgather.ring", args2(16), general).result.time.value - gather0, 10e-6,
-              0.05e-6);
+  EXPECT_NEAR(on_plan(after, "allgather.ring", args2(16), general).result.time.value - gather0, 10e-6, 0.05e-6);
   // allreduce.tree on 2 ranks: each GPU's put waits for its reduce kernel on another stream.
-  EXPECT_GT(predict_exec_path(after, "allreduce.tree", args2(16), general).result.time.value, tree0 + 2.9e-6);
+  EXPECT_GT(on_plan(after, "allreduce.tree", args2(16), general).result.time.value, tree0 + 2.9e-6);
   // reducescatter.hier on 2 ranks: each GPU's reduce kernel waits for the other GPU's put: the measured
   // cross-GPU edge of that shape (graph.fork_mix_cross.1) instead of graph.fork_both.1's (6 us here).
-  const double hier0 = predict_exec_path(after, "reducescatter.hier", args2(16), general).result.time.value;
+  const double hier0 = on_plan(after, "reducescatter.hier", args2(16), general).result.time.value;
   p.exec.event_peer_mix = {microseconds(1), "test"};
   Simulator mix(t, p);
-  EXPECT_NEAR(predict_exec_path(mix, "reducescatter.hier", args2(16), general).result.time.value, hier0 - 5e-6,
-              0.05e-6);
+  EXPECT_NEAR(on_plan(mix, "reducescatter.hier", args2(16), general).result.time.value, hier0 - 5e-6, 0.05e-6);
 }
 
 TEST(ExecPaths, GpuZeroOnlyStreamTakesItsForkAndMixFromTheHeldPlans) {
   const topo::Topology t = topo::load_topology("h200x2");
-  const ExecPath general = parse_exec_note("general lowering: 2 ops on 1 streams, 0 events", "");
+  std::string general = "lowering=plan";
   auto sized = [](double base_us, double rate) {  // 1, 4, 16 MiB, as calibrate times the held.* plans
     model::PathTable tb;
     for (int64_t b : {kMiB, 4 * kMiB, 16 * kMiB}) tb.points.push_back({b, base_us * 1e-6 + double(b) / rate});
@@ -580,7 +560,7 @@ TEST(ExecPaths, GpuZeroOnlyStreamTakesItsForkAndMixFromTheHeldPlans) {
     for (auto& [b, sec] : mix.points) sec += p.tables.at("copy.local.graph").time(double(b)).value;
     p.tables["held.fork_local_mix"] = mix;
     Simulator sim(t, p);
-    return predict_exec_path(sim, "scatter.direct", args2(2 * kMiB), general).result.time.value;
+    return on_plan(sim, "scatter.direct", args2(2 * kMiB), general).result.time.value;
   };
   // scatter on 2 ranks: one GPU0 stream, a local copy then the put. The fork and the mixed stream's extra
   // come from the plans timed at MiB sizes; the gated 8-byte graph.fork_local_mix no longer counts.
@@ -592,7 +572,7 @@ TEST(ExecPaths, GpuZeroOnlyStreamTakesItsForkAndMixFromTheHeldPlans) {
 
 TEST(ExecPaths, GpuZeroSecondStreamAddsItsHeldExtraAtThePeerCopysSize) {
   const topo::Topology t = topo::load_topology("h200x2");
-  const ExecPath general = parse_exec_note("general lowering: 2 ops on 2 streams, 0 events", "");
+  std::string general = "lowering=plan";
   // The second stream adds k x (4, 1, 0.25) us to the held peer copy's plan at 1, 4, 16 MiB.
   auto broadcast = [&](double k, int64_t bytes) {
     model::ModelParams p = test_params(t);
@@ -608,7 +588,7 @@ TEST(ExecPaths, GpuZeroSecondStreamAddsItsHeldExtraAtThePeerCopysSize) {
     p.tables["held.fork_local2"] = two;
     p.exec.fork_local2 = {microseconds(30), "test"};  // the gated 8-byte fork: no longer counted
     Simulator sim(t, p);
-    return predict_exec_path(sim, "broadcast.binomial", args2(bytes), general);
+    return on_plan(sim, "broadcast.binomial", args2(bytes), general);
   };
   // broadcast on 2 ranks: GPU0's local copy on one stream, its put on another; between the sizes measured the
   // extra follows them log-log (2 us at 2 MiB, 0.5 at 8 MiB), beyond the largest it stays.
@@ -622,7 +602,7 @@ TEST(ExecPaths, GpuZeroSecondStreamAddsItsHeldExtraAtThePeerCopysSize) {
 
 TEST(ExecPaths, LocalCopiesAtTheColdTableOncePlansOutgrowL2) {
   const topo::Topology t = topo::load_topology("h200x2");
-  const ExecPath general = parse_exec_note("general lowering: 2 ops on 1 streams, 0 events", "");
+  std::string general = "lowering=plan";
   model::ModelParams p = test_params(t);
   // One source and destination repeated: 2000 GB/s up to 16 MiB (in L2), 1000 GB/s from 32 MiB, as cold.
   model::PathTable hot, cold;
@@ -633,7 +613,7 @@ TEST(ExecPaths, LocalCopiesAtTheColdTableOncePlansOutgrowL2) {
   p.tables["copy.local.graph"] = hot;
   Simulator hot_only(t, p);
   auto time = [&](Simulator& sim, int64_t bytes) {
-    return predict_exec_path(sim, "scatter.direct", args2(bytes), general).result.time.value;
+    return on_plan(sim, "scatter.direct", args2(bytes), general).result.time.value;
   };
   p.tables["copy.local.graph.cold"] = cold;
   Simulator sim(t, p);
@@ -648,19 +628,19 @@ TEST(ExecPaths, NcclOnTwoGpusIsItsMeasuredTransport) {
   const topo::Topology t = topo::load_topology("h200x2");
   const model::ModelParams p = test_params(t);
   Simulator sim(t, p);
-  const ExecPath nccl = parse_exec_note("NCCL 2.28.3", "allgather.nccl");
+  std::string nccl = "";
   const int64_t S = 8 * kMiB;
-  EXPECT_NEAR(predict_exec_path(sim, "allgather.nccl", args2(S), nccl).result.time.value,
+  EXPECT_NEAR(on_plan(sim, "allgather.nccl", args2(S), nccl).result.time.value,
               p.tables.at("nccl.p2p.bidir").time(S / 2.0).value, 1e-12);
-  EXPECT_NEAR(predict_exec_path(sim, "broadcast.nccl", args2(S), nccl).result.time.value,
+  EXPECT_NEAR(on_plan(sim, "broadcast.nccl", args2(S), nccl).result.time.value,
               p.tables.at("nccl.p2p.uni").time(double(S)).value, 1e-12);
-  EXPECT_NEAR(predict_exec_path(sim, "allreduce.nccl", args2(S), nccl).result.time.value,
+  EXPECT_NEAR(on_plan(sim, "allreduce.nccl", args2(S), nccl).result.time.value,
               p.tables.at("nccl.p2p.bidir").time(double(S)).value, 1e-12);
   // Without the measurement: the NCCL tuning model (a positive time, not the table).
   model::ModelParams q = test_params(t);
   q.tables.erase("nccl.p2p.bidir");
   Simulator sim2(t, q);
-  EXPECT_GT(predict_exec_path(sim2, "allgather.nccl", args2(S), nccl).result.time.value, 0);
+  EXPECT_GT(sim::predict(sim2, find_algorithm("allgather.nccl"), args2(S)).result.time.value, 0);
 }
 
 TEST(ExecPaths, NcclRecordsTakeTheirLaunchesPerReplay) {
@@ -673,18 +653,18 @@ TEST(ExecPaths, NcclRecordsTakeTheirLaunchesPerReplay) {
   for (int n : {5, 20, 100}) replay.points.push_back({n, 1e-6 + 20e-6 / n});
   p.tables["bidir.replay"] = replay;
   Simulator sim(t, p);
-  ExecPath nccl = parse_exec_note("NCCL 2.28.3", "allgather.nccl");
-  nccl.iters = 100;
+  std::string nccl = "";
+  nccl = "launches=100";
   const int64_t S = 8 * kMiB;
   // Both ways: the series measured at 100 launches per graph.
-  EXPECT_NEAR(predict_exec_path(sim, "allgather.nccl", args2(S), nccl).result.time.value,
+  EXPECT_NEAR(on_plan(sim, "allgather.nccl", args2(S), nccl).result.time.value,
               p.tables.at("nccl.p2p.graph.bidir.n100").time(S / 2.0).value, 1e-12);
   // One way (no .n100 series): the 20-launch series less the replay's cost of 20 us x (1/20 - 1/100).
-  EXPECT_NEAR(predict_exec_path(sim, "broadcast.nccl", args2(S), nccl).result.time.value,
+  EXPECT_NEAR(on_plan(sim, "broadcast.nccl", args2(S), nccl).result.time.value,
               p.tables.at("nccl.p2p.graph.uni").time(double(S)).value - 20e-6 * (1.0 / 20 - 1.0 / 100), 1e-12);
   // 20 launches (or none recorded): the 20-launch series as they are.
-  nccl.iters = 20;
-  EXPECT_NEAR(predict_exec_path(sim, "allgather.nccl", args2(S), nccl).result.time.value,
+  nccl = "launches=20";
+  EXPECT_NEAR(on_plan(sim, "allgather.nccl", args2(S), nccl).result.time.value,
               p.tables.at("nccl.p2p.graph.bidir").time(S / 2.0).value, 1e-12);
 }
 
@@ -704,11 +684,9 @@ TEST(ExecPaths, NcclPinnedProtocolsFollowNcclsTuner) {
   p.tables["nccl.p2p.simple.graph.bidir.n100"] = line_table(10e-6, 280e9, k64M);
   p.sync_latency = {microseconds(0.8), "test"};
   Simulator sim(t, p);
-  ExecPath nccl = parse_exec_note("NCCL 2.28.3", "allreduce.nccl");
-  nccl.iters = 100;
-  auto pred = [&](const char* algo, int64_t S) {
-    return predict_exec_path(sim, algo, args2(S), nccl).result.time.value;
-  };
+  std::string nccl = "";
+  nccl = "launches=100";
+  auto pred = [&](const char* algo, int64_t S) { return on_plan(sim, algo, args2(S), nccl).result.time.value; };
   const auto& ll_bi = p.tables.at("nccl.p2p.ll.graph.bidir.n100");
   const auto& s_bi = p.tables.at("nccl.p2p.simple.graph.bidir.n100");
   EXPECT_NEAR(pred("allreduce.nccl", kMiB), ll_bi.time(double(kMiB)).value + 0.8e-6, 1e-12);
@@ -728,8 +706,7 @@ TEST(ExecPaths, NcclPinnedProtocolsFollowNcclsTuner) {
       p.tables.at("bidir.step.copysend.g24").time(S2).value / p.tables.at("bidir.step.send.g24").time(S2).value;
   ASSERT_GT(ratio, 1.2);
   for (const char* algo : {"allgather.nccl", "reducescatter.nccl"})
-    EXPECT_NEAR(predict_exec_path(sim2, algo, args2(8 * kMiB), nccl).result.time.value, s_bi.time(S2).value * ratio,
-                1e-12)
+    EXPECT_NEAR(on_plan(sim2, algo, args2(8 * kMiB), nccl).result.time.value, s_bi.time(S2).value * ratio, 1e-12)
         << algo;
 }
 
@@ -767,7 +744,7 @@ TEST(ExecPaths, FullMatmulAtTheRestedRateWhereMeasured) {
     a.dtype = DType::f16;
     a.shape = {m, k, n};
     a.count = 2 * m * k;  // the gathered A, (m D) x k
-    return predict_exec_path(sim, algo, a, parse_exec_note("", algo)).result.time.value;
+    return predict_matmul_reference(sim, algo, a).result.time.value;
   };
   const double full = 2.0 * 8192 * 8192 * 8192, shard = 2.0 * 4096 * 8192 * 8192;
   EXPECT_NEAR(time("matmul.cublas_full", 4096, 8192, 8192), full / 700e12, 1e-9);

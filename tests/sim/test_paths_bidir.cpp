@@ -4,6 +4,7 @@
 // per-replay cost for records timed with another --iters; without those series, the general pieces.
 #include <gtest/gtest.h>
 
+#include "algorithms/registry.hpp"
 #include "core/error.hpp"
 #include "model/params.hpp"
 #include "model/profile.hpp"
@@ -50,17 +51,44 @@ AlgoArgs args2(int64_t bytes) {
   return a;
 }
 
+// The value after `key` in the executor's words ("grid=128" -> "128"), or "".
+std::string word_after(const std::string& note, const std::string& key) {
+  const size_t at = note.find(key);
+  if (at == std::string::npos) return "";
+  size_t end = at + key.size();
+  while (end < note.size() && note[end] != ' ' && note[end] != ',') ++end;
+  return note.substr(at + key.size(), end - at - key.size());
+}
+
+// The settings under which the lowering launches what `note` (the executor's description of a launch) says.
+std::string tune_of(const std::string& algo, const std::string& note, int iters) {
+  const std::string mode = word_after(note, "mode=");
+  const std::string key = mode == "stream" ? "stream" : mode;
+  std::string t = "launches=" + std::to_string(iters > 0 ? iters : 20);
+  auto add = [&](const std::string& kv) { t += "," + kv; };
+  if (algo == "allreduce.bidir") add("mode=" + mode);
+  if (const std::string v = word_after(note, "engine="); !v.empty()) add("flash_engine=" + v);
+  if (const std::string v = word_after(note, "threads="); !v.empty()) add(key + "_threads=" + v);
+  if (const std::string v = word_after(note, "unroll="); !v.empty())
+    add((mode == "flash" ? "flash_ldg_unroll=" : key + "_unroll=") + v);
+  if (const std::string v = word_after(note, "grid="); !v.empty())
+    add((mode == "stream" ? "lanes=" : key + "_blocks=") + v);
+  if (const std::string v = word_after(note, "slots="); !v.empty()) add("slots=" + v);
+  if (const std::string v = word_after(note, "slot_bytes="); !v.empty()) add("slot_bytes=" + v);
+  if (mode == "lamport" && note.find(" split") != std::string::npos) add("lamport_split=1");
+  if (mode != "stream") add(key + "_pdl=" + std::string(note.find(" pdl") != std::string::npos ? "1" : "0"));
+  return t;
+}
+
 double predict_note(const model::ModelParams& p, const std::string& algo, int64_t bytes, const std::string& note,
                     int iters = 0, DType dtype = DType::f32) {
   const topo::Topology t = topo::load_topology("h200x2");
   Simulator sim(t, p);
-  ExecPath path = parse_exec_note(note, algo);
-  path.iters = iters;
-  path.note = note;
   AlgoArgs a = args2(bytes);
   a.dtype = dtype;
   a.count = bytes / dtype_size(dtype);
-  return predict_exec_path(sim, algo, a, path).result.time.value;
+  a.tune = tune_of(algo, note, iters);
+  return predict_plan(sim, find_algorithm(algo), a).result.time.value;
 }
 
 TEST(BidirModel, EachModeIsItsTransfersSeries) {
@@ -307,10 +335,13 @@ TEST(NcclModel, GraphReplayedSendRecvWhenMeasured) {
               1e-12);
 }
 
-TEST(BidirModel, CompareReadsTheRecordsIterations) {
+TEST(BidirModel, CompareFlagsARecordWhosePlanIsNotThePlanPriced) {
   model::Target target;
   target.topology = topo::load_topology("h200x2");
   target.params = params_with_bidir_series(target.topology);
+  // A calibrated profile's mark (sim::prices_executor_plans): the executor's plans are priced.
+  target.params.tables["p2p.ce.uni"] = line_table(2e-6, 320e9);
+  target.params.tables["fused.step.put"] = line_table(1e-6, 20e9);
   target.label = "test";
   Record r{.algo = "allreduce.bidir",
            .collective = "allreduce",
@@ -318,12 +349,18 @@ TEST(BidirModel, CompareReadsTheRecordsIterations) {
            .ranks = 2,
            .bytes = 64,
            .count = 16,
-           .time_us = 3,
-           .note = "mode=ll threads=256 pdl grid=1"};
-  r.extra = {{"iters", "20"}};
-  const double at20 = predict(r, target).time_us;
-  r.extra = {{"iters", "10"}};
-  EXPECT_NEAR(predict(r, target).time_us - at20, 1.0, 1e-6);
+           .time_us = 3};
+  const Record priced = predict(r, target);
+  r.extra = priced.extra;  // the record says it ran the plan priced: no difference
+  EXPECT_FALSE(plan_difference(r, priced));
+  for (auto& [k, v] : r.extra)
+    if (k == "launches") v = "20";  // ... but it ran 20 launches per replay, not the plan's 100
+  const auto d = plan_difference(r, priced);
+  ASSERT_TRUE(d);
+  EXPECT_NE(d->find("launches ran 20, priced 100"), std::string::npos) << *d;
+  // A record that names no plan (older records) is not flagged.
+  r.extra.clear();
+  EXPECT_FALSE(plan_difference(r, priced));
 }
 
 }  // namespace

@@ -3,11 +3,11 @@
 #include "algorithms/registry.hpp"
 #include "algorithms/transport.hpp"
 #include "core/error.hpp"
-#include "exec/bidir.hpp"
-#include "exec/plan.hpp"
-#include "exec/runner.hpp"
+#include "lower/bidir.hpp"
+#include "lower/general.hpp"
+#include "lower/lowering.hpp"
 
-namespace cclab::exec {
+namespace cclab::lower {
 namespace {
 
 LowerOptions no_coalescing() {
@@ -249,8 +249,9 @@ TEST(BidirParams, TuneKeysAndErrors) {
   EXPECT_EQ(p.slots, 8);
   EXPECT_EQ(p.slot_bytes, 128 << 10);
   EXPECT_EQ(p.ce_chunk, 4 << 20);
-  EXPECT_THROW(p.apply("bogus=1"), Error);
-  EXPECT_THROW(p.apply("lanes"), Error);
+  EXPECT_THROW(parse_settings("bogus=1"), Error);
+  EXPECT_THROW(parse_settings("lanes"), Error);
+  EXPECT_NO_THROW(parse_settings("lanes,NCCL_ALGO=Ring", /*lenient=*/true));
   EXPECT_THROW(p.apply("slot_bytes=17"), Error);
   EXPECT_EQ(parse_bidir_mode("stream"), BidirMode::stream);
   EXPECT_EQ(parse_bidir_mode("push"), BidirMode::push);
@@ -280,71 +281,131 @@ TEST(BidirParams, TuneKeysAndErrors) {
 
 TEST(BidirChoice, SmallUsesLLLargeUsesABandwidthMode) {
   BidirParams p;
-  EXPECT_EQ(choose_bidir_mode(8, DType::f32, 2, p), BidirMode::ll);
-  EXPECT_EQ(choose_bidir_mode(32 << 10, DType::bf16, 2, p), BidirMode::ll);
-  EXPECT_NE(choose_bidir_mode(int64_t(1) << 30, DType::f32, 2, p), BidirMode::ll);
-  EXPECT_NE(choose_bidir_mode(4 << 20, DType::f32, 8, p), BidirMode::ll);
+  EXPECT_EQ(choose_bidir_mode(8, 2, p), BidirMode::ll);
+  EXPECT_EQ(choose_bidir_mode(32 << 10, 2, p), BidirMode::ll);
+  EXPECT_NE(choose_bidir_mode(int64_t(1) << 30, 2, p), BidirMode::ll);
+  EXPECT_NE(choose_bidir_mode(4 << 20, 8, p), BidirMode::ll);
   p.auto_ll_max = 1024;
   p.auto_flash_max = 1 << 20;
   p.auto_mid = BidirMode::flash;
   p.auto_large = BidirMode::stream;
-  EXPECT_EQ(choose_bidir_mode(2048, DType::f32, 2, p), BidirMode::flash);
-  EXPECT_EQ(choose_bidir_mode(2 << 20, DType::f32, 2, p), BidirMode::stream);
+  EXPECT_EQ(choose_bidir_mode(2048, 2, p), BidirMode::flash);
+  EXPECT_EQ(choose_bidir_mode(2 << 20, 2, p), BidirMode::stream);
   p.auto_mid = BidirMode::push;
-  EXPECT_EQ(choose_bidir_mode(2048, DType::f32, 2, p), BidirMode::push);
+  EXPECT_EQ(choose_bidir_mode(2048, 2, p), BidirMode::push);
   // lamport only up to the receive buffers it keeps; larger messages go to the large mode (or copy).
   p.auto_mid = BidirMode::lamport;
   p.auto_flash_max = 64 << 20;
   p.lamport_max_bytes = 1 << 20;
-  EXPECT_EQ(choose_bidir_mode(1 << 20, DType::f32, 2, p), BidirMode::lamport);
-  EXPECT_EQ(choose_bidir_mode(2 << 20, DType::f32, 2, p), BidirMode::stream);
+  EXPECT_EQ(choose_bidir_mode(1 << 20, 2, p), BidirMode::lamport);
+  EXPECT_EQ(choose_bidir_mode(2 << 20, 2, p), BidirMode::stream);
   p.auto_large = BidirMode::lamport;
-  EXPECT_EQ(choose_bidir_mode(int64_t(1) << 30, DType::f32, 2, p), BidirMode::copy);
+  EXPECT_EQ(choose_bidir_mode(int64_t(1) << 30, 2, p), BidirMode::copy);
 }
 
-TEST(Sweep, SizesFollowNcclTestsFlags) {
-  RunOptions o;
-  o.min_bytes = 8;
-  o.max_bytes = 64;
-  o.step_factor = 2;
-  EXPECT_EQ(sweep_sizes(o), (std::vector<int64_t>{8, 16, 32, 64}));
-  o.step_factor = 4;
-  EXPECT_EQ(sweep_sizes(o), (std::vector<int64_t>{8, 32}));
-  o.step_bytes = 20;
-  EXPECT_EQ(sweep_sizes(o), (std::vector<int64_t>{8, 28, 48}));
-  o.min_bytes = 100;
-  o.max_bytes = 10;
-  EXPECT_THROW(sweep_sizes(o), Error);
+AlgoArgs two_ranks(int64_t bytes, const std::string& tune = "") {
+  AlgoArgs a;
+  a.nranks = 2;
+  a.count = bytes / 4;
+  a.tune = tune;
+  return a;
 }
 
-TEST(Sweep, AllListsTheLinkTestAndTheFusedModes) {
-  const auto names = gpu_algorithm_names();
-  EXPECT_NE(std::find(names.begin(), names.end(), "sol.bidir_copy"), names.end());
-  EXPECT_NE(std::find(names.begin(), names.end(), "allreduce.bidir.ll"), names.end());
-  EXPECT_NE(std::find(names.begin(), names.end(), "allreduce.bidir.push"), names.end());
-  EXPECT_NE(std::find(names.begin(), names.end(), "allreduce.bidir.lamport"), names.end());
-  for (const auto& n : names) EXPECT_EQ(n.find("matmul"), std::string::npos) << n;
+LoweredPlan plan_of(const std::string& algo, int64_t bytes, const std::string& tune = "") {
+  return lower_collective(find_algorithm(algo), two_ranks(bytes, tune), Machine{});
 }
 
-TEST(RunTable, OneLinePerSizeWithBothGroups) {
-  Record a{.algo = "x", .collective = "allreduce", .ranks = 2, .bytes = 1024, .count = 256, .time_us = 10};
-  fill_bandwidths(a);
-  Record b = a;
-  b.in_place = true;
-  b.time_us = 20;
-  fill_bandwidths(b);
-  b.wrong = 3;
-  std::ostringstream os;
-  print_run_line(os, &a, &b, false);
-  const std::string line = os.str();
-  EXPECT_NE(line.find("1024"), std::string::npos);
-  EXPECT_NE(line.find("10.00"), std::string::npos);
-  EXPECT_NE(line.find("20.00"), std::string::npos);
-  EXPECT_NE(line.find(" 3\n"), std::string::npos);
-  std::ostringstream os2;
-  print_run_line(os2, &a, nullptr, false);
-  EXPECT_NE(os2.str().find("N/A"), std::string::npos);
+std::string column(const LoweredPlan& p, const std::string& name) {
+  for (const auto& [k, v] : p.columns())
+    if (k == name) return v;
+  return "?";
+}
+
+TEST(LowerCollective, AllreduceBidirPicksItsModeBySize) {
+  const LoweredPlan small = plan_of("allreduce.bidir", 8);
+  EXPECT_EQ(small.path, Path::kernel);
+  EXPECT_EQ(small.kernel.mode, BidirMode::ll);
+  EXPECT_EQ(small.kernel.grid, 1);
+  EXPECT_TRUE(small.kernel.pdl);
+  EXPECT_EQ(small.launches, 100);
+  const LoweredPlan mid = plan_of("allreduce.bidir", 2 << 20);
+  EXPECT_EQ(mid.kernel.mode, BidirMode::lamport);
+  EXPECT_EQ(mid.kernel.grid, 132);  // one CTA per SM of the default machine
+  const LoweredPlan large = plan_of("allreduce.bidir", int64_t(1) << 30);
+  EXPECT_EQ(large.path, Path::general);
+  EXPECT_EQ(*large.mode, BidirMode::copy);
+  EXPECT_EQ(large.launches, 20);
+  EXPECT_EQ(large.reduce_blocks, BidirParams{}.ce_reduce_blocks);
+  // --tune mode= and the forcing names win over the size.
+  EXPECT_EQ(plan_of("allreduce.bidir", 8, "mode=flash").kernel.mode, BidirMode::flash);
+  EXPECT_EQ(plan_of("allreduce.bidir.push", 8).kernel.mode, BidirMode::push);
+  EXPECT_EQ(plan_of("allreduce.bidir.copy", 8).path, Path::general);
+  // A GPU shared by ranks: plain launches, every CTA resident.
+  Machine shared;
+  shared.rank_device = {0, 0};
+  const LoweredPlan s = lower_collective(find_algorithm("allreduce.bidir.ll"), two_ranks(256 << 10), shared);
+  EXPECT_FALSE(s.kernel.pdl);
+  EXPECT_LE(s.kernel.grid, 66);
+  // The occupancy the machine reports bounds the push grid.
+  Machine tight;
+  tight.resident = [](BidirMode, int, int) { return 100; };
+  EXPECT_EQ(lower_collective(find_algorithm("allreduce.bidir.push"), two_ranks(64 << 20), tight).kernel.grid, 100);
+}
+
+TEST(LowerCollective, GeneralSchedulesRunFusedWhileSmall) {
+  const LoweredPlan small = plan_of("allreduce.ring", 4096);
+  EXPECT_EQ(small.path, Path::fused);
+  EXPECT_EQ(small.launches, 100);
+  EXPECT_EQ(column(small, "lanes"), "2");
+  const LoweredPlan large = plan_of("allreduce.ring", 2 << 20);
+  EXPECT_EQ(large.path, Path::general);
+  EXPECT_EQ(large.launches, 20);
+  EXPECT_TRUE(large.held);
+  EXPECT_EQ(column(large, "steps"), std::to_string(large.general.steps.size()));
+  // No GPU waits for another in a 2-rank direct reduce: the general plan, whatever the size.
+  EXPECT_EQ(plan_of("reduce.direct", 16).path, Path::general);
+  EXPECT_EQ(plan_of("allreduce.ring", 4096, "lowering=plan").path, Path::general);
+  EXPECT_EQ(plan_of("allreduce.ring", 4096, "launches=7").launches, 7);
+  // A graph of more nodes than the hold covers is not held.
+  const LoweredPlan tree = plan_of("allreduce.tree", 64 << 20);
+  EXPECT_EQ(tree.held, tree.graph_nodes() <= kMaxHeldGraphNodes);
+  EXPECT_FALSE(tree.held);
+}
+
+TEST(LowerCollective, LibraryAndLinkTest) {
+  const LoweredPlan nccl = plan_of("allreduce.nccl", 1 << 20);
+  EXPECT_EQ(nccl.path, Path::library);
+  EXPECT_EQ(nccl.launches, 100);
+  EXPECT_EQ(column(nccl, "lowering"), "library");
+  const LoweredPlan sol = plan_of("sol.bidir_copy", 1 << 20);
+  EXPECT_EQ(sol.path, Path::general);
+  EXPECT_EQ(sol.general.steps.size(), 2u);
+}
+
+TEST(LowerCollective, ColumnsNameEveryPlanColumnOnce) {
+  const auto cols = plan_of("allreduce.bidir", 8).columns();
+  ASSERT_EQ(cols.size(), plan_column_names().size());
+  for (size_t i = 0; i < cols.size(); ++i) EXPECT_EQ(cols[i].first, plan_column_names()[i]);
+  EXPECT_EQ(column(plan_of("allreduce.bidir", 8), "bidir_mode"), "ll");
+  EXPECT_EQ(column(plan_of("allreduce.bidir", 8), "pdl"), "1");
+}
+
+TEST(LowerCollective, SmsOfKnownGpus) {
+  EXPECT_EQ(sms_of_gpu("NVIDIA H200"), 132);
+  EXPECT_EQ(sms_of_gpu("H20"), 78);
+  EXPECT_EQ(sms_of_gpu("A100-SXM4-80GB"), 108);
+  EXPECT_EQ(sms_of_gpu("something new"), 132);
+}
+
+TEST(PlanSchedule, StepsWithTheirStreamOrderAndEvents) {
+  const LoweredPlan p = plan_of("allreduce.ring", 4 << 20, "lowering=plan");
+  const Schedule s = plan_schedule(p.schedule, p.general);
+  ASSERT_EQ(s.ops.size(), p.general.steps.size());
+  int cross = 0;
+  for (const Op& op : s.ops)
+    for (OpId d : s.deps(op)) cross += s.ops[size_t(d)].rank != op.rank;
+  EXPECT_EQ(cross, int(p.general.cross_device_waits));
 }
 
 }  // namespace
-}  // namespace cclab::exec
+}  // namespace cclab::lower

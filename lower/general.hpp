@@ -11,7 +11,7 @@
 
 #include "algorithms/schedule.hpp"
 
-namespace cclab::exec {
+namespace cclab::lower {
 
 // How a data movement op (put, get, copy) is carried out.
 enum class Engine : uint8_t {
@@ -73,7 +73,12 @@ struct LowerOptions {
 // error when the schedule's dependencies point forward.
 Plan lower(const Schedule& s, const LowerOptions& options);
 
+// The plan as a schedule of its own steps (coalesced copies one op), each on the channel of its stream, each
+// depending on the steps whose events it waits for: what runs, in the form the simulator prices. Refs are
+// resolved (the result is not in place).
+Schedule plan_schedule(const Schedule& s, const Plan& p);
+
 // One line per step, for `cclab run --dump-plan` and test failure messages.
 std::string describe(const Schedule& s, const Plan& p);
 
-}  // namespace cclab::exec
+}  // namespace cclab::lower

@@ -1,4 +1,4 @@
-// The fused small-message path (issue 6): a whole schedule executed by ONE kernel launch per GPU.
+// The fused small-message path: a whole schedule executed by ONE kernel launch per GPU.
 // This header is the encoding, plain data with no CUDA in it (tested on the CPU): the schedule's ops
 // are placed on lanes (one lane per (rank, channel), ops of a lane in emission order, run by a group
 // of CTAs), and every dependency that the lane order does not already imply becomes a wait on a
@@ -22,7 +22,7 @@
 
 #include "algorithms/schedule.hpp"
 
-namespace cclab::exec {
+namespace cclab::lower {
 
 enum class FusedKind : uint8_t {
   copy,    // put, get, copy: dst = src (any of them may be on a peer GPU)
@@ -95,7 +95,7 @@ struct FusedOptions {
   int conflict_window = 64;
   // A lane gets several CTAs only when that saves more data time than its group synchronisations
   // cost (ops that touch what an earlier op of the lane touched make all its CTAs wait for a flag).
-  // Estimates from the first 2 x H200 run (/work/gpu-out/call2, commit f1edc53): alltoall.hier on
+  // Estimates from the first 2 x H200 run (2026-11-22, commit f1edc53): alltoall.hier on
   // 2 ranks took 12.9 us at 16 KiB (one CTA per lane) and 26 us at 64 KiB (2 CTAs, 4 such waits per
   // lane): ~3 us per group wait; one CTA moves 32 KiB in flight per ~1.3 us NVLink round: ~25 GB/s.
   double group_wait_s = 3e-6;
@@ -109,4 +109,45 @@ FusedProgram encode_fused(const Schedule& s, const FusedOptions& options);
 // One line per op, for `--dump-plan`-style diagnostics and test messages.
 std::string describe(const Schedule& s, const FusedProgram& p);
 
-}  // namespace cclab::exec
+// The fused kernel's launch bound (threads per CTA) and the CTAs its per-launch tables hold.
+constexpr int kFusedMaxThreads = 512;
+constexpr int kFusedMaxCtas = 144;  // >= the SMs of an H100/H200 (132)
+
+enum class LoweringMode : uint8_t { plan, fused, automatic };
+
+struct FusedParams {
+  LoweringMode lowering = LoweringMode::automatic;
+  // lowering=auto: fused up to this many bytes (the collective's nccl-tests size), the general
+  // lowering above. On 2 x H200 (scripts/gpu_fused.sh, 2026-11-22) the fused path was faster than the
+  // general lowering at every size up to 1 MiB for every 2-rank schedule except the kernel-only
+  // reduces (see use_fused below) and broadcast at >= 64 KiB (within 25%).
+  int64_t fused_max = 1 << 20;
+  int threads = kFusedMaxThreads;  // per CTA (at most the kernel's launch bound)
+  int64_t cta_bytes = 32 << 10;    // FusedOptions::cta_bytes
+  int max_ctas = 0;                // per launch; 0: one per SM
+  bool pdl = true;                 // programmatic dependent launch (overlap with the previous kernel)
+  // fused_fence=sc: a fence.sc.sys (__threadfence_system) before every flag store, on top of the
+  // release store (the first GPU run's version: zero wrong, ~2 us per flag hop); default "release":
+  // the barrier + st.release.sys alone, which the PTX memory model makes sufficient.
+  bool sc_fence = false;
+  double timeout_s = 10.0;  // kernel spin-wait timeout
+
+  // Reads the keys this path owns from "key=value,..." (lowering, fused_max, fused_threads,
+  // fused_cta_bytes, fused_ctas, fused_pdl, fused_fence, fused_timeout; kernel_timeout is read and kept) and
+  // returns the string without them; throws an input error naming a bad value.
+  std::string apply(const std::string& tune);
+  // Whether `bytes` runs fused under this mode (by size only).
+  bool use_fused(int64_t bytes) const {
+    return lowering == LoweringMode::fused || (lowering == LoweringMode::automatic && bytes <= fused_max);
+  }
+  // The choice for a schedule: auto also keeps the general lowering when its plan has no cross-GPU
+  // waits and no copy-engine copies (e.g. a 2-rank reduce whose root's kernel reads its peer): that
+  // plan needs no GPU-to-GPU handshake, while the fused kernels always pay a start and an end flag
+  // hop (2 x H200: reduce.direct 2.9 us general vs 6.1 us fused at 16 B).
+  bool use_fused(const Schedule& s, const std::vector<int>& rank_device) const;
+  // The encoding's options on GPUs of `sms` SMs (every CTA of a launch must be resident: one per SM).
+  FusedOptions options(const std::vector<int>& rank_device, int sms) const;
+};
+std::string_view lowering_mode_name(LoweringMode m);
+
+}  // namespace cclab::lower

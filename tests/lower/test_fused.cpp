@@ -12,10 +12,9 @@
 #include "algorithms/registry.hpp"
 #include "algorithms/transport.hpp"
 #include "core/error.hpp"
-#include "exec/fused_program.hpp"
-#include "exec/fused_workload.hpp"
+#include "lower/fused.hpp"
 
-namespace cclab::exec {
+namespace cclab::lower {
 namespace {
 
 Schedule empty_schedule(int n, int64_t bytes, const char* coll = "allreduce") {
@@ -444,4 +443,4 @@ TEST(FusedParams, TuneKeysAreTakenAndOthersPassedOn) {
 }
 
 }  // namespace
-}  // namespace cclab::exec
+}  // namespace cclab::lower

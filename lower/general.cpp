@@ -1,4 +1,4 @@
-#include "exec/plan.hpp"
+#include "lower/general.hpp"
 
 #include <algorithm>
 #include <functional>
@@ -6,7 +6,7 @@
 
 #include "core/error.hpp"
 
-namespace cclab::exec {
+namespace cclab::lower {
 
 namespace {
 
@@ -157,6 +157,31 @@ Plan lower(const Schedule& s, const LowerOptions& options) {
   return p;
 }
 
+Schedule plan_schedule(const Schedule& s, const Plan& p) {
+  Schedule out = s;
+  out.in_place = false;  // the steps' refs are resolved already
+  out.ops.clear();
+  out.dep_pool.clear();
+  std::vector<OpId> recorder(size_t(p.num_events()), kNoOp);  // the step that records each event
+  for (size_t i = 0; i < p.steps.size(); ++i) {
+    const PlanStep& st = p.steps[i];
+    Op op = s.ops[size_t(st.op)];
+    op.rank = p.streams[size_t(st.stream)].rank;
+    op.channel = uint8_t(p.streams[size_t(st.stream)].channel);  // distinct per stream of a rank
+    op.dst = st.dst;
+    op.src = st.src;
+    op.src2 = st.src2;
+    op.bytes = st.bytes;
+    op.dep_begin = uint32_t(out.dep_pool.size());
+    for (int32_t e : p.waits(st))
+      if (recorder[size_t(e)] != kNoOp) out.dep_pool.push_back(recorder[size_t(e)]);
+    op.dep_count = uint32_t(out.dep_pool.size() - op.dep_begin);
+    if (st.record >= 0) recorder[size_t(st.record)] = OpId(i);
+    out.ops.push_back(op);
+  }
+  return out;
+}
+
 std::string describe(const Schedule& s, const Plan& p) {
   static const char* kinds[] = {"memcpy", "copy_kernel", "reduce_kernel", "compute"};
   auto ref = [](Ref r) {
@@ -179,4 +204,4 @@ std::string describe(const Schedule& s, const Plan& p) {
   return os.str();
 }
 
-}  // namespace cclab::exec
+}  // namespace cclab::lower

@@ -1,0 +1,134 @@
+// allreduce.bidir's lowering choices (ALGORITHMS.md, "Bidirectional all-reduce"): which kernel mode runs a
+// size, and each mode's launch (grid, threads, unroll, stages, PDL), from the message, the GPU's SM count and
+// the tune settings. The executor launches what this says; the simulator prices the same launch.
+//  - ll:      8-byte words of 4 data bytes + a 4-byte epoch flag pushed into every peer (small messages);
+//  - flash:   one-shot pull of the peers' buffers (registers, or shared memory with cp.async);
+//  - stream:  persistent lanes over bounded rings of slots in peer memory;
+//  - push:    one-shot push with per-tile progress flags;
+//  - lamport: one-shot push where a NaN sentinel marks what has not arrived;
+//  - copy:    copy engines reduce-scatter + all-gather (a schedule on the general lowering).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "algorithms/schedule.hpp"
+
+namespace cclab::lower {
+
+// Limits of the kernels' argument blocks and control words (exec/bidir_kernels.cuh sizes its arrays by them).
+constexpr int kBidirMaxRanks = 8;
+constexpr int kBidirMaxBlocks = 1024;  // flash, ll, push and lamport CTAs
+constexpr int kBidirMaxLanes = 512;    // stream lanes
+
+enum class BidirMode : uint8_t { ll, flash, stream, copy, push, lamport };
+std::string_view bidir_mode_name(BidirMode m);
+BidirMode parse_bidir_mode(std::string_view s);
+
+struct BidirParams {
+  // flash
+  int flash_blocks = 0;  // 0: 2 per SM (divided among ranks sharing a GPU)
+  int flash_threads = 512;
+  int flash_stages = 4;
+  int flash_unroll = 2;  // 16-byte vectors per thread per tile (cp.async engine)
+  // "ldg": peer tiles through registers with plain 16-byte loads (2 ranks); "cp.async": through
+  // shared memory with cp.async, several stages deep (any rank count).
+  std::string flash_engine = "ldg";
+  int flash_ldg_unroll = 4;
+  // allreduce.bidir's choice by size: ll up to auto_ll_max bytes, auto_mid up to auto_flash_max, then
+  // auto_large. The defaults are the crossovers scripts/measure.sh calibrates on 2 x H200
+  // (results/h200x2/exec_calibration.csv); a run passes its own with --tune.
+  int64_t auto_ll_max = 128 << 10;
+  int64_t auto_flash_max = 256 << 20;
+  BidirMode auto_mid = BidirMode::lamport;  // the mode between auto_ll_max and auto_flash_max
+  BidirMode auto_large = BidirMode::copy;
+  // push
+  int push_blocks = 0;     // 0: 2 per SM (divided among ranks sharing a GPU)
+  int push_threads = 512;  // half producers, half consumers
+  int push_unroll = 4;     // 16-byte vectors per producer thread per tile
+  bool push_pdl = true;
+  // lamport
+  int lamport_blocks = 0;  // 0: one per SM (fewer when ranks share a GPU)
+  int lamport_threads = 256;
+  int lamport_unroll = 2;      // 16-byte vectors per thread per tile
+  int lamport_ahead = 2;       // tiles a thread sends before it receives the first
+  bool lamport_split = false;  // out of place: half the threads send, half receive
+  bool lamport_pdl = true;
+  int64_t lamport_max_bytes = 256 << 20;  // 2 receive buffers of this per peer, allocated as used
+  // stream
+  int lanes = 0;  // 0: one per SM
+  int slots = 4;
+  int64_t slot_bytes = 256 << 10;
+  int stream_threads = 512;  // half producers, half consumers
+  // ll
+  int ll_blocks = 0;  // 0: enough for one word pair per thread
+  int ll_threads = 256;
+  // Programmatic dependent launch: a kernel's launch overlaps the previous one on the stream
+  // (griddepcontrol.wait orders the memory; the executor falls back to plain launches).
+  bool ll_pdl = true;
+  bool flash_pdl = true;  // the register engine
+  // copy-engine pipeline
+  int64_t ce_chunk = 32 << 20;
+  // ce_pieces > 0: chunk = (bytes of a rank's part) / ce_pieces, clamped to [4 MiB, 64 MiB]
+  // (copy engines reach ~366 GB/s on 16 MiB copies and ~389 on 64 MiB: shared/hardware/h200x2.md), so
+  // large messages get large copies while the pipeline still has ce_pieces stages to overlap.
+  int ce_pieces = 2;  // 0: fixed ce_chunk
+  int ce_slots = 3;
+  // CTAs of the copy pipeline's reduce kernels: few, so the copy engines keep their share of HBM
+  // (2 x H200: 256 MiB went from 0.87 to 0.92 x sol.bidir_copy with 32 instead of 2 per SM).
+  int ce_reduce_blocks = 32;
+  bool ce_push = false;  // one-shot: copy engines push (put) instead of pull (get)
+  // Reduce-scatter + all-gather on copy engines (each rank reduces 1/n of the data, then pushes it
+  // to every peer), rather than the one-shot pull where every rank reduces everything.
+  bool ce_split = true;
+  int64_t ll_max_bytes = 256 << 10;  // the ll receive buffers hold this per peer and parity
+  double kernel_timeout_s = 10.0;    // kernel spin-wait timeout
+
+  // Applies the keys this path owns from "key=value,key=value" (cclab run --tune); keys of the other
+  // lowering settings (lowering, fused_*, streams, launches, ...) and NCCL's (NCCL_*) are left to their readers.
+  // Throws an input error naming a bad value.
+  void apply(const std::string& tune);
+  std::string describe(BidirMode m) const;
+};
+
+// allreduce.bidir's mode for a size.
+BidirMode choose_bidir_mode(int64_t bytes, int nranks, const BidirParams& p);
+
+// What a mode's kernel launch looks like on one GPU.
+struct BidirLaunch {
+  BidirMode mode = BidirMode::ll;
+  int grid = 1;        // CTAs per GPU (stream: lanes)
+  int threads = 0;     // per CTA
+  int unroll = 1;      // 16-byte vectors per thread per tile (the kernel instance)
+  int stages = 0;      // flash cp.async engine: pipeline stages
+  size_t smem = 0;     // flash cp.async engine: dynamic shared memory per CTA
+  bool ldg = false;    // flash: the register engine
+  bool pdl = false;    // launched with programmatic dependent launch
+  int ring_lanes = 0;  // stream: lanes the ring is laid out for
+};
+
+// The GPU facts a launch depends on.
+struct LaunchLimits {
+  int sms = 0;    // SMs per GPU
+  int share = 1;  // ranks per GPU (tests run several ranks on one GPU)
+  // CTAs of a mode's kernel (at `threads`, `unroll`) that fit on the GPU at once; 0 or empty: no limit
+  // beyond the grid the mode asks for (the executor asks CUDA's occupancy calculator).
+  std::function<int(BidirMode mode, int threads, int unroll)> resident;
+};
+
+// The launch of `mode` for an all-reduce of `bytes` on `nranks` ranks. Throws an input error where the
+// mode cannot run that size (ll beyond ll_max_bytes, lamport beyond lamport_max_bytes).
+BidirLaunch bidir_launch(BidirMode mode, int64_t bytes, int nranks, bool in_place, const BidirParams& p,
+                         const LaunchLimits& gpu);
+
+// The copy-engine pipeline (algorithms/copy_pipeline.hpp) with the ce_* parameters, run by the general
+// lowering.
+Schedule bidir_copy_schedule(int nranks, int64_t count, DType dtype, RedOp op, bool in_place, const BidirParams& p);
+
+// sol.bidir_copy: rank r's copy engine pushes its input into rank r-1's output, all at once
+// (S bytes each way for 2 GPUs): the speed of light of the link in both directions.
+Schedule sol_bidir_copy_schedule(int nranks, int64_t count, DType dtype, int chunks);
+
+}  // namespace cclab::lower

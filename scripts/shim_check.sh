@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# libcclab_nccl.so under nccl-tests, on a GPU machine (issue 22), from the repository root:
+#   1. builds the shim (or uses CCLAB_SHIM_LIB) and nccl-tests from the copy in NCCL_TESTS_DIR (none is
+#      committed; the copy is left untouched: binaries go to a scratch folder);
+#   2. checks that LD_PRELOAD reaches the shim (CCLAB_DEBUG=1 on one small run);
+#   3. all_reduce_perf -b 8 -e 1G -f 2 -g $NGPUS with NCCL alone and through the shim, eager and with -G 100;
+#   4. all_gather_perf, reduce_scatter_perf, broadcast_perf, alltoall_perf, sendrecv_perf, NCCL alone and
+#      through the shim (eager);
+#   5. writes every log, summary.csv (one row per run and size, nccl-tests' columns) and allreduce_compare.csv
+#      (NCCL alone against the shim, per size and launch style) to $OUT, and prints the #wrong totals last.
+# Environment: NCCL_TESTS_DIR (required), OUT (default /tmp/cclab_shim_out), NGPUS (2), CCLAB_SHIM_LIB,
+# CUDA_HOME (/usr/local/cuda), NCCL_HOME (nccl-tests' default when unset), MAX_BYTES (1G), DEADLINE (560 s).
+# Exit status: 0 when every run finished with #wrong 0, 1 otherwise, 2 when it could not start.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 2
+if [ -z "${NCCL_TESTS_DIR:-}" ]; then
+  echo "shim_check: set NCCL_TESTS_DIR to a copy of https://github.com/NVIDIA/nccl-tests (none is committed)" >&2
+  exit 2
+fi
+[ -f "$NCCL_TESTS_DIR/Makefile" ] || { echo "shim_check: no Makefile in NCCL_TESTS_DIR=$NCCL_TESTS_DIR" >&2; exit 2; }
+OUT=${OUT:-/tmp/cclab_shim_out}
+NGPUS=${NGPUS:-2}
+MAX_BYTES=${MAX_BYTES:-1G}
+CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+DEADLINE=${DEADLINE:-560}  # seconds: later runs are skipped past it (a device call has 600)
+mkdir -p "$OUT"
+LOGS="$OUT/logs" && mkdir -p "$LOGS"
+T0=$(date +%s)
+stamp() { echo "## [$(($(date +%s) - T0)) s] $*"; }
+left() { echo $((DEADLINE - ($(date +%s) - T0))); }
+
+stamp "machine"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -8
+nvidia-smi topo -m 2>&1 | head -$((NGPUS + 1))
+
+# 1. the shim and nccl-tests
+SHIM=${CCLAB_SHIM_LIB:-}
+if [ -z "$SHIM" ]; then
+  stamp "building libcclab_nccl.so"
+  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DCCLAB_BENCH=OFF \
+    >"$LOGS/cmake.log" 2>&1 || { tail -30 "$LOGS/cmake.log"; exit 2; }
+  cmake --build build-gpu --target cclab_nccl >"$LOGS/build_shim.log" 2>&1 ||
+    { grep -E "error|FAILED" -A3 "$LOGS/build_shim.log" | head -40; exit 2; }
+  SHIM=$PWD/build-gpu/shim/libcclab_nccl.so
+fi
+[ -f "$SHIM" ] || { echo "shim_check: no shim library at $SHIM" >&2; exit 2; }
+SHIM=$(readlink -f "$SHIM")
+
+stamp "building nccl-tests from $NCCL_TESTS_DIR"
+NT_BUILD=${NT_BUILD:-/tmp/cclab_nccl_tests_build}
+make_args=(-C "$NCCL_TESTS_DIR" -j "$(nproc)" BUILDDIR="$NT_BUILD" CUDA_HOME="$CUDA_HOME"
+  NVCC_GENCODE="-gencode=arch=compute_90,code=sm_90")
+[ -n "${NCCL_HOME:-}" ] && make_args+=(NCCL_HOME="$NCCL_HOME")
+make "${make_args[@]}" >"$LOGS/build_nccl_tests.log" 2>&1 ||
+  { tail -30 "$LOGS/build_nccl_tests.log"; exit 2; }
+[ -x "$NT_BUILD/all_reduce_perf" ] || { echo "shim_check: no all_reduce_perf in $NT_BUILD" >&2; exit 2; }
+if ! ldd "$NT_BUILD/all_reduce_perf" | grep -q "libnccl"; then
+  echo "shim_check: all_reduce_perf does not link libnccl dynamically: LD_PRELOAD cannot reach it" >&2
+  exit 2
+fi
+ldd "$NT_BUILD/all_reduce_perf" | grep -E "nccl|cudart" | tee "$LOGS/ldd.txt"
+
+# 2. the preload reaches the shim: its CCLAB_DEBUG lines appear
+stamp "LD_PRELOAD check"
+CCLAB_DEBUG=1 LD_PRELOAD="$SHIM" timeout 120 "$NT_BUILD/all_reduce_perf" -b 1M -e 1M -g "$NGPUS" -n 1 -w 1 \
+  >"$LOGS/preload_check.log" 2>&1
+if ! grep -q "^cclab: forwarding to the real NCCL" "$LOGS/preload_check.log" ||
+  ! grep -q "^cclab: ncclAllReduce" "$LOGS/preload_check.log"; then
+  echo "shim_check: the shim did not see the calls under LD_PRELOAD (see $LOGS/preload_check.log)" >&2
+  tail -20 "$LOGS/preload_check.log" >&2
+  exit 2
+fi
+grep "^cclab:" "$LOGS/preload_check.log" | sort | uniq -c | head -8
+
+# 3-4. the runs: name binary library(nccl|cclab) launch(eager|graph) extra args
+FAILED_RUNS=()
+run() {
+  local name=$1 bin=$2 lib=$3 launch=$4
+  shift 4
+  if [ "$(left)" -lt 30 ]; then
+    echo "## skipped (only $(left) s left): $name"
+    FAILED_RUNS+=("$name:skipped")
+    return
+  fi
+  local pre=()
+  [ "$lib" = cclab ] && pre=(env LD_PRELOAD="$SHIM")
+  local args=(-b 8 -e "$MAX_BYTES" -f 2 -g "$NGPUS" "$@")
+  [ "$launch" = graph ] && args+=(-G 100)
+  stamp "$name: $bin ${args[*]} (${lib})"
+  echo "$lib $launch $bin ${args[*]}" >"$LOGS/run_$name.log"
+  local limit=$(($(left) - 10))
+  [ "$limit" -gt 300 ] && limit=300
+  ${pre[@]+"${pre[@]}"} timeout "$limit" "$NT_BUILD/$bin" "${args[@]}" >>"$LOGS/run_$name.log" 2>&1
+  local rc=$?
+  [ $rc -eq 0 ] || FAILED_RUNS+=("$name:rc=$rc")
+  grep -E "Out of bounds|Avg bus bandwidth" "$LOGS/run_$name.log" | sed "s/^/   /"
+}
+for launch in eager graph; do
+  run "all_reduce_nccl_$launch" all_reduce_perf nccl $launch
+  run "all_reduce_cclab_$launch" all_reduce_perf cclab $launch
+done
+for b in all_gather reduce_scatter broadcast alltoall sendrecv; do
+  run "${b}_nccl_eager" "${b}_perf" nccl eager
+  run "${b}_cclab_eager" "${b}_perf" cclab eager
+done
+
+# 5. the summary: nccl-tests' data rows are "size count type redop root" then time algbw busbw #wrong out of
+# place, then the same in place
+stamp "summary"
+SUMMARY="$OUT/summary.csv"
+echo "run,binary,library,launch,size,count,type,redop,root,oop_time_us,oop_algbw,oop_busbw,oop_wrong,ip_time_us,ip_algbw,ip_busbw,ip_wrong" >"$SUMMARY"
+for log in "$LOGS"/run_*.log; do
+  [ -f "$log" ] || continue
+  name=$(basename "$log" .log)
+  name=${name#run_}
+  read -r lib launch bin _ <"$log"
+  awk -v run="$name" -v bin="$bin" -v lib="$lib" -v launch="$launch" 'BEGIN { OFS = "," }
+    $1 ~ /^[0-9]+$/ && NF >= 13 { print run, bin, lib, launch, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13 }' \
+    "$log" >>"$SUMMARY"
+done
+# NCCL alone against the shim, all_reduce_perf, per size and launch style (out of place)
+COMPARE="$OUT/allreduce_compare.csv"
+echo "launch,size,nccl_time_us,cclab_time_us,time_ratio,nccl_busbw,cclab_busbw,busbw_ratio" >"$COMPARE"
+awk -F, 'NR > 1 && $2 == "all_reduce_perf" { key = $4 "," $5; t[$3, key] = $10; bw[$3, key] = $12; keys[key] = 1 }
+  END {
+    for (k in keys) if ((("nccl", k) in t) && (("cclab", k) in t)) {
+      tr = t["nccl", k] > 0 ? t["cclab", k] / t["nccl", k] : 0
+      br = bw["nccl", k] > 0 ? bw["cclab", k] / bw["nccl", k] : 0
+      printf "%s,%s,%s,%.3f,%s,%s,%.3f\n", k, t["nccl", k], t["cclab", k], tr, bw["nccl", k], bw["cclab", k], br
+    }
+  }' "$SUMMARY" | sort -t, -k1,1 -k2,2n >>"$COMPARE"
+column -s, -t "$COMPARE" | head -70
+
+wrong=$(awk -F, 'NR > 1 { w = 0; if ($13 ~ /^[0-9]+$/) w += $13; if ($17 ~ /^[0-9]+$/) w += $17; if (w > 0) print $1 " size " $5 ": #wrong " w }' "$SUMMARY")
+rows=$(($(wc -l <"$SUMMARY") - 1))
+stamp "done: $rows rows in $SUMMARY"
+if [ -n "$wrong" ]; then
+  echo "#wrong not 0:"
+  echo "$wrong" | head -20
+fi
+if [ ${#FAILED_RUNS[@]} -gt 0 ]; then echo "runs that failed or were skipped: ${FAILED_RUNS[*]}"; fi
+[ -z "$wrong" ] && [ ${#FAILED_RUNS[@]} -eq 0 ] && [ "$rows" -gt 0 ]

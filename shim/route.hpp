@@ -1,0 +1,47 @@
+// The shim's one decision: does an ncclAllReduce call run cclab's allreduce.bidir or go to the real NCCL?
+// A pure function of what the shim knows about the call, the communicator and its own state, so the
+// whole table is tested on the CPU (tests/shim/test_shim_route.cpp). Anything not known to be safe
+// forwards: the cclab path must never give a wrong result or hang.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace cclab::shim {
+
+enum class Path { nccl, cclab };
+
+struct RouteInput {
+  // the call
+  int dtype = -1;          // ncclDataType_t
+  int op = -1;             // ncclRedOp_t (values from ncclNumOps up are ncclRedOpCreate* ops)
+  size_t bytes = 0;        // count x element size
+  bool aligned = false;    // sendbuff and recvbuff 16-byte aligned (the kernels move 16-byte vectors)
+  bool in_group = false;   // between ncclGroupStart and ncclGroupEnd on this thread
+  bool capturing = false;  // the stream is being captured into a CUDA graph
+  // the communicator
+  bool comm_probed = false;   // the facts below were established for this communicator
+  int nranks = 0;             // ranks in the communicator
+  bool one_node_p2p = false;  // every rank on one node, NVLink P2P between every pair
+  // the shim
+  bool disabled = false;           // CCLAB_DISABLE=1
+  bool path_built = false;         // the cclab path (per-communicator buffers, launch) is in this library
+  bool capture_supported = false;  // the cclab path may be captured into CUDA graphs
+  int max_ranks = 8;               // the largest communicator the cclab path covers
+};
+
+struct Route {
+  Path path = Path::nccl;
+  std::string reason;  // one phrase, for CCLAB_DEBUG
+};
+
+// Checks in a fixed order and returns the first reason to forward, else cclab.
+Route route_allreduce(const RouteInput& in);
+
+// Names for the debug lines: nccl-tests' spellings ("float", "half", "bfloat16", "sum", ...), or the number.
+std::string dtype_name(int dtype);
+std::string op_name(int op);
+// Element size of an ncclDataType_t in bytes, 0 for an unknown type.
+size_t dtype_size(int dtype);
+
+}  // namespace cclab::shim

@@ -1,0 +1,90 @@
+// One prediction path (DESIGN.md, "Prediction: before the run, from the inputs alone"): for committed GPU records,
+// `cclab sim` given a row's inputs (algorithm, ranks, size, dtype, settings) prints the prediction `cclab compare`
+// prices for that row, and every row that names the plan it ran ran the plan priced.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "core/record.hpp"
+#include "model/profile.hpp"
+#include "sim/compare.hpp"
+
+namespace cclab {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string run(const std::string& args) {
+  const std::string cmd = std::string(CCLAB_BINARY) + " " + args + " 2>&1";
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return "popen failed";
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+  pclose(p);
+  return out;
+}
+
+const std::string* extra(const Record& r, const std::string& key) {
+  for (const auto& [k, v] : r.extra)
+    if (k == key) return &v;
+  return nullptr;
+}
+
+struct Machine {
+  std::string records, profile, topo;
+};
+
+// The committed machines with a profile (results/<name>/ beside profiles/<name>.json).
+std::vector<Machine> machines() {
+  std::vector<Machine> m;
+  const fs::path root = CCLAB_SOURCE_DIR;
+  for (const std::string name : {"h200x2", "h200x4", "h100x2", "h100x4"})
+    if (fs::exists(root / "results" / name) && fs::exists(root / "profiles" / (name + ".json")))
+      m.push_back({(root / "results" / name).string(), (root / "profiles" / (name + ".json")).string(), name});
+  return m;
+}
+
+TEST(OnePredictionPath, SimWithARowsInputsPrintsComparesPrediction) {
+  const auto ms = machines();
+  if (ms.empty()) GTEST_SKIP() << "no committed records with a profile";
+  const fs::path tmp = fs::temp_directory_path() / "cclab_sim_is_compare";
+  fs::create_directories(tmp);
+  for (const Machine& m : ms) {
+    const model::Target target = model::resolve_target(m.profile);
+    sim::RowPredictor predictor(target);
+    const sim::Comparison c = sim::compare(read_records(m.records), predictor);
+    ASSERT_FALSE(c.rows.empty()) << m.records;
+    // Every row that names its plan ran the plan priced.
+    for (const auto& [row, diff] : c.plan_mismatches) ADD_FAILURE() << m.topo << ": " << row << ": " << diff;
+    // One out-of-place row per algorithm and dtype (the middle size of its sweep), through `cclab sim`.
+    std::map<std::pair<std::string, std::string>, std::vector<const Record*>> series;
+    for (const Record& r : c.rows)
+      if (!r.in_place && r.shape.empty() && !extra(r, "rows")) series[{r.algo, r.dtype}].push_back(&r);
+    int checked = 0;
+    for (const auto& [key, rows] : series) {
+      const Record& r = *rows[rows.size() / 2];
+      const std::string* tune = extra(r, "tune");
+      const std::string csv = (tmp / "row.csv").string();
+      fs::remove(csv);
+      const std::string out =
+          run("sim --topo " + m.topo + " --profile " + m.profile + " --algo " + r.algo + " -g " +
+              std::to_string(r.ranks) + " -b " + std::to_string(r.bytes) + " -e " + std::to_string(r.bytes) + " -d " +
+              r.dtype + (tune && !tune->empty() ? " --tune '" + *tune + "'" : "") + " --csv " + csv);
+      const auto simulated = read_records(csv);
+      ASSERT_EQ(simulated.size(), 1u) << r.algo << " " << r.bytes << ": " << out;
+      EXPECT_NEAR(simulated[0].time_us, *r.pred_time_us, 1e-3 * *r.pred_time_us) << r.algo << " " << r.bytes;
+      ++checked;
+    }
+    EXPECT_GT(checked, 10) << m.records;
+  }
+  fs::remove_all(tmp);
+}
+
+}  // namespace
+}  // namespace cclab

@@ -1,0 +1,125 @@
+// The shim's all-reduce route (shim/route.hpp): the cclab path only where every condition holds, and
+// the first failing condition named otherwise.
+#include <gtest/gtest.h>
+#include <nccl.h>
+
+#include "shim/route.hpp"
+
+using cclab::shim::Path;
+using cclab::shim::route_allreduce;
+using cclab::shim::RouteInput;
+
+namespace {
+
+// Every condition met: float sum, 4 MiB, two ranks on one NVLink node, the path built.
+RouteInput covered() {
+  RouteInput in;
+  in.dtype = ncclFloat32;
+  in.op = ncclSum;
+  in.bytes = 4 << 20;
+  in.aligned = true;
+  in.comm_probed = true;
+  in.nranks = 2;
+  in.one_node_p2p = true;
+  in.path_built = true;
+  in.capture_supported = true;
+  return in;
+}
+
+std::string reason_of(const RouteInput& in) {
+  const auto r = route_allreduce(in);
+  return r.path == Path::cclab ? "cclab: " + r.reason : r.reason;
+}
+
+}  // namespace
+
+TEST(ShimRoute, CoveredCallsRunCclab) {
+  for (int dtype : {ncclFloat32, ncclFloat16, ncclBfloat16}) {
+    for (int nranks : {2, 4, 8}) {
+      for (size_t bytes : {size_t(8), size_t(1) << 20, size_t(1) << 30}) {
+        RouteInput in = covered();
+        in.dtype = dtype;
+        in.nranks = nranks;
+        in.bytes = bytes;
+        const auto r = route_allreduce(in);
+        EXPECT_EQ(r.path, Path::cclab) << dtype << " " << nranks << " " << bytes << ": " << r.reason;
+        EXPECT_EQ(r.reason, "allreduce.bidir");
+      }
+    }
+  }
+  RouteInput in = covered();
+  in.capturing = true;  // capturable where the path says so
+  EXPECT_EQ(route_allreduce(in).path, Path::cclab);
+}
+
+TEST(ShimRoute, EachUncoveredConditionForwardsWithItsReason) {
+  struct Case {
+    const char* what;
+    void (*change)(RouteInput&);
+    const char* reason;
+  };
+  const Case cases[] = {
+      {"disabled", [](RouteInput& in) { in.disabled = true; }, "CCLAB_DISABLE=1"},
+      {"int32", [](RouteInput& in) { in.dtype = ncclInt32; }, "dtype int32 (cclab covers float, half, bfloat16)"},
+      {"double", [](RouteInput& in) { in.dtype = ncclFloat64; }, "dtype double (cclab covers float, half, bfloat16)"},
+      {"int8", [](RouteInput& in) { in.dtype = ncclInt8; }, "dtype int8 (cclab covers float, half, bfloat16)"},
+      {"unknown dtype", [](RouteInput& in) { in.dtype = 99; }, "dtype type99 (cclab covers float, half, bfloat16)"},
+      {"prod", [](RouteInput& in) { in.op = ncclProd; }, "op prod (cclab covers sum)"},
+      {"max", [](RouteInput& in) { in.op = ncclMax; }, "op max (cclab covers sum)"},
+      {"min", [](RouteInput& in) { in.op = ncclMin; }, "op min (cclab covers sum)"},
+      {"avg", [](RouteInput& in) { in.op = ncclAvg; }, "op avg (cclab covers sum)"},
+      {"premulsum", [](RouteInput& in) { in.op = ncclNumOps; }, "op custom5 (cclab covers sum)"},
+      {"empty", [](RouteInput& in) { in.bytes = 0; }, "empty message"},
+      {"misaligned", [](RouteInput& in) { in.aligned = false; }, "buffers not 16-byte aligned"},
+      {"group", [](RouteInput& in) { in.in_group = true; }, "inside ncclGroupStart/ncclGroupEnd"},
+      {"capture unsupported",
+       [](RouteInput& in) {
+         in.capturing = true;
+         in.capture_supported = false;
+       },
+       "stream capture not supported by the cclab path"},
+      {"not probed", [](RouteInput& in) { in.comm_probed = false; },
+       "communicator not probed (node, P2P, peer buffers)"},
+      {"one rank", [](RouteInput& in) { in.nranks = 1; }, "single rank"},
+      {"16 ranks", [](RouteInput& in) { in.nranks = 16; }, "16 ranks (cclab covers up to 8)"},
+      {"no p2p", [](RouteInput& in) { in.one_node_p2p = false; }, "ranks not all on one node with NVLink P2P"},
+      {"not built", [](RouteInput& in) { in.path_built = false; }, "cclab path not built in this library"},
+  };
+  for (const Case& c : cases) {
+    RouteInput in = covered();
+    c.change(in);
+    const auto r = route_allreduce(in);
+    EXPECT_EQ(r.path, Path::nccl) << c.what;
+    EXPECT_EQ(r.reason, c.reason) << c.what;
+  }
+}
+
+TEST(ShimRoute, TheFirstReasonWins) {
+  RouteInput in = covered();
+  in.path_built = false;
+  in.one_node_p2p = false;
+  in.op = ncclMax;
+  EXPECT_EQ(reason_of(in), "op max (cclab covers sum)");
+  in.disabled = true;
+  EXPECT_EQ(reason_of(in), "CCLAB_DISABLE=1");
+  // What the shim passes today (nothing probed, nothing built) forwards a covered call.
+  RouteInput today;
+  today.dtype = ncclFloat32;
+  today.op = ncclSum;
+  today.bytes = 1 << 20;
+  today.aligned = true;
+  EXPECT_EQ(reason_of(today), "communicator not probed (node, P2P, peer buffers)");
+}
+
+TEST(ShimRoute, NamesAndSizes) {
+  EXPECT_EQ(cclab::shim::dtype_name(ncclFloat), "float");
+  EXPECT_EQ(cclab::shim::dtype_name(ncclHalf), "half");
+  EXPECT_EQ(cclab::shim::dtype_name(ncclBfloat16), "bfloat16");
+  EXPECT_EQ(cclab::shim::op_name(ncclSum), "sum");
+  EXPECT_EQ(cclab::shim::dtype_size(ncclFloat), 4u);
+  EXPECT_EQ(cclab::shim::dtype_size(ncclHalf), 2u);
+  EXPECT_EQ(cclab::shim::dtype_size(ncclBfloat16), 2u);
+  EXPECT_EQ(cclab::shim::dtype_size(ncclDouble), 8u);
+  EXPECT_EQ(cclab::shim::dtype_size(ncclUint8), 1u);
+  EXPECT_EQ(cclab::shim::dtype_size(99), 0u);
+}
