@@ -15,8 +15,8 @@
 #include "core/parse.hpp"
 #include "core/record.hpp"
 #include "lower/lowering.hpp"
-#include "model/params.hpp"
 #include "sim/predict.hpp"
+#include "sim/sweep.hpp"
 #include "sim/trace.hpp"
 #include "topology/topology.hpp"
 
@@ -94,12 +94,6 @@ class StopOnSignal {
   struct sigaction old_term_ {};
 };
 
-std::string join_ints(const std::vector<int>& v) {
-  std::string s;
-  for (int x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
-  return s;
-}
-
 nlohmann::ordered_json record_json(const Record& r) {
   nlohmann::ordered_json j;
   j["algo"] = r.algo;
@@ -139,60 +133,34 @@ int cmd_sim(const Argv& argv) {
   if (!args.has("--algo")) throw_input("cclab sim: --algo is required (a name from 'cclab list', or 'all')");
   if (args.has("-g") && args.has("--gpus")) throw_input("cclab sim: give either -g or --gpus, not both");
 
-  // Topology and ranks.
-  topo::Topology topo = topo::load_topology(*args.get("--topo"));
-  std::string topo_label = topo.name;
-  int nranks = topo.num_gpus();
+  // Topology and ranks (the sweep checks the selection against the topology).
+  sim::SweepRequest req;
+  req.topology = topo::load_topology(*args.get("--topo"));
   if (auto g = args.get("--gpus")) {
-    const std::vector<int> list = parse_int_list("--gpus", *g);
-    for (int x : list)
-      if (x >= topo.num_gpus())
-        throw_input("cclab sim: --gpus " + *g + ": GPU " + std::to_string(x) + " is beyond topology '" + topo.name +
-                    "' (" + std::to_string(topo.num_gpus()) + " GPUs)");
-    topo = topo::select_gpus(topo, list);
-    topo_label += "[" + join_ints(list) + "]";
-    nranks = int(list.size());
+    req.gpus = parse_int_list("--gpus", *g);
   } else if (auto g = args.get("-g")) {
-    nranks = int(parse_int("-g", *g, 1, 1 << 24));
-    if (nranks > topo.num_gpus())
-      throw_input("cclab sim: -g " + std::to_string(nranks) + ": topology '" + topo.name + "' has only " +
-                  std::to_string(topo.num_gpus()) + " GPUs");
+    req.ngpus = int(parse_int("-g", *g, 1, 1 << 24));
   }
-  topo::RouteOptions route;
   if (auto w = args.get("--without")) {
     if (*w != "nvlink") throw_input("cclab sim: --without takes 'nvlink' (got '" + *w + "')");
-    route.without_nvlink = true;
-    topo_label += "+without-nvlink";
+    req.without_nvlink = true;
   }
-  if (args.has("--no-p2p")) {
-    route.no_p2p = true;
-    topo_label += "+no-p2p";
-  }
+  req.no_p2p = args.has("--no-p2p");
 
   // Sizes.
   const int64_t minb = parse_size("-b", args.get_or("-b", "8"));
   const int64_t maxb = parse_size("-e", args.get_or("-e", "1G"));
   const int64_t factor = parse_int("-f", args.get_or("-f", "2"), 2, 1 << 20);
-  if (minb < 1) throw_input("cclab sim: -b must be at least 1 byte");
-  if (minb > maxb) throw_input("cclab sim: -b " + std::to_string(minb) + " is larger than -e " + std::to_string(maxb));
-  std::vector<int64_t> sizes;
-  for (int64_t b = minb; b <= maxb; b *= factor) {
-    sizes.push_back(b);
-    if (b > maxb / factor) break;
-  }
+  req.sizes = sim::sweep_sizes(minb, maxb, factor);
 
-  AlgoArgs base;
-  base.nranks = nranks;
+  AlgoArgs& base = req.base;
   base.dtype = parse_dtype(args.get_or("-d", "float"));
   base.redop = parse_redop(args.get_or("-o", "sum"));
   base.root = int(parse_int("-r", args.get_or("-r", "0"), 0, 1 << 24));
-  base.node_size = args.has("--node-size") ? int(parse_int("--node-size", *args.get("--node-size"), 1, 1 << 24))
-                                           : std::min(topo.gpus_per_server(), nranks);
-  if (base.node_size <= 0) base.node_size = nranks;
+  if (args.has("--node-size")) base.node_size = int(parse_int("--node-size", *args.get("--node-size"), 1, 1 << 24));
   base.tune = args.get_or("--tune", "");
   lower::parse_settings(base.tune);  // an unknown key or a bad value is an input error before any row
-  const bool have_shape = args.has("--shape");
-  if (have_shape) {
+  if (args.has("--shape")) {
     // M,K,N may repeat values (parse_int_list rejects duplicates), so split by hand.
     const std::string text = *args.get("--shape");
     std::vector<int64_t> mkn;
@@ -226,51 +194,10 @@ int cmd_sim(const Argv& argv) {
   } else if (args.has("--density") || args.has("--dist")) {
     throw_input("cclab sim: --density / --dist need --rows and --dim");
   }
+  req.algo = *args.get("--algo");
+  if (auto prof = args.get("--profile")) req.profile = *prof;
+  req.trace = args.has("--trace");
 
-  // Algorithms.
-  std::vector<const Algorithm*> algos;
-  const std::string algo_arg = *args.get("--algo");
-  if (algo_arg == "all") {
-    std::vector<std::string> skipped;
-    for (const auto& a : algorithms()) {
-      if (!(a.backends & kSim)) continue;
-      if ((a.needs_shape && !have_shape) || (a.needs_sparse && !have_sparse)) {
-        skipped.push_back(a.name);
-        continue;
-      }
-      algos.push_back(&a);
-    }
-    if (!skipped.empty()) {
-      std::string s;
-      for (const auto& n : skipped) s += (s.empty() ? "" : ", ") + n;
-      std::cerr << "cclab sim: skipping " << s << " (need --shape M,K,N or --rows/--dim)\n";
-    }
-  } else {
-    // One name or a comma-separated list.
-    size_t pos = 0;
-    while (pos <= algo_arg.size()) {
-      const size_t comma = std::min(algo_arg.find(',', pos), algo_arg.size());
-      const Algorithm& a = find_algorithm(algo_arg.substr(pos, comma - pos));
-      if (!(a.backends & kSim)) throw_input("cclab sim: " + a.name + " cannot run on the simulator");
-      if (a.needs_shape && !have_shape) throw_input("cclab sim: " + a.name + " needs --shape M,K,N");
-      if (a.needs_sparse && !have_sparse) throw_input("cclab sim: " + a.name + " needs --rows R --dim D");
-      algos.push_back(&a);
-      pos = comma + 1;
-    }
-  }
-  if (nranks > topo.num_gpus())
-    throw_input("cclab sim: " + std::to_string(nranks) + " ranks but topology '" + topo.name + "' has " +
-                std::to_string(topo.num_gpus()) + " GPUs");
-
-  model::ModelParams params = model::defaults_for(topo);
-  if (auto prof = args.get("--profile")) params = model::load_profile(*prof, params);
-  topo.name = topo_label;
-  sim::Simulator simulator(topo, params, route);
-
-  const bool single = algos.size() == 1;
-  const auto t0 = std::chrono::steady_clock::now();
-  std::vector<Record> records;
-  std::vector<std::pair<std::string, sim::Prediction>> traces;
   // Records on disk after finished rows (atomically: temp file, then rename), so an interrupted or killed
   // sweep leaves the rows it finished, never half a file. Every file write rewrites all rows so far, so
   // after row k it is skipped while less than 10 x the last write's time has passed since that write:
@@ -282,7 +209,7 @@ int cmd_sim(const Argv& argv) {
   using Clock = std::chrono::steady_clock;
   Clock::time_point last_save_end{};
   Clock::duration last_save_cost{};
-  const auto save = [&](bool at_end) {
+  const auto save = [&](const std::vector<Record>& records, bool at_end) {
     const auto start = Clock::now();
     if (!at_end && start - last_save_end < 10 * last_save_cost) return;
     if (csv_path && (at_end || replaceable_file(*csv_path))) write_csv_atomic(*csv_path, records);
@@ -294,93 +221,57 @@ int cmd_sim(const Argv& argv) {
     last_save_end = Clock::now();
     last_save_cost = last_save_end - start;
   };
+
+  // The sweep prints its notes on stderr, each algorithm's table on stdout when it is done, and saves the
+  // files after finished rows; SIGINT / SIGTERM stop it after the row in progress.
+  class Printer final : public sim::SweepObserver {
+   public:
+    Printer(const StopOnSignal& stop, decltype(save)& save_rows) : stop_(stop), save_(save_rows) {}
+    bool stop_requested() override { return stop_.raised(); }
+    void note(const std::string& line) override { std::cerr << line << "\n"; }
+    void algorithm_started(size_t index, size_t count, const Algorithm& a, double elapsed_s) override {
+      if (count > 1)
+        std::fprintf(stderr, "cclab sim: [%zu/%zu] %s (%.1f s)\n", index + 1, count, a.name.c_str(), elapsed_s);
+    }
+    void row_done(const std::vector<Record>& records) override { save_(records, /*at_end=*/false); }
+    void algorithm_done(const Algorithm& a, const sim::SweepResult& so_far, size_t first_row) override {
+      const std::vector<Record>& records = so_far.records;
+      std::cout << "# " << a.name << " on " << so_far.topo_label << ", " << so_far.nranks << " ranks (sim)";
+      if (a.needs_shape) std::cout << ", shape " << records[first_row].shape;
+      std::cout << "\n";
+      print_table_header(std::cout, false);
+      for (size_t i = first_row; i < records.size(); ++i) print_table_row(std::cout, records[i], false);
+      std::cout << "\n";
+    }
+
+   private:
+    const StopOnSignal& stop_;
+    decltype(save)& save_;
+  };
+
+  const StopOnSignal stop_signal;  // SIGINT / SIGTERM: finish the row in progress, then stop
+  Printer printer(stop_signal, save);
+  sim::SweepResult result = sim::simulate_sweep(req, &printer);
+  const std::vector<Record>& records = result.records;
   const auto write_trace = [&] {
     if (auto f = args.get("--trace")) {
       std::vector<sim::TraceRun> runs;
-      for (auto& [name, p] : traces) runs.push_back({name, &p.schedule, &p.result});
+      for (auto& [name, p] : result.traces) runs.push_back({name, &p.schedule, &p.result});
       sim::write_chrome_trace(*f, runs);
     }
   };
-  const StopOnSignal stop_signal;  // SIGINT / SIGTERM: finish the row in progress, then stop
-  std::string stopped_before;      // "<algo> at <bytes> B": the first row not simulated
-  for (size_t ai = 0; ai < algos.size() && stopped_before.empty(); ++ai) {
-    const Algorithm& a = *algos[ai];
-    if (!single) {
-      const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      std::fprintf(stderr, "cclab sim: [%zu/%zu] %s (%.1f s)\n", ai + 1, algos.size(), a.name.c_str(), el);
-    }
-    // Collective matmul and sparse all-reduce have one size, set by their shape / table.
-    std::vector<int64_t> algo_sizes = sizes;
-    if (a.needs_shape || a.needs_sparse) algo_sizes = {sizes.back()};
-    const size_t first_row = records.size();  // this algorithm's rows are records[first_row..]
-    std::string first_error;
-    int64_t skipped_below = 0;
-    for (size_t si = 0; si < algo_sizes.size(); ++si) {
-      if (stop_signal.raised()) {
-        stopped_before = a.name + " at " + std::to_string(algo_sizes[si]) + " B";
-        break;
-      }
-      AlgoArgs aa = base;
-      if (a.needs_sparse)
-        aa.count = base.sparse.rows * base.sparse.dim;
-      else if (!a.needs_shape)
-        aa.count = sim::count_for_bytes(a, algo_sizes[si], aa.dtype, nranks);
-      if (!a.needs_shape && !a.needs_sparse && aa.count == 0) {
-        skipped_below = algo_sizes[si];
-        continue;
-      }
-      const bool last = si + 1 == algo_sizes.size();
-      sim::PredictOptions po;
-      po.keep_schedule = last && args.has("--trace");
-      po.record_timeline = po.keep_schedule;
-      try {
-        sim::Prediction p = sim::predict(simulator, a, aa, po);
-        records.push_back(p.record);
-        if (po.keep_schedule) traces.emplace_back(a.name, std::move(p));
-      } catch (const Error& e) {
-        if (e.kind() != ErrorKind::input) throw;
-        if (single && algo_sizes.size() == 1) throw;
-        if (first_error.empty()) first_error = e.what();
-        continue;
-      }
-      save(/*at_end=*/false);
-    }
-    // The next algorithm's first size, when the signal came between two algorithms.
-    if (stopped_before.empty() && stop_signal.raised() && ai + 1 < algos.size()) {
-      const Algorithm& next = *algos[ai + 1];
-      stopped_before = next.name + " at " +
-                       std::to_string(next.needs_shape || next.needs_sparse ? sizes.back() : sizes.front()) + " B";
-    }
-    if (skipped_below > 0)
-      std::cerr << "cclab sim: " << a.name << ": sizes up to " << skipped_below << " B hold no element per rank ("
-                << nranks << " ranks), skipped\n";
-    if (records.size() == first_row) {
-      if (!stopped_before.empty()) break;
-      if (single) throw_input(first_error.empty() ? a.name + ": no size to simulate" : first_error);
-      std::cerr << "cclab sim: skipping " << a.name << ": " << first_error << "\n";
-      continue;
-    }
-    if (!first_error.empty()) std::cerr << "cclab sim: " << a.name << ": some sizes skipped: " << first_error << "\n";
-    std::cout << "# " << a.name << " on " << topo_label << ", " << nranks << " ranks (sim)";
-    if (a.needs_shape) std::cout << ", shape " << records[first_row].shape;
-    std::cout << "\n";
-    print_table_header(std::cout, false);
-    for (size_t i = first_row; i < records.size(); ++i) print_table_row(std::cout, records[i], false);
-    std::cout << "\n";
-  }
   std::cout.flush();  // before a --csv /dev/stdout gets the records
-  if (!records.empty()) save(/*at_end=*/true);
-  if (!stopped_before.empty()) {
-    if (!traces.empty()) write_trace();  // the algorithms that reached their largest size
+  if (!records.empty()) save(records, /*at_end=*/true);
+  if (!result.stopped_before.empty()) {
+    if (!result.traces.empty()) write_trace();  // the algorithms that reached their largest size
     std::string kept;
     for (const auto& f : {csv_path, json_path})
       if (f) kept += (kept.empty() ? " in " : " and ") + *f;
-    std::cerr << "cclab sim: interrupted by " << stop_signal.name() << ": stopped before " << stopped_before << "; "
-              << records.size() << " finished rows kept" << (kept.empty() ? " (printed above; no --csv/--json)" : kept)
-              << "\n";
+    std::cerr << "cclab sim: interrupted by " << stop_signal.name() << ": stopped before " << result.stopped_before
+              << "; " << records.size() << " finished rows kept"
+              << (kept.empty() ? " (printed above; no --csv/--json)" : kept) << "\n";
     return 128 + stop_signal.number();
   }
-  if (records.empty()) throw_input("cclab sim: nothing could be simulated");
   write_trace();
   return 0;
 }

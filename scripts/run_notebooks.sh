@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Executes every notebook under notebooks/ with nbclient (what CI runs, so they never rot). The committed
 # notebooks stay clean: executed copies go to $OUT (default: a temporary folder, removed unless KEEP=1).
-# The notebooks call the cclab binary: $CCLAB_BIN, else the newest build*/cli/cclab.
+# The notebooks import the cclab package (pip install ., which scripts/setup.sh runs).
 #   scripts/run_notebooks.sh [notebook.ipynb ...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
-if [ -z "${CCLAB_BIN:-}" ] && [ -x build/cli/cclab ]; then export CCLAB_BIN=$PWD/build/cli/cclab; fi
+if ! "$PY" -c "import cclab" 2>/dev/null; then
+  echo "run_notebooks: the cclab package is not installed for $PY: run scripts/setup.sh (or pip install .)" >&2
+  exit 1
+fi
 CREATED=""
 if [ -z "${OUT:-}" ]; then OUT=$(mktemp -d -t cclab_notebooks.XXXXXX); CREATED=1; fi
 mkdir -p "$OUT"

@@ -2,10 +2,12 @@
 # Set up, build, and pass the tests: what CI runs (.ci/run). Steps, each failing the run when it fails:
 #   1. set-up (scripts/setup.sh), configure and build (exec/ too when nvcc is present)
 #   2. clang-format check of every C++/CUDA source
-#   3. every test (ctest); tests labelled `gpu` skip with a message where no GPU is present
+#   3. every test (ctest); tests labelled `gpu` skip with a message where no GPU is present; then the Python
+#      package's tests (pytest python/tests: the package setup.sh installed, against the binary built here)
 #   4. the CPU suite again under AddressSanitizer + UndefinedBehaviorSanitizer (scripts/sanitize.sh)
 #   5. the fuzz smoke run of every parser (scripts/fuzz_smoke.sh)
-#   6. the notebooks, executed (scripts/run_notebooks.sh)
+#   6. the notebooks, executed (scripts/run_notebooks.sh), and the package's benchmark (numbers recorded in
+#      build/python_package.txt, not asserted)
 #   7. every committed GPU record in the folder of the machine it was measured on (scripts/check_device.py),
 #      and prediction against them (cclab compare)
 # QUICK=1 stops after step 3.
@@ -23,6 +25,14 @@ step "format"
 bash scripts/check_format.sh
 step "tests"
 ctest --preset default -j "$(nproc)"
+step "python tests"
+# pytest exits 5 when it collected no test: a failure here, like any other non-zero exit.
+rc=0
+CCLAB_BIN=$PWD/build/cli/cclab "${PYTHON:-python3}" -m pytest -q -p no:cacheprovider python/tests || rc=$?
+if [ $rc -ne 0 ]; then
+  echo "test.sh: pytest failed (exit $rc$([ $rc -eq 5 ] && echo ': no test collected'))"
+  exit 1
+fi
 [ "${QUICK:-0}" = 1 ] && exit 0
 
 step "sanitizers"
@@ -30,7 +40,9 @@ bash scripts/sanitize.sh
 step "fuzz smoke"
 FUZZ_SECONDS=${FUZZ_SECONDS:-20} bash scripts/fuzz_smoke.sh
 step "notebooks"
-CCLAB_BIN=$PWD/build/cli/cclab bash scripts/run_notebooks.sh
+bash scripts/run_notebooks.sh
+step "package benchmark"
+"${PYTHON:-python3}" python/benchmarks/bench_package.py --cli build/cli/cclab --repeat 1 --out build/python_package.txt
 step "compare"
 for d in results/*/; do  # the GPU machines' folders (<model>x<count>[_<variant>]), not the simulator's results/sim
   [[ $(basename "$d") =~ ^[a-z]+[0-9]+x[0-9]+(_.*)?$ ]] || continue
