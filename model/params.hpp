@@ -121,10 +121,10 @@ struct PathTable {
   Seconds size_part(double bytes) const;
 };
 
-// The executor's own paths (exec/), as the records' note names them. Every number is set by the
-// calibration from a microbenchmark (graph.*, latency.*); the defaults are estimates that say so.
+// The costs of the lowered plans' pieces (lower/lowering.hpp: graphs, fused kernels, flags). Every number is set by
+// the calibration from a microbenchmark (graph.*, latency.*); the defaults are estimates that say so.
 struct ExecutorParams {
-  // General lowering: a CUDA graph of copy-engine copies and kernels on streams (exec/plan*.cpp), replayed.
+  // General plans: a CUDA graph of copy-engine copies and kernels on streams (lower/general.hpp), replayed.
   Sourced<Seconds> copy_node;        // one copy-engine copy node in a replayed graph (fixed part)
   Sourced<Seconds> kernel_node;      // one kernel node in a replayed graph (fixed part)
   Sourced<Seconds> kernel_pdl;       // the same launched with programmatic dependent launch

@@ -398,7 +398,7 @@ FusedLayout layout_of(const Schedule& s, const lower::FusedProgram& p) {
 
 // The fused kernels from the profile's measurements of their own ops (fused.step.* for lanes of one CTA,
 // fused.group.* for ops of a CTA group that wait for an earlier op of their lane, fused.group_free.* for the
-// group's other ops; made by a kernel that runs ops as exec/fused_workload.cu does): per lane, its ops one
+// group's other ops; made by a kernel that runs ops as the fused path's kernel does): per lane, its ops one
 // after the other, each for the measured time of that op (copy + barrier + flag release) at its size; a wait
 // for an op of another lane costs a flag hop (graph.flag_chain.*); every GPU launches once
 // (graph.flag_chain.*), a lane's first touch of a peer GPU waits for that GPU's start flag, and a GPU is done
@@ -797,7 +797,7 @@ Prediction predict_matmul_reference(Simulator& sim, const std::string& name, con
   const int64_t mk = std::max<int64_t>(1, args.shape.m * args.shape.k);
   const double d = std::max<double>(1.0, std::round(double(args.count) / double(mk)));
   // The executor times the full product first, on a GPU whose clocks no tensor-core burst has lowered
-  // yet (exec/cmatmul.cu): at the rested rate where measured for products that large (matmul.<type>.rested);
+  // yet: at the rested rate where measured for products that large (matmul.<type>.rested);
   // the shard products follow it, at the back-to-back rate.
   const model::PathTable* rested = table(P, "matmul." + dtype_key(args.dtype) + ".rested");
   const bool from_rest = full && rested && !rested->points.empty() && shard * d >= double(rested->points.front().first);
