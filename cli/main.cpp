@@ -36,33 +36,8 @@ const char* kUsage =
     "Exit codes: 0 ok, 1 bad input, 2 environment (no GPU, missing library), 3 a result check failed,\n"
     "4 internal error, 128+signal (130, 143) a sweep stopped by SIGINT/SIGTERM (finished rows kept).\n";
 
-// `text` with every control character written visibly ("\n", "\r", "\t", "\x1b"), so that it fits on
-// one line and cannot move the terminal's cursor. Bytes >= 0x80 (UTF-8) pass unchanged.
-std::string one_line(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (const char ch : text) {
-    const auto u = static_cast<unsigned char>(ch);
-    if (u >= 0x20 && u != 0x7f) {
-      out += ch;
-    } else if (ch == '\n') {
-      out += "\\n";
-    } else if (ch == '\r') {
-      out += "\\r";
-    } else if (ch == '\t') {
-      out += "\\t";
-    } else {
-      static constexpr char kHex[] = "0123456789abcdef";
-      out += "\\x";
-      out += kHex[u >> 4];
-      out += kHex[u & 15];
-    }
-  }
-  return out;
-}
-
 void error_line(const std::string& cmd, std::string_view what, std::string_view message) {
-  std::cerr << "cclab " << one_line(cmd) << ": " << what << one_line(message) << "\n";
+  std::cerr << "cclab " << cclab::one_line(cmd) << ": " << what << cclab::one_line(message) << "\n";
 }
 
 }  // namespace
@@ -92,7 +67,7 @@ int main(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       return 0;
     }
-    std::cerr << "cclab: unknown command '" << one_line(cmd) << "' (see cclab --help)\n";
+    std::cerr << "cclab: unknown command '" << cclab::one_line(cmd) << "' (see cclab --help)\n";
     return 1;
   } catch (const cclab::Error& e) {
     error_line(cmd, "error: ", e.what());

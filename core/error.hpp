@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace cclab {
 
@@ -29,6 +30,10 @@ class Error : public std::runtime_error {
 [[noreturn]] inline void throw_input(const std::string& message) { throw Error(ErrorKind::input, message); }
 [[noreturn]] inline void throw_env(const std::string& message) { throw Error(ErrorKind::environment, message); }
 [[noreturn]] void throw_internal(const char* file, int line, const std::string& message);
+
+// `text` with every control character written visibly ("\n", "\r", "\t", "\x1b"), so that an error message
+// fits on one line and cannot move a terminal's cursor. Bytes >= 0x80 (UTF-8) pass unchanged.
+std::string one_line(std::string_view text);
 
 }  // namespace cclab
 

@@ -45,29 +45,6 @@ PyObject* g_env_error = nullptr;       // cclab.EnvError(cclab.Error, RuntimeErr
 PyObject* g_check_error = nullptr;     // cclab.CheckError(cclab.Error, RuntimeError): exit code 3
 PyObject* g_internal_error = nullptr;  // cclab.InternalError(cclab.Error, RuntimeError): exit code 4
 
-// The command line's one-line form of a message: control characters written as visible escapes.
-std::string one_line(std::string_view text) {
-  std::string out;
-  for (const char ch : text) {
-    const auto u = static_cast<unsigned char>(ch);
-    if (u >= 0x20 && u != 0x7f) {
-      out += ch;
-    } else if (ch == '\n') {
-      out += "\\n";
-    } else if (ch == '\r') {
-      out += "\\r";
-    } else if (ch == '\t') {
-      out += "\\t";
-    } else {
-      static constexpr char kHex[] = "0123456789abcdef";
-      out += "\\x";
-      out += kHex[u >> 4];
-      out += kHex[u & 15];
-    }
-  }
-  return out;
-}
-
 PyObject* class_of(ErrorKind kind) {
   switch (kind) {
     case ErrorKind::input:
