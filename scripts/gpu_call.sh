@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# One device call on the 2 x H200 machine (kind nvidia-h200-x2) that builds once and runs the named steps, so
+# One device call on a GPU machine (2 x H200: kind nvidia-h200-x2; 2 x H100, 4 GPUs: -x4) that builds once and
+# runs the named steps on every GPU of the machine, so
 # that a profile and the records it is compared with come from one machine (the host's launch times move
 # 20-30% between calls: docs/findings/2026-11-23-nccl-rings-unheld-launch-small-sizes.md). Here, before the
 # call (the device gets the working tree; .carry/ is ignored, so it travels as a carried path):
@@ -22,10 +23,15 @@ W=$OUT/$name
 mkdir -p "$W"
 T0=$(date +%s)
 stamp() { echo "## [call $(($(date +%s) - T0)) s] $*" | tee -a "$W/call.log"; }
-MACHINE="$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1) x$(nvidia-smi -L | wc -l)"
-stamp "machine: $MACHINE"
-[ "$(python3 scripts/check_device.py --name "$MACHINE")" = h200x2 ] ||
-  stamp "WARNING: not 2 x H200: publish nothing of this call as h200x2 (the scripts refuse)"
+GPUS=$(nvidia-smi -L | wc -l)
+MACHINE="$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1) x$GPUS"
+FOLDER=$(python3 scripts/check_device.py --name "$MACHINE")  # h200x2, h100x2, h200x4: results/<FOLDER>
+case $FOLDER in  # the topology preset the machine's profile applies to
+  h200x2) TOPO=h200x2 ;;
+  h100x*) TOPO=dgx-h100 ;;
+  *) TOPO=hgx-h200 ;;
+esac
+stamp "machine: $MACHINE (records: results/$FOLDER, profile: profiles/$FOLDER.json on topology $TOPO)"
 stamp "build (commit $CCLAB_COMMIT)"
 cmake -S . -B build-measure -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DCCLAB_BENCH=OFF \
   >"$W/build.log" 2>&1 &&
@@ -45,7 +51,8 @@ for step in "$@"; do
   case $step in
     calib)
       stamp calib
-      OUT=$W/calib LIMIT=280 BUDGET=200 BUILD=build-measure timeout 300 bash scripts/calibrate.sh >"$W/calib.out" 2>&1
+      NAME=$FOLDER TOPO=$TOPO GPUS=$GPUS OUT=$W/calib LIMIT=280 BUDGET=200 BUILD=build-measure timeout 300 \
+        bash scripts/calibrate.sh >"$W/calib.out" 2>&1
       stamp "calib rc=$?"
       tail -5 "$W/calib.out"
       ;;
