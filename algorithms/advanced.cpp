@@ -44,6 +44,10 @@ void add_advanced_algorithms(std::vector<Algorithm>& list) {
                   .collective = "allreduce",
                   .summary = "one-shot push whose NaN sentinel marks what has not arrived (lamport kernel mode)",
                   .build = build_allreduce_oneshot});
+  list.push_back({.name = "allreduce.bidir.twoshot",
+                  .collective = "allreduce",
+                  .summary = "reduce-scatter (peer loads) then all-gather (peer stores) in one kernel (twoshot mode)",
+                  .build = build_allreduce_pull_split});
   list.push_back({.name = "allreduce.bidir.copy",
                   .collective = "allreduce",
                   .summary = "copy engines: reduce-scatter into scratch slots, reduce kernels, all-gather (copy mode)",

@@ -627,6 +627,91 @@ __device__ __forceinline__ void copy_bytes(uint8_t* dst, const uint8_t* src, int
   for (int64_t i = nv * 16 + t; i < len; i += nt) dst[i] = src[i];
 }
 
+// ---------------------------------------------------------------------------------------------
+// twoshot: reduce-scatter and all-gather in one kernel. Rank r owns slice r of the message (whole
+// 16-byte vectors, split n ways); each thread loads its vectors of that slice from every rank's input
+// (all loads issued before the first add: n x U vectors in flight), reduces them in rank order (every
+// rank gets the same bits), and stores the result into every rank's output over NVLink (posted stores).
+// Per rank (n-1)/n of the message comes in as loads and (n-1)/n goes out as stores, against n-1 times
+// the message for the one-shot modes. A start handshake per CTA pair (the peer's input is written and
+// its output free) and a finish handshake (the peer's stores into our output have landed) are the only
+// synchronisation. In place is safe without more: vector i of slice r is read, then written, by one
+// thread only (peers read their own slices). The tail past the last whole vector is reduced by CTA 0
+// of every rank at the start and written after the finish handshake (peers read it until then).
+// R: the ranks the kernel instance holds registers for (>= nranks).
+template <typename T, RedOp Op, int R, int U>
+__global__ void __launch_bounds__(512) twoshot_kernel(BidirArgs a) {
+  __shared__ uint32_t e_s;
+  __shared__ int abort_s;
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  const int t = threadIdx.x, nt = blockDim.x, b = blockIdx.x, G = gridDim.x;
+  const int r = a.rank, n = a.nranks;
+  Ctrl* me = a.ctrl[r];
+  if (t == 0) {
+    e_s = *reinterpret_cast<volatile uint32_t*>(&me->twoshot_epoch) + 1;
+    abort_s = 0;
+  }
+  __syncthreads();
+  const uint32_t e = e_s;
+  if (t == 0) {
+    for (int j = 1; j < n; ++j) st_release(&a.ctrl[mod_ranks(r + j, n)]->twoshot_start[b][r], e);
+    for (int j = 1; j < n; ++j)
+      if (!wait_ge(a, &me->twoshot_start[b][mod_ranks(r + j, n)], e, kWaitTwoshotStart, b, -1)) abort_s = 1;
+  }
+  __syncthreads();
+  if (abort_s) return;
+  constexpr int N = 16 / sizeof(T);
+  const int64_t nvec = a.bytes / 16;
+  const int64_t tail0 = nvec * N, tail_n = a.count - tail0;
+  float tail_acc = 0.f;
+  if (b == 0 && t < tail_n) {
+    tail_acc = Elem<T>::to(reinterpret_cast<const T*>(a.in[0])[tail0 + t]);
+    for (int q = 1; q < n; ++q)
+      tail_acc = dev::combine<Op>(tail_acc, Elem<T>::to(reinterpret_cast<const T*>(a.in[q])[tail0 + t]));
+  }
+  const int64_t per = (nvec + n - 1) / n;
+  const int64_t lo = std::min<int64_t>(nvec, int64_t(r) * per), hi = std::min<int64_t>(nvec, lo + per);
+  const int64_t stride = int64_t(G) * nt;
+  for (int64_t base = lo + int64_t(b) * nt + t; base < hi; base += U * stride) {
+    uint4 v[R][U];
+#pragma unroll
+    for (int q = 0; q < R; ++q)
+      if (q < n) {
+        const uint4* src = reinterpret_cast<const uint4*>(a.in[q]);
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+          if (base + u * stride < hi) v[q][u] = __ldcg(src + base + u * stride);
+      }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int64_t i = base + u * stride;
+      if (i >= hi) break;
+      Acc<T> acc;
+      acc.load(v[0][u]);
+#pragma unroll
+      for (int q = 1; q < R; ++q)
+        if (q < n) acc.template add<Op>(v[q][u]);
+      const uint4 res = acc.store(a.divisor);
+#pragma unroll
+      for (int j = 0; j < R; ++j)
+        if (j < n) __stcg(reinterpret_cast<uint4*>(a.outs[mod_ranks(r + j, n)]) + i, res);
+    }
+  }
+  // The stores above are ordered before thread 0's system-scope release by the barrier (as in push).
+  __syncthreads();
+  if (t == 0) {
+    for (int j = 1; j < n; ++j) st_release(&a.ctrl[mod_ranks(r + j, n)]->twoshot_fin[b][r], e);
+    for (int j = 1; j < n; ++j)
+      if (!wait_ge(a, &me->twoshot_fin[b][mod_ranks(r + j, n)], e, kWaitTwoshotFinish, b, -1)) abort_s = 1;
+  }
+  __syncthreads();
+  if (abort_s) return;
+  if (b == 0 && t < tail_n)
+    reinterpret_cast<T*>(a.out)[tail0 + t] = Elem<T>::from(a.divisor == 1.f ? tail_acc : tail_acc / a.divisor);
+  if (t == 0) finish_launch(&me->twoshot_done, &me->twoshot_epoch, e, G);
+}
+
 template <typename T, RedOp Op>
 __global__ void __launch_bounds__(512) stream_kernel(BidirArgs a) {
   __shared__ uint64_t base_s;
@@ -797,6 +882,20 @@ struct LaunchLamport {
   }
 };
 template <typename T, RedOp Op>
+struct LaunchTwoshot {
+  // Instances: 4 ranks' registers at 1, 2 or 4 vectors per thread; 8 ranks at 1.
+  static void run(const BidirArgs& a, int blocks, int threads, int unroll, bool pdl, cudaStream_t s) {
+    if (a.nranks > 4)
+      launch_maybe_pdl(twoshot_kernel<T, Op, 8, 1>, blocks, threads, pdl, s, a);
+    else if (unroll <= 1)
+      launch_maybe_pdl(twoshot_kernel<T, Op, 4, 1>, blocks, threads, pdl, s, a);
+    else if (unroll <= 2)
+      launch_maybe_pdl(twoshot_kernel<T, Op, 4, 2>, blocks, threads, pdl, s, a);
+    else
+      launch_maybe_pdl(twoshot_kernel<T, Op, 4, 4>, blocks, threads, pdl, s, a);
+  }
+};
+template <typename T, RedOp Op>
 struct LaunchStream {
   static void run(const BidirArgs& a, int blocks, int threads, cudaStream_t s) {
     stream_kernel<T, Op><<<blocks, threads, 0, s>>>(a);
@@ -835,6 +934,11 @@ int bidir_resident_ctas(BidirMode mode, int threads, int unroll, DType dtype, Re
       return resident_ctas(reinterpret_cast<const void*>(push_kernel<float, RedOp::sum, 4>), threads, device);
     case BidirMode::flash:
       return resident_ctas(reinterpret_cast<const void*>(flash_ldg_kernel<float, RedOp::sum, 4>), threads, device);
+    case BidirMode::twoshot:
+      return resident_ctas(reinterpret_cast<const void*>(unroll <= 1   ? twoshot_kernel<float, RedOp::sum, 4, 1>
+                                                         : unroll <= 2 ? twoshot_kernel<float, RedOp::sum, 4, 2>
+                                                                       : twoshot_kernel<float, RedOp::sum, 4, 4>),
+                           threads, device);
     case BidirMode::lamport: {
       int resident = 0;
       dev::dispatch<LamportResident>(dtype, op, unroll, threads, device, resident);
@@ -924,9 +1028,11 @@ void BidirContext::check_errors(const std::string& what) {
                                 "stream consumer waiting for its own producer",
                                 "ll receive flag",
                                 "push progress flag",
-                                "lamport receive (data still the sentinel; slot = vector index)"};
+                                "lamport receive (data still the sentinel; slot = vector index)",
+                                "twoshot start handshake",
+                                "twoshot finish handshake"};
   const uint32_t code = w->code;
-  std::string msg = what + ": kernel spin-wait timed out (" + (code < 10 ? names[code] : "?") + ") on rank " +
+  std::string msg = what + ": kernel spin-wait timed out (" + (code < sizeof(names) / sizeof(names[0]) ? names[code] : "?") + ") on rank " +
                     std::to_string(w->rank) + " block/lane " + std::to_string(w->block) + " slot " +
                     std::to_string(w->slot) + ": wanted " + std::to_string(w->want) + ", saw " + std::to_string(w->got);
   std::memset(const_cast<ErrWord*>(w), 0, sizeof(ErrWord));
@@ -975,6 +1081,7 @@ void BidirWorkload::enqueue() {
   a.divisor = spec_.op == RedOp::avg ? float(n) : 1.f;
   for (int q = 0; q < n; ++q) {
     a.in[q] = static_cast<const uint8_t*>(buffers_->ptr(spec_.resolve(Ref{q, Buf::input, 0})));
+    a.outs[q] = static_cast<uint8_t*>(buffers_->ptr(spec_.resolve(Ref{q, Buf::output, 0})));
     a.ctrl[q] = static_cast<Ctrl*>(ctx_.ctrl(q));
     a.ll[q] = static_cast<uint64_t*>(ctx_.ll(q));
     a.ring[q] = static_cast<uint8_t*>(ctx_.ring(q));
@@ -1018,6 +1125,9 @@ void BidirWorkload::enqueue() {
         break;
       case BidirMode::lamport:
         dev::dispatch<LaunchLamport>(spec_.dtype, spec_.op, a, l.grid, l.threads, l.unroll, l.pdl, s);
+        break;
+      case BidirMode::twoshot:
+        dev::dispatch<LaunchTwoshot>(spec_.dtype, spec_.op, a, l.grid, l.threads, l.unroll, l.pdl, s);
         break;
       case BidirMode::copy:
         break;

@@ -17,6 +17,9 @@
 //            until a peer's 16-byte stores land (senders rewrite that one NaN pattern), so a
 //            receiver polls the data itself: one one-way trip and full payloads, no flag, no
 //            fence, no handshake; receivers reset what they read; two buffers by epoch parity.
+//  - twoshot: reduce-scatter + all-gather in one kernel for n GPUs: each rank reduces its 1/n slice
+//            (peer loads) and stores it into every rank's output (peer stores); a start and a finish
+//            handshake per CTA pair.
 //  - copy:   copy engines pull peer chunks into local scratch, pipelined with a local reduce kernel
 //            (cross-GPU dependencies as CUDA events), for the largest sizes where copy engines reach
 //            more of the link than SM loads do.

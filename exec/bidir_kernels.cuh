@@ -17,10 +17,14 @@ constexpr int kMaxLanes = lower::kBidirMaxLanes;    // stream lanes
 // finish bumps them), so graph replays see fresh values.
 struct Ctrl {
   uint32_t ll_epoch, ll_done, flash_epoch, flash_done, stream_epoch, stream_done, push_epoch, push_done;
-  uint32_t lamport_epoch, lamport_done;
+  uint32_t lamport_epoch, lamport_done, twoshot_epoch, twoshot_done;
   uint64_t flash_start[kMaxBlocks][kMaxRanks];
   uint64_t flash_fin[kMaxBlocks][kMaxRanks];
   uint64_t flash_prog[kMaxBlocks][kMaxRanks];
+  // Twoshot: [block][src] = the epoch of src's launch whose CTA `block` has started / has stored its
+  // slice into every rank's output (its own words: twoshot's epochs count apart from flash's).
+  uint64_t twoshot_start[kMaxBlocks][kMaxRanks];
+  uint64_t twoshot_fin[kMaxBlocks][kMaxRanks];
   // Push mode: push_prog[block][src] = (epoch << 32) | tiles of that block src has stored here;
   // [block][own rank]: tiles our own producers have read (our consumers wait for it in place).
   uint64_t push_prog[kMaxBlocks][kMaxRanks];
@@ -47,6 +51,8 @@ enum WaitCode : uint32_t {
   kWaitLL,
   kWaitPush,
   kWaitLamport,
+  kWaitTwoshotStart,
+  kWaitTwoshotFinish,
 };
 
 struct BidirArgs {
@@ -55,6 +61,7 @@ struct BidirArgs {
   float divisor = 1.f;  // nranks for avg
   const uint8_t* in[kMaxRanks] = {};
   uint8_t* out = nullptr;
+  uint8_t* outs[kMaxRanks] = {};  // every rank's output (twoshot stores its reduced slice into each)
   Ctrl* ctrl[kMaxRanks] = {};
   uint64_t* ll[kMaxRanks] = {};  // [2 parities][kMaxRanks sources][ll_words]
   int64_t ll_words = 0;

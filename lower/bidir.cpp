@@ -27,15 +27,17 @@ std::string_view bidir_mode_name(BidirMode m) {
       return "push";
     case BidirMode::lamport:
       return "lamport";
+    case BidirMode::twoshot:
+      return "twoshot";
   }
   return "?";
 }
 
 BidirMode parse_bidir_mode(std::string_view s) {
-  for (BidirMode m :
-       {BidirMode::ll, BidirMode::flash, BidirMode::stream, BidirMode::copy, BidirMode::push, BidirMode::lamport})
+  for (BidirMode m : {BidirMode::ll, BidirMode::flash, BidirMode::stream, BidirMode::copy, BidirMode::push,
+                      BidirMode::lamport, BidirMode::twoshot})
     if (bidir_mode_name(m) == s) return m;
-  throw_input("unknown bidir mode '" + std::string(s) + "' (ll, flash, stream, copy, push, lamport)");
+  throw_input("unknown bidir mode '" + std::string(s) + "' (ll, flash, stream, copy, push, lamport, twoshot)");
 }
 
 void BidirParams::apply(const std::string& tune) {
@@ -97,6 +99,22 @@ void BidirParams::apply(const std::string& tune) {
       auto_large = parse_bidir_mode(v);
     else if (k == "auto_mid")
       auto_mid = parse_bidir_mode(v);
+    else if (k == "wide_ll_max")
+      wide_ll_max = parse_size(flag, v);
+    else if (k == "wide_mid_max")
+      wide_mid_max = parse_size(flag, v);
+    else if (k == "wide_mid")
+      wide_mid = parse_bidir_mode(v);
+    else if (k == "wide_large")
+      wide_large = parse_bidir_mode(v);
+    else if (k == "twoshot_blocks")
+      twoshot_blocks = i(0, kBidirMaxBlocks);
+    else if (k == "twoshot_threads")
+      twoshot_threads = i(64, 512);
+    else if (k == "twoshot_unroll")
+      twoshot_unroll = i(1, 4);
+    else if (k == "twoshot_pdl")
+      twoshot_pdl = i(0, 1) != 0;
     else if (k == "push_blocks")
       push_blocks = i(0, kBidirMaxBlocks);
     else if (k == "push_threads")
@@ -130,7 +148,10 @@ void BidirParams::apply(const std::string& tune) {
   if (lamport_threads % 64 != 0) throw_input("--tune lamport_threads must be a multiple of 64");
   if (lamport_max_bytes > (int64_t(1) << 30)) throw_input("--tune lamport_max_bytes must be at most 1G");
   if (auto_mid == BidirMode::ll || auto_mid == BidirMode::copy)
-    throw_input("--tune auto_mid: flash, push, stream or lamport");
+    throw_input("--tune auto_mid: flash, push, stream, lamport or twoshot");
+  if (wide_mid == BidirMode::ll || wide_mid == BidirMode::copy)
+    throw_input("--tune wide_mid: flash, push, stream, lamport or twoshot");
+  if (twoshot_threads % 32 != 0) throw_input("--tune twoshot_threads must be a multiple of 32");
   if (ll_max_bytes > (int64_t(1) << 20)) throw_input("--tune ll_max_bytes must be at most 1M");
 }
 
@@ -155,6 +176,9 @@ std::string BidirParams::describe(BidirMode m) const {
       os << " threads=" << lamport_threads << " unroll=" << lamport_unroll << " ahead=" << lamport_ahead
          << (lamport_split ? " split" : "") << (lamport_pdl ? " pdl" : "");
       break;
+    case BidirMode::twoshot:
+      os << " threads=" << twoshot_threads << " unroll=" << twoshot_unroll << (twoshot_pdl ? " pdl" : "");
+      break;
     case BidirMode::copy:
       os << (ce_split ? " reduce-scatter+all-gather" : " one-shot") << " chunk="
          << (ce_pieces > 0 ? "part/" + std::to_string(ce_pieces) + " in [4M,64M]" : std::to_string(ce_chunk))
@@ -165,9 +189,14 @@ std::string BidirParams::describe(BidirMode m) const {
 }
 
 BidirMode choose_bidir_mode(int64_t bytes, int nranks, const BidirParams& p) {
-  if (bytes <= std::min(p.auto_ll_max, p.ll_max_bytes)) return BidirMode::ll;
   // lamport keeps receive buffers of at most lamport_max_bytes: larger messages go on.
   auto fits = [&](BidirMode m) { return m != BidirMode::lamport || bytes <= p.lamport_max_bytes; };
+  if (nranks > 2) {
+    if (bytes <= std::min(p.wide_ll_max, p.ll_max_bytes)) return BidirMode::ll;
+    if (bytes <= p.wide_mid_max && fits(p.wide_mid)) return p.wide_mid;
+    return fits(p.wide_large) ? p.wide_large : BidirMode::twoshot;
+  }
+  if (bytes <= std::min(p.auto_ll_max, p.ll_max_bytes)) return BidirMode::ll;
   if ((bytes <= p.auto_flash_max || nranks > 8) && fits(p.auto_mid)) return p.auto_mid;
   return fits(p.auto_large) ? p.auto_large : BidirMode::copy;
 }
@@ -252,6 +281,18 @@ BidirLaunch bidir_launch(BidirMode mode, int64_t bytes, int nranks, bool in_plac
       if (l.ldg && p.flash_blocks == 0) blocks = resident(blocks, l.threads, 4);
       l.grid = int(std::min<int64_t>(blocks, tiles_of(int64_t(l.threads) * 16 * l.unroll)));
       l.pdl = l.ldg && p.flash_pdl && pdl_ok;
+      break;
+    }
+    case BidirMode::twoshot: {
+      l.threads = p.twoshot_threads;
+      l.unroll = p.twoshot_unroll <= 1 ? 1 : p.twoshot_unroll <= 2 ? 2 : 4;  // the kernel's instances
+      // A CTA waits for the same CTA of every peer (start and finish): all CTAs stay resident. Each CTA takes
+      // threads x unroll vectors of the rank's slice per round; no more CTAs than the slice has rounds.
+      const int blocks = resident(p.twoshot_blocks > 0 ? p.twoshot_blocks : sms, l.threads, l.unroll);
+      const int64_t slice = (bytes / 16 + nranks - 1) / std::max(1, nranks) * 16;
+      l.grid = int(std::min<int64_t>(blocks, std::max<int64_t>(1, (slice + int64_t(l.threads) * 16 * l.unroll - 1) /
+                                                                      (int64_t(l.threads) * 16 * l.unroll))));
+      l.pdl = p.twoshot_pdl && pdl_ok;
       break;
     }
     case BidirMode::ll: {

@@ -6,6 +6,9 @@
 //  - stream:  persistent lanes over bounded rings of slots in peer memory;
 //  - push:    one-shot push with per-tile progress flags;
 //  - lamport: one-shot push where a NaN sentinel marks what has not arrived;
+//  - twoshot: reduce-scatter then all-gather in one kernel: rank r reduces slice r of every rank's input
+//             (peer loads) and stores the result into every rank's output (peer stores), so each rank moves
+//             2(n-1)/n of the message, where the one-shot modes move n-1 times it;
 //  - copy:    copy engines reduce-scatter + all-gather (a schedule on the general lowering).
 #pragma once
 
@@ -23,7 +26,7 @@ constexpr int kBidirMaxRanks = 8;
 constexpr int kBidirMaxBlocks = 1024;  // flash, ll, push and lamport CTAs
 constexpr int kBidirMaxLanes = 512;    // stream lanes
 
-enum class BidirMode : uint8_t { ll, flash, stream, copy, push, lamport };
+enum class BidirMode : uint8_t { ll, flash, stream, copy, push, lamport, twoshot };
 std::string_view bidir_mode_name(BidirMode m);
 BidirMode parse_bidir_mode(std::string_view s);
 
@@ -44,6 +47,19 @@ struct BidirParams {
   int64_t auto_flash_max = 256 << 20;
   BidirMode auto_mid = BidirMode::lamport;  // the mode between auto_ll_max and auto_flash_max
   BidirMode auto_large = BidirMode::copy;
+  // The same choice on more than 2 ranks ("wide"), where one-shot modes move n-1 times the message per rank:
+  // ll up to wide_ll_max, wide_mid up to wide_mid_max, then wide_large. Defaults from 4 x H200
+  // (results/h200x4/exec_allreduce_float.csv: ll fastest to 64 KiB, lamport to 1 MiB); a run passes the
+  // crossovers scripts/measure.sh calibrates on its own GPU count.
+  int64_t wide_ll_max = 64 << 10;
+  int64_t wide_mid_max = 1 << 20;
+  BidirMode wide_mid = BidirMode::lamport;
+  BidirMode wide_large = BidirMode::twoshot;
+  // twoshot
+  int twoshot_blocks = 0;  // 0: one per SM (divided among ranks sharing a GPU)
+  int twoshot_threads = 512;
+  int twoshot_unroll = 2;  // 16-byte vectors per thread in flight from every rank
+  bool twoshot_pdl = true;
   // push
   int push_blocks = 0;     // 0: 2 per SM (divided among ranks sharing a GPU)
   int push_threads = 512;  // half producers, half consumers

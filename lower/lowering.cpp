@@ -20,6 +20,8 @@ const std::set<std::string, std::less<>>& known_keys() {
       "ce_reduce_blocks", "ce_split", "flash_engine", "flash_ldg_unroll", "auto_ll_max", "auto_flash_max", "auto_large",
       "auto_mid", "push_blocks", "push_threads", "push_unroll", "push_pdl", "lamport_blocks", "lamport_threads",
       "lamport_unroll", "lamport_ahead", "lamport_split", "lamport_pdl", "lamport_max_bytes", "kernel_timeout",
+      "wide_ll_max", "wide_mid_max", "wide_mid", "wide_large", "twoshot_blocks", "twoshot_threads", "twoshot_unroll",
+      "twoshot_pdl",
       // the fused path (FusedParams::apply)
       "lowering", "fused_max", "fused_threads", "fused_cta_bytes", "fused_ctas", "fused_fence", "fused_pdl",
       "fused_timeout",

@@ -16,10 +16,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 ALGOS = ["allreduce.bidir", "allreduce.bidir.ll", "allreduce.bidir.flash", "allreduce.bidir.lamport", "allreduce.bidir.push", "allreduce.bidir.stream",
-         "allreduce.bidir.copy", "allreduce.ring", "allreduce.nccl", "sol.bidir_copy"]
+         "allreduce.bidir.twoshot", "allreduce.bidir.copy", "allreduce.ring", "allreduce.nccl", "sol.bidir_copy"]
 STYLE = {"allreduce.bidir": dict(color="black", lw=2.5), "allreduce.nccl": dict(color="tab:green", lw=2.5),
          "allreduce.bidir.stream": dict(color="tab:olive", lw=1.2), "allreduce.bidir.ll": dict(color="tab:blue", lw=1.2),
          "allreduce.bidir.flash": dict(color="tab:orange", lw=1.2), "allreduce.bidir.push": dict(color="tab:cyan", lw=1.2), "allreduce.bidir.lamport": dict(color="tab:pink", lw=1.2), "allreduce.bidir.copy": dict(color="tab:red", lw=1.2),
+         "allreduce.bidir.twoshot": dict(color="tab:brown", lw=1.2),
          "allreduce.ring": dict(color="tab:purple", lw=1.2),
          "sol.bidir_copy": dict(color="gray", ls="--", lw=1.5)}
 

@@ -1,4 +1,4 @@
-// The bidir all-reduce kernels of exec/bidir.cu on 2 GPUs (modes ll, flash, push, stream), costed from the
+// The bidir all-reduce kernels of exec/bidir.cu on 2 GPUs (modes ll, flash, push, stream, lamport, twoshot), costed from the
 // profile's measured pieces. The copy mode is a copy-engine schedule on the general lowering (sim/paths.cpp).
 #include <algorithm>
 #include <cmath>
@@ -92,6 +92,14 @@ Seconds from_general_pieces(const model::ModelParams& P, const ExecPath& path, i
     // each a flag round trip.
     const Seconds t = node + body("p2p.sm.bidir", "p2p.sm.bidir", S, used) + 2.0 * flag;
     how = "flash: node + " + used + "(S) body + 2 flag round trips";
+    return t;
+  }
+  if (path.mode == "twoshot") {
+    // Reduce-scatter and all-gather in one kernel: each GPU loads its slice (S/2) from the peer and stores the
+    // reduced slice into it, so S bytes come in per GPU (loads and the peer's stores), both ways at once as in
+    // the both-ways load series; between a start and a finish handshake, each a flag round trip.
+    const Seconds t = node + body("p2p.sm.bidir", "p2p.sm.bidir", S, used) + 2.0 * flag;
+    how = "twoshot: node + " + used + "(S) body + 2 flag round trips";
     return t;
   }
   if (path.mode == "stream") {

@@ -352,6 +352,33 @@ TEST(LowerCollective, AllreduceBidirPicksItsModeBySize) {
   EXPECT_EQ(lower_collective(find_algorithm("allreduce.bidir.push"), two_ranks(64 << 20), tight).kernel.grid, 100);
 }
 
+// More than 2 ranks: one-shot modes move n-1 times the message per rank, so allreduce.bidir takes ll, then the
+// wide mid mode, then twoshot (each rank reduces its slice, 2(n-1)/n of the message per rank).
+TEST(LowerCollective, WideBidirChoosesTwoshotAboveItsCrossovers) {
+  auto four = [](int64_t bytes) {
+    AlgoArgs a;
+    a.nranks = 4;
+    a.count = bytes / 4;
+    return a;
+  };
+  const Algorithm& bidir = find_algorithm("allreduce.bidir");
+  const BidirParams d;
+  EXPECT_EQ(lower_collective(bidir, four(d.wide_ll_max), Machine{}).kernel.mode, BidirMode::ll);
+  EXPECT_EQ(lower_collective(bidir, four(d.wide_mid_max), Machine{}).kernel.mode, d.wide_mid);
+  const LoweredPlan large = lower_collective(bidir, four(int64_t(1) << 30), Machine{});
+  EXPECT_EQ(large.path, Path::kernel);
+  EXPECT_EQ(large.kernel.mode, BidirMode::twoshot);
+  EXPECT_EQ(large.kernel.grid, 132);
+  // A slice smaller than the grid's first round takes fewer CTAs: 1 MiB over 4 ranks, 512 threads x 2 vectors.
+  EXPECT_EQ(lower_collective(find_algorithm("allreduce.bidir.twoshot"), four(1 << 20), Machine{}).kernel.grid, 16);
+  // The crossovers come from --tune like the 2-rank ones.
+  AlgoArgs tuned = four(4 << 20);
+  tuned.tune = "wide_mid_max=8M,wide_mid=push";
+  EXPECT_EQ(lower_collective(bidir, tuned, Machine{}).kernel.mode, BidirMode::push);
+  tuned.tune = "wide_mid=ll";
+  EXPECT_THROW(lower_collective(bidir, tuned, Machine{}), Error);
+}
+
 TEST(LowerCollective, GeneralSchedulesRunFusedWhileSmall) {
   const LoweredPlan small = plan_of("allreduce.ring", 4096);
   EXPECT_EQ(small.path, Path::fused);
