@@ -4,8 +4,10 @@ allreduce.bidir --tune mode=X,... records), the way measure.sh does before its m
 
 usage: bidir_crossovers.py CALIBRATION.csv
 Prints one --tune string for the sweep. Every calibration run is a variant (its --tune string).
-allreduce.bidir uses three variants by size: an ll variant up to auto_ll_max, a mid variant (flash
-or push) up to auto_flash_max, then a large variant (copy, push, flash or stream). Every choice of
+allreduce.bidir uses three variants by size: an ll variant up to auto_ll_max, a mid variant (flash,
+push, lamport or twoshot) up to auto_flash_max, then a large variant (copy, push, flash, stream, lamport
+or twoshot). On more than 2 ranks the same choice is written as the wide_* keys (wide_ll_max,
+wide_mid_max, wide_mid, wide_large), which the lowering reads there. Every choice of
 the three variants and of the two thresholds (at calibrated sizes) is scored by the sum over the
 calibrated sizes of time / best measured time at that size (out-of-place rows with no wrong
 element); the lowest score wins. Variants whose --tune keys disagree cannot be combined (one
@@ -17,15 +19,16 @@ import itertools
 import sys
 from collections import defaultdict
 
-SMALL, MID, LARGE = ("ll",), ("flash", "push", "lamport"), ("copy", "push", "flash", "stream", "lamport")
+SMALL, MID = ("ll",), ("flash", "push", "lamport", "twoshot")
+LARGE = ("copy", "push", "flash", "stream", "lamport", "twoshot")
 
 
 def tune_of(s):
     return dict(kv.split("=", 1) for kv in s.split(",") if "=" in kv)
 
 
-def pick(t):
-    """t: variant tune string -> bytes -> time_us. Returns the --tune string."""
+def pick(t, wide=False):
+    """t: variant tune string -> bytes -> time_us; wide: more than 2 ranks. Returns the --tune string."""
     mode = {v: tune_of(v)["mode"] for v in t}
     sizes = sorted({s for v in t for s in t[v]})
     best = {s: min(t[v][s] for v in t if s in t[v]) for s in sizes}
@@ -58,16 +61,22 @@ def pick(t):
                     score += t[v][s] / best[s] if s in t[v] else max(t[u][s] for u in t if s in t[u]) / best[s]
                 scored.append((score, ll_max, mid_max, ll, mid, large))
     if not scored:
-        return "auto_large=copy"
+        return "wide_large=twoshot" if wide else "auto_large=copy"
     _, ll_max, mid_max, ll, mid, large = min(scored, key=lambda x: x[0])
     keys = {}
     for v in (ll, mid, large):
         if v:
             keys.update({k: x for k, x in tune_of(v).items() if k != "mode"})
-    keys["auto_ll_max"] = str(max(ll_max, 8))
-    keys["auto_flash_max"] = str(max(mid_max, ll_max, 8))
-    keys["auto_mid"] = mode[mid] if mid else "flash"
-    keys["auto_large"] = mode[large]
+    if wide:
+        keys["wide_ll_max"] = str(max(ll_max, 8))
+        keys["wide_mid_max"] = str(max(mid_max, ll_max, 8))
+        keys["wide_mid"] = mode[mid] if mid else "twoshot"
+        keys["wide_large"] = mode[large]
+    else:
+        keys["auto_ll_max"] = str(max(ll_max, 8))
+        keys["auto_flash_max"] = str(max(mid_max, ll_max, 8))
+        keys["auto_mid"] = mode[mid] if mid else "flash"
+        keys["auto_large"] = mode[large]
     return ",".join("%s=%s" % kv for kv in keys.items())
 
 
@@ -77,7 +86,7 @@ def main():
     for r in rows:
         if "mode=" in r.get("tune", ""):
             t[r["tune"]][int(r["bytes"])] = float(r["time_us"])
-    print(pick(t))
+    print(pick(t, wide=any(int(r["ranks"]) > 2 for r in rows)))
 
 
 if __name__ == "__main__":

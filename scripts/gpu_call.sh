@@ -7,7 +7,8 @@
 #   rm -rf .carry/src && mkdir -p .carry/src && git archive HEAD | tar -x -C .carry/src &&
 #     git rev-parse --short=12 HEAD > .carry/commit && cp scripts/gpu_call.sh .carry/
 # then run, carrying [".carry"]:  bash .carry/gpu_call.sh <name> calib [measure] [mmsp] [<script>]
-# Steps: calib (scripts/calibrate.sh, ~55 s), measure (scripts/measure.sh, ~110 s), mmsp (scripts/gpu_mmsp.sh,
+# Steps: smoke (scripts/gpu_smoke_twoshot.sh, ~30 s), calib (scripts/calibrate.sh, ~55 s), measure
+# (scripts/measure.sh, ~110 s on 2 GPUs; its sweep stops at the call's limit), mmsp (scripts/gpu_mmsp.sh,
 # ~40 s), or the name of a script in .carry/ (run with the output folder; $W/bin/cclab is the build).
 # The build takes ~60-75 s. Everything lands in $OUT/<name>.tgz (packed again before each step) (unpack it here; publish with
 # scripts/publish_measure.sh <dir>/measure, profiles from <dir>/calib/profiles, scripts/mmsp_unpack.sh
@@ -58,7 +59,9 @@ for step in "$@"; do
       ;;
     measure)
       stamp measure
-      OUT=$W/measure CCLAB_PREBUILT=$BIN timeout 420 bash scripts/measure.sh >"$W/measure.out" 2>&1
+      # The sweep skips what would run past the call's end (CALL_S: the device's limit per command, less packing).
+      left=$((${CALL_S:-590} - ($(date +%s) - T0) - 20))
+      OUT=$W/measure CCLAB_PREBUILT=$BIN DEADLINE=$left timeout "$left" bash scripts/measure.sh >"$W/measure.out" 2>&1
       stamp "measure rc=$?"
       tail -25 "$W/measure.out"
       ;;
@@ -67,6 +70,12 @@ for step in "$@"; do
       BIN=$BIN OUT=$W timeout 200 bash scripts/gpu_mmsp.sh >"$W/mmsp.out" 2>&1
       stamp "mmsp rc=$?"
       tail -12 "$W/mmsp.out"
+      ;;
+    smoke)
+      stamp smoke
+      CCLAB=$BIN/cclab timeout 200 bash scripts/gpu_smoke_twoshot.sh "$W/smoke" >"$W/smoke.out" 2>&1
+      stamp "smoke rc=$?"
+      tail -40 "$W/smoke.out"
       ;;
     *)
       if [ -f "$ROOT/.carry/$step.sh" ]; then

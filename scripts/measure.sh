@@ -20,7 +20,7 @@ LOG="$OUT/measure.log"
 : >"$LOG"
 T0=$(date +%s)
 stamp() { echo "## [$(($(date +%s) - T0)) s] $*" | tee -a "$LOG"; }
-DEADLINE=${DEADLINE:-100000}  # seconds: the checks after the sweeps are shortened or skipped past it
+DEADLINE=${DEADLINE:-100000}  # seconds: sweep groups past it are skipped, the checks after them shortened
 left() { echo $((DEADLINE - ($(date +%s) - T0))); }
 export CCLAB_COMMIT=${CCLAB_COMMIT:-$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)}
 export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}:/usr/local/cuda/lib64:/usr/local/cuda/lib
@@ -52,21 +52,29 @@ cal() {  # name min max tune
   timeout 60 "$CCLAB" run --algo allreduce.bidir -b "$2" -e "$3" -f 2 -w 5 --inplace 0 --tune "$4" \
     --csv "$TMP/cal_$1.csv" >>"$LOG" 2>&1 || echo "calibration $1: rc=$?" | tee -a "$LOG"
 }
+GPUS=$(nvidia-smi -L | wc -l)
 cal ll 16 1M mode=ll,ll_max_bytes=1M
 cal ll_nopdl 16 256K mode=ll,ll_pdl=0
-cal flash_ldg 64K 1G mode=flash,flash_engine=ldg
-cal flash_ldg2 256K 64M mode=flash,flash_engine=ldg,flash_ldg_unroll=2
-cal flash_ldg8 256K 64M mode=flash,flash_engine=ldg,flash_ldg_unroll=8
-cal flash66 256K 64M mode=flash,flash_engine=ldg,flash_blocks=66,flash_ldg_unroll=2
 cal lamport 64K 1G mode=lamport
 cal lamport_t256 64K 1G mode=lamport,lamport_threads=256
-cal lamport_split 64K 1G mode=lamport,lamport_split=1
-cal lamport_a1 64K 1G mode=lamport,lamport_ahead=1
 cal push 256K 1G mode=push
-cal push132 256K 64M mode=push,push_blocks=132
 cal copy 4M 1G mode=copy
-cal copy_p8 4M 1G mode=copy,ce_pieces=8
-cal copy_p2 4M 1G mode=copy,ce_pieces=2
+cal twoshot 64K 1G mode=twoshot
+cal twoshot_u4 256K 1G mode=twoshot,twoshot_unroll=4
+if [ "$GPUS" -le 2 ]; then  # the register flash engine and these variants are 2-GPU ones
+  cal flash_ldg 64K 1G mode=flash,flash_engine=ldg
+  cal flash_ldg2 256K 64M mode=flash,flash_engine=ldg,flash_ldg_unroll=2
+  cal flash_ldg8 256K 64M mode=flash,flash_engine=ldg,flash_ldg_unroll=8
+  cal flash66 256K 64M mode=flash,flash_engine=ldg,flash_blocks=66,flash_ldg_unroll=2
+  cal lamport_split 64K 1G mode=lamport,lamport_split=1
+  cal lamport_a1 64K 1G mode=lamport,lamport_ahead=1
+  cal push132 256K 64M mode=push,push_blocks=132
+  cal copy_p8 4M 1G mode=copy,ce_pieces=8
+  cal copy_p2 4M 1G mode=copy,ce_pieces=2
+else  # more GPUs: the two-shot's shapes
+  cal twoshot_u1 64K 1G mode=twoshot,twoshot_unroll=1
+  cal twoshot_t256 64K 256M mode=twoshot,twoshot_threads=256
+fi
 head -1 "$TMP/cal_ll.csv" >"$REC/calibration.csv"
 for f in "$TMP"/cal_*.csv; do tail -n +2 "$f" >>"$REC/calibration.csv"; done
 TUNE=$(python3 scripts/bidir_crossovers.py "$REC/calibration.csv" 2>>"$LOG" || echo "")
@@ -76,24 +84,33 @@ sweep() {  # file factor dtype min max groups... (a group: comma-separated algor
   local file=$1 f=$2 dt=$3 lo=$4 hi=$5
   shift 5
   for g in "$@"; do
-    timeout 200 "$CCLAB" run --algo "$g" -b "$lo" -e "$hi" -f "$f" -w "$WARMUP" -d "$dt" ${TUNE:+--tune "$TUNE"} \
+    local t0=$(date +%s) limit=$(($(left) - 60 < 200 ? $(left) - 60 : 200))
+    if [ "$limit" -lt 10 ]; then
+      echo "  $(echo "$g" | cut -c1-70) ($lo..$hi): skipped (deadline)" | tee -a "$LOG"
+      continue
+    fi
+    timeout "$limit" "$CCLAB" run --algo "$g" -b "$lo" -e "$hi" -f "$f" -w "$WARMUP" -d "$dt" ${TUNE:+--tune "$TUNE"} \
       --csv "$TMP/part.csv" >>"$LOG" 2>&1
     local rc=$?
-    echo "  $(echo "$g" | cut -c1-70) ($lo..$hi): rc=$rc" | tee -a "$LOG"
+    echo "  $(echo "$g" | cut -c1-70) ($lo..$hi): rc=$rc, $(($(date +%s) - t0)) s" | tee -a "$LOG"
     [ -f "$TMP/part.csv" ] || continue
     if [ -f "$REC/$file" ]; then tail -n +2 "$TMP/part.csv" >>"$REC/$file"; else cp "$TMP/part.csv" "$REC/$file"; fi
     rm -f "$TMP/part.csv"
   done
 }
-ALLREDUCES="allreduce.nccl,allreduce.bidir,allreduce.bidir.ll allreduce.bidir.flash,allreduce.bidir.lamport"
-ALLREDUCES+=" allreduce.bidir.push,allreduce.bidir.stream allreduce.bidir.copy,sol.bidir_copy,allreduce.ring"
+# The copy-engine mode from 4 MiB on more than 2 GPUs (its cross-GPU events cost ~1.4 ms a launch there below).
+COPY_MIN=$([ "$GPUS" -le 2 ] && echo 8 || echo 4M)
+ALLREDUCES="allreduce.nccl,allreduce.bidir,allreduce.bidir.ll allreduce.bidir.twoshot allreduce.bidir.flash,allreduce.bidir.lamport"
+ALLREDUCES+=" allreduce.bidir.push,allreduce.bidir.stream sol.bidir_copy,allreduce.ring"
 stamp "sweep: all-reduces and sol.bidir_copy, float, 8 B .. 1 GiB x2"
-sweep allreduce_float.csv 2 float 8 1G $ALLREDUCES allreduce.tree,allreduce.rhd
+sweep allreduce_float.csv 2 float 8 1G $ALLREDUCES
+sweep allreduce_float.csv 2 float "$COPY_MIN" 1G allreduce.bidir.copy
 stamp "sweep: every other algorithm and its NCCL baseline, float, 8 B .. 1 GiB x4"
 sweep others_float.csv 4 float 8 1G allgather.nccl,reducescatter.nccl,broadcast.nccl,reduce.nccl,alltoall.nccl \
   allgather.ring reducescatter.ring,reducescatter.hier broadcast.pipeline,broadcast.binomial,broadcast.scatter_allgather \
-  gather.binomial,gather.direct,scatter.binomial,scatter.direct alltoall.direct,alltoall.bruck,alltoall.hier \
+  alltoall.direct,alltoall.bruck,alltoall.hier gather.binomial,gather.direct,scatter.binomial,scatter.direct \
   reduce.binomial,reduce.direct
+sweep allreduce_float.csv 2 float 8 1G allreduce.tree,allreduce.rhd
 stamp "sweep: all-reduces in half and bfloat16, x4"
 sweep allreduce_half.csv 4 half 8 1G $ALLREDUCES
 sweep allreduce_bfloat16.csv 4 bfloat16 8 1G $ALLREDUCES
