@@ -58,7 +58,7 @@ struct BidirParams {
   // twoshot
   int twoshot_blocks = 0;  // 0: one per SM (divided among ranks sharing a GPU)
   int twoshot_threads = 512;
-  int twoshot_unroll = 2;  // 16-byte vectors per thread in flight from every rank
+  int twoshot_unroll = 1;  // 16-byte vectors per thread in flight from every rank (1: fastest on 4 x H200)
   bool twoshot_pdl = true;
   // push
   int push_blocks = 0;     // 0: 2 per SM (divided among ranks sharing a GPU)

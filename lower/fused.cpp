@@ -411,6 +411,8 @@ std::string FusedParams::apply(const std::string& tune) {
         throw_input("--tune lowering: plan, fused or auto, not '" + v + "'");
     } else if (k == "fused_max") {
       fused_max = parse_size(flag, v);
+    } else if (k == "wide_fused_max") {
+      wide_fused_max = parse_size(flag, v);
     } else if (k == "fused_threads") {
       threads = int(parse_int(flag, v, 32, kFusedMaxThreads));
       if (threads % 32 != 0) throw_input("--tune fused_threads must be a multiple of 32, not " + v);
@@ -439,7 +441,7 @@ std::string FusedParams::apply(const std::string& tune) {
 }
 
 bool FusedParams::use_fused(const Schedule& s, const std::vector<int>& rank_device) const {
-  if (!use_fused(s.count * dtype_size(s.dtype))) return false;
+  if (!use_fused(s.count * dtype_size(s.dtype), s.nranks)) return false;
   if (lowering == LoweringMode::fused) return true;
   LowerOptions lo;
   lo.rank_device = rank_device;

@@ -122,6 +122,11 @@ struct FusedParams {
   // general lowering at every size up to 1 MiB for every 2-rank schedule except the kernel-only
   // reduces (see use_fused below) and broadcast at >= 64 KiB (within 25%).
   int64_t fused_max = 1 << 20;
+  // The same crossover on more than 2 ranks. On 4 x H200 (2026-11-26) the general lowering's cross-GPU graph
+  // edges cost ~8 us each against ~3 on 2 GPUs, and a general plan of 2-64 MiB stalls on them
+  // (reducescatter.hier ~650 us flat from 2 MiB), while the fused path reached 0.6-0.9 x NCCL there; the
+  // general lowering is ahead again from 64 MiB for some schedules (allgather.ring, allreduce.ring).
+  int64_t wide_fused_max = 16 << 20;
   int threads = kFusedMaxThreads;  // per CTA (at most the kernel's launch bound)
   int64_t cta_bytes = 32 << 10;    // FusedOptions::cta_bytes
   int max_ctas = 0;                // per launch; 0: one per SM
@@ -132,13 +137,14 @@ struct FusedParams {
   bool sc_fence = false;
   double timeout_s = 10.0;  // kernel spin-wait timeout
 
-  // Reads the keys this path owns from "key=value,..." (lowering, fused_max, fused_threads,
+  // Reads the keys this path owns from "key=value,..." (lowering, fused_max, wide_fused_max, fused_threads,
   // fused_cta_bytes, fused_ctas, fused_pdl, fused_fence, fused_timeout; kernel_timeout is read and kept) and
   // returns the string without them; throws an input error naming a bad value.
   std::string apply(const std::string& tune);
-  // Whether `bytes` runs fused under this mode (by size only).
-  bool use_fused(int64_t bytes) const {
-    return lowering == LoweringMode::fused || (lowering == LoweringMode::automatic && bytes <= fused_max);
+  // Whether `bytes` on `nranks` ranks runs fused under this mode (by size only).
+  bool use_fused(int64_t bytes, int nranks = 2) const {
+    return lowering == LoweringMode::fused ||
+           (lowering == LoweringMode::automatic && bytes <= (nranks > 2 ? wide_fused_max : fused_max));
   }
   // The choice for a schedule: auto also keeps the general lowering when its plan has no cross-GPU
   // waits and no copy-engine copies (e.g. a 2-rank reduce whose root's kernel reads its peer): that

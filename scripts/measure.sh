@@ -84,7 +84,7 @@ sweep() {  # file factor dtype min max groups... (a group: comma-separated algor
   local file=$1 f=$2 dt=$3 lo=$4 hi=$5
   shift 5
   for g in "$@"; do
-    local t0=$(date +%s) limit=$(($(left) - 60 < 200 ? $(left) - 60 : 200))
+    local t0=$(date +%s) limit=$(($(left) - 60 < GROUP_S ? $(left) - 60 : GROUP_S))
     if [ "$limit" -lt 10 ]; then
       echo "  $(echo "$g" | cut -c1-70) ($lo..$hi): skipped (deadline)" | tee -a "$LOG"
       continue
@@ -100,6 +100,7 @@ sweep() {  # file factor dtype min max groups... (a group: comma-separated algor
 }
 # The copy-engine mode from 4 MiB on more than 2 GPUs (its cross-GPU events cost ~1.4 ms a launch there below).
 COPY_MIN=$([ "$GPUS" -le 2 ] && echo 8 || echo 4M)
+GROUP_S=$([ "$GPUS" -le 2 ] && echo 200 || echo 120)  # seconds a group of algorithms may take
 ALLREDUCES="allreduce.nccl,allreduce.bidir,allreduce.bidir.ll allreduce.bidir.twoshot allreduce.bidir.flash,allreduce.bidir.lamport"
 ALLREDUCES+=" allreduce.bidir.push,allreduce.bidir.stream sol.bidir_copy,allreduce.ring"
 stamp "sweep: all-reduces and sol.bidir_copy, float, 8 B .. 1 GiB x2"
@@ -112,6 +113,8 @@ sweep others_float.csv 4 float 8 1G allgather.nccl,reducescatter.nccl,broadcast.
   reduce.binomial,reduce.direct
 sweep allreduce_float.csv 2 float 8 1G allreduce.tree,allreduce.rhd
 stamp "sweep: all-reduces in half and bfloat16, x4"
+# More GPUs: the chosen path and its baseline only (the forced modes' float rows show each mode).
+[ "$GPUS" -gt 2 ] && ALLREDUCES="allreduce.nccl,allreduce.bidir,allreduce.bidir.twoshot"
 sweep allreduce_half.csv 4 half 8 1G $ALLREDUCES
 sweep allreduce_bfloat16.csv 4 bfloat16 8 1G $ALLREDUCES
 

@@ -413,6 +413,9 @@ TEST(FusedParams, TuneKeysAreTakenAndOthersPassedOn) {
   EXPECT_FALSE(fp.pdl);
   EXPECT_TRUE(fp.use_fused(64 << 10));
   EXPECT_FALSE(fp.use_fused((64 << 10) + 1));
+  // More than 2 ranks have their own crossover.
+  EXPECT_TRUE(fp.use_fused(fp.wide_fused_max, 4));
+  EXPECT_FALSE(fp.use_fused(fp.wide_fused_max + 1, 4));
   // auto keeps the general lowering for a plan without cross-GPU waits, whatever the size.
   AlgoArgs args;
   args.nranks = 2;

@@ -369,8 +369,8 @@ TEST(LowerCollective, WideBidirChoosesTwoshotAboveItsCrossovers) {
   EXPECT_EQ(large.path, Path::kernel);
   EXPECT_EQ(large.kernel.mode, BidirMode::twoshot);
   EXPECT_EQ(large.kernel.grid, 132);
-  // A slice smaller than the grid's first round takes fewer CTAs: 1 MiB over 4 ranks, 512 threads x 2 vectors.
-  EXPECT_EQ(lower_collective(find_algorithm("allreduce.bidir.twoshot"), four(1 << 20), Machine{}).kernel.grid, 16);
+  // A slice smaller than the grid's first round takes fewer CTAs: 1 MiB over 4 ranks, 512 threads x 1 vector.
+  EXPECT_EQ(lower_collective(find_algorithm("allreduce.bidir.twoshot"), four(1 << 20), Machine{}).kernel.grid, 32);
   // The crossovers come from --tune like the 2-rank ones.
   AlgoArgs tuned = four(4 << 20);
   tuned.tune = "wide_mid_max=8M,wide_mid=push";
