@@ -109,6 +109,7 @@ nb::tuple records_columns(const std::vector<Record>& rows) {
     put(optional_float(r.pred_busbw_gbps));
     put(optional_float(r.error()));
     put(nb::str(r.note.c_str()));
+    put(optional_float(r.nccl_estimate_us));
     CCLAB_ASSERT(c == fixed, "records_columns: one value per contract column");
     for (size_t i = fixed; i < names.size(); ++i) {  // as the CSV: the last value of a repeated name
       std::string value;

@@ -194,11 +194,12 @@ TEST(Compare, BadInputIsOneClearLine) {
   {
     std::ofstream f(dir.file("bad.csv"));
     f << csv_header({}) << "\n";
-    f << "allreduce.ring,allreduce,gpu,h200x2,2,notanumber,256,float,sum,-1,0,5,1,1,0,,,,,,,,\n";
+    f << "allreduce.ring,allreduce,gpu,h200x2,2,notanumber,256,float,sum,-1,0,5,1,1,0,,,,,,,,,\n";
   }
   r = run("compare --measured " + dir.file("bad.csv") + " --topo h200x2");
   EXPECT_EQ(r.rc, 1) << r.out;
   EXPECT_NE(r.out.find("bad.csv:2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("'bytes'"), std::string::npos) << r.out;  // the cell at fault, not the field count
 
   Record ok{.algo = "allreduce.ring",
             .collective = "allreduce",
