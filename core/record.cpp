@@ -29,6 +29,11 @@ std::optional<double> Record::error() const {
   return (*pred_time_us - time_us) / time_us;
 }
 
+std::optional<double> Record::nccl_error() const {
+  if (!nccl_estimate_us || time_us <= 0) return std::nullopt;
+  return (*nccl_estimate_us - time_us) / time_us;
+}
+
 void fill_bandwidths(Record& r) {
   if (r.time_us <= 0) {
     r.algbw_gbps = r.busbw_gbps = 0;
@@ -42,7 +47,7 @@ const std::vector<std::string>& csv_columns() {
   static const std::vector<std::string> cols = {
       "algo",   "collective", "backend", "topology",     "ranks",           "bytes",      "count", "dtype",
       "redop",  "root",       "inplace", "time_us",      "algbw_gbps",      "busbw_gbps", "wrong", "device",
-      "commit", "date",       "shape",   "pred_time_us", "pred_busbw_gbps", "error",      "note"};
+      "commit", "date",       "shape",   "pred_time_us", "pred_busbw_gbps", "error",      "note",  "nccl_estimate_us"};
   return cols;
 }
 
@@ -116,7 +121,7 @@ std::string csv_text(const std::vector<Record>& rows) {
        << ',' << (r.in_place ? 1 : 0) << ',' << fmt(r.time_us) << ',' << fmt(r.algbw_gbps) << ',' << fmt(r.busbw_gbps)
        << ',' << r.wrong << ',' << quote(r.device) << ',' << quote(r.commit) << ',' << quote(r.date) << ','
        << quote(r.shape) << ',' << opt(r.pred_time_us) << ',' << opt(r.pred_busbw_gbps) << ',' << opt(r.error()) << ','
-       << quote(r.note);
+       << quote(r.note) << ',' << opt(r.nccl_estimate_us);
     for (const auto& name : extras) {
       std::string value;
       for (const auto& [k, v] : r.extra)
@@ -265,6 +270,7 @@ std::vector<Record> read_csv(const std::string& path) {
     r.note = get("note");
     if (!get("pred_time_us").empty()) r.pred_time_us = num("pred_time_us", 0);
     if (!get("pred_busbw_gbps").empty()) r.pred_busbw_gbps = num("pred_busbw_gbps", 0);
+    if (!get("nccl_estimate_us").empty()) r.nccl_estimate_us = num("nccl_estimate_us", 0);  // absent in older records
     const auto& known = csv_columns();
     for (size_t i = 0; i < header.size(); ++i)
       if (std::find(known.begin(), known.end(), header[i]) == known.end()) r.extra.emplace_back(header[i], cells[i]);

@@ -27,6 +27,11 @@ struct Record {
   // Filled when a prediction stands beside a measurement.
   std::optional<double> pred_time_us, pred_busbw_gbps;
   std::optional<double> error() const;  // (predicted - measured) / measured
+  // NCCL's own estimate of this row's time in microseconds, from ncclGroupSimulateEnd on the very calls that
+  // were timed (`*.nccl` rows of an NCCL >= 2.22); empty where there is none (other rows, NCCL's send/recv
+  // compositions, one rank, older NCCL, older records).
+  std::optional<double> nccl_estimate_us;
+  std::optional<double> nccl_error() const;  // (NCCL's estimate - measured) / measured
   // Free-form extra numeric columns (e.g. tflops, utilisation), kept in order.
   std::vector<std::pair<std::string, std::string>> extra;
 };

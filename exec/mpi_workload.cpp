@@ -218,6 +218,11 @@ void MpiNcclWorkload::issue(cudaStream_t s) {
   }
 }
 
+// This rank's call, simulated on the stream issue() uses.
+std::optional<double> MpiNcclWorkload::nccl_estimate_us() {
+  return nccl_simulated_us(spec_.coll, spec_.nranks, [this] { issue(world_.origin()); });
+}
+
 std::string MpiNcclWorkload::note() const {
   return "NCCL " + nccl_.version() + (nccl_.pins().empty() ? std::string() : " " + nccl_.pins()) + ", MPI (" +
          std::to_string(world_.size()) + " processes, ncclCommInitRank)";

@@ -7,6 +7,7 @@
 #include <nccl.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,8 @@ class MpiWorkload {
   // One line for a host-side timeout.
   virtual std::string hang_report() = 0;
   virtual std::string note() const = 0;
+  // This rank's NCCL estimate of one iteration (Workload::nccl_estimate_us); every rank calls it together.
+  virtual std::optional<double> nccl_estimate_us() { return std::nullopt; }
 };
 
 class MpiPlanWorkload : public MpiWorkload {
@@ -91,6 +94,7 @@ class MpiNcclWorkload : public MpiWorkload {
   void issue(cudaStream_t origin) override;
   std::string hang_report() override { return "rank " + std::to_string(world_.rank()) + ": NCCL did not complete"; }
   std::string note() const override;
+  std::optional<double> nccl_estimate_us() override;
 
  private:
   const MpiWorld& world_;

@@ -1,5 +1,6 @@
 #include "exec/nccl_workload.hpp"
 
+#include <cmath>
 #include <cstdlib>
 
 #include "exec/cuda_check.hpp"
@@ -55,6 +56,26 @@ NcclComms::NcclComms(const Communicator& comm, const NcclOptions& options) {
 NcclComms::~NcclComms() {
   for (auto c : comms_)
     if (c) ncclCommDestroy(c);
+}
+
+std::optional<double> nccl_simulated_us(Coll coll, int nranks, const std::function<void()>& calls) {
+  const bool collective = coll == Coll::allreduce || coll == Coll::broadcast || coll == Coll::reduce ||
+                          coll == Coll::allgather || coll == Coll::reducescatter;
+  if (!collective || nranks < 2) return std::nullopt;
+#if defined(NCCL_VERSION_CODE) && NCCL_VERSION_CODE >= 22200  // 2.22.0, the first with ncclGroupSimulateEnd
+  ncclSimInfo_t info = NCCL_SIM_INFO_INITIALIZER;
+  CCLAB_NCCL(ncclGroupStart());
+  calls();
+  CCLAB_NCCL(ncclGroupSimulateEnd(&info));
+  // estimatedTime is the chosen (algorithm, protocol)'s entry of NCCL's cost table, latency plus bytes over
+  // bandwidth in microseconds (src/enqueue.cc topoGetAlgoInfo, src/graph/tuning.cc ncclTopoGetAlgoTime); it
+  // stays at the initializer's NCCL_UNDEF_FLOAT (-1) when no collective was simulated.
+  if (!(info.estimatedTime >= 0) || !std::isfinite(info.estimatedTime)) return std::nullopt;
+  return double(info.estimatedTime);
+#else
+  (void)calls;
+  return std::nullopt;
+#endif
 }
 
 std::vector<BufferSizes> nccl_buffer_sizes(Coll coll, int nranks, int64_t count, DType dtype, int root) {
@@ -147,6 +168,11 @@ void NcclWorkload::issue(cudaStream_t origin) {
 // One graph per GPU, as nccl-tests -G captures: NCCL's group call across the GPUs' streams.
 std::unique_ptr<Replay> NcclWorkload::capture(cudaStream_t, int iters) {
   return capture_per_device(comm_, raw_, iters, [this] { enqueue(); });
+}
+
+// The group that issue() runs, simulated: the same communicators, buffers, streams and arguments.
+std::optional<double> NcclWorkload::nccl_estimate_us() {
+  return nccl_simulated_us(spec_.coll, spec_.nranks, [this] { enqueue(); });
 }
 
 std::string NcclWorkload::note() const {

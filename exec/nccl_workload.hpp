@@ -4,7 +4,9 @@
 
 #include <nccl.h>
 
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,6 +47,21 @@ class NcclComms {
   std::string version_, pins_;
 };
 
+// NCCL's own estimate, in microseconds, of one iteration of `coll` on `nranks` ranks: the NCCL calls `calls`
+// makes (they may open their own group: groups nest) are issued between ncclGroupStart() and
+// ncclGroupSimulateEnd() (NCCL >= 2.22), which picks algorithm and protocol as ncclGroupEnd() would and launches
+// nothing. nullopt where NCCL gives none:
+// - an NCCL without ncclGroupSimulateEnd;
+// - all-to-all, gather and scatter, which cclab composes from send/recv: NCCL estimates collectives only, and a
+//   simulated group of sends and receives would stay queued in NCCL's planner until the next real launch;
+// - one rank: NCCL copies at once, outside any group.
+// Several communicators in one group (one per GPU, one process): NCCL writes each one's estimate into the same
+// struct in turn and the last stands. Without a tuner plugin the ranks agree by construction (ncclCommInitAll agrees
+// every graph's bandwidths across ranks, and the cost tables follow from those and comm-wide counts), so that is every
+// rank's. Like a first real launch it may connect NCCL's channels for the algorithm it picks: every rank of the
+// communicator calls it together.
+std::optional<double> nccl_simulated_us(Coll coll, int nranks, const std::function<void()>& calls);
+
 // The buffer sizes NCCL's call needs for a collective (nccl-tests layout).
 std::vector<BufferSizes> nccl_buffer_sizes(Coll coll, int nranks, int64_t count, DType dtype, int root);
 
@@ -58,6 +75,7 @@ class NcclWorkload : public Workload {
   std::unique_ptr<Replay> capture(cudaStream_t origin, int iters) override;
   std::string hang_report() override { return "NCCL did not complete"; }
   std::string note() const override;
+  std::optional<double> nccl_estimate_us() override;
 
  private:
   void enqueue();  // the group call on the rank streams

@@ -82,6 +82,9 @@ class Workload {
   virtual std::optional<bool> held() const { return std::nullopt; }
   // Extra note for the record (mode, launch parameters).
   virtual std::string note() const { return {}; }
+  // NCCL's own estimate of one iteration in microseconds, for the record's nccl_estimate_us; nullopt where the
+  // workload is not an NCCL call or NCCL gives none. Call it before timing (it may connect NCCL's channels).
+  virtual std::optional<double> nccl_estimate_us() { return std::nullopt; }
 };
 
 // Multi-GPU stream capture of `iters` calls of `issue` from origin into one graph.

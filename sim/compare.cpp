@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <set>
 #include <tuple>
 
@@ -223,6 +224,8 @@ Comparison compare(const std::vector<Record>& measured, RowPredictor& predictor,
   for (const Record* r : kept)
     if (!r->in_place) has_oop.insert({r->algo, r->ranks, r->bytes, r->dtype});
   std::map<std::pair<std::string, int>, std::vector<std::pair<int64_t, double>>> groups;
+  // Rows with NCCL's own estimate: its errors, and cclab's on the same rows.
+  std::map<std::pair<std::string, int>, std::vector<std::pair<int64_t, double>>> nccl_groups, cclab_on_nccl;
   std::vector<std::pair<int64_t, double>> all;
   for (const Record* r : kept) {
     if (r->in_place && has_oop.count({r->algo, r->ranks, r->bytes, r->dtype})) {
@@ -240,6 +243,13 @@ Comparison compare(const std::vector<Record>& measured, RowPredictor& predictor,
     const double e = *row.error();
     groups[{row.algo, row.ranks}].emplace_back(row.bytes, e);
     all.emplace_back(row.bytes, e);
+    if (const auto ne = row.nccl_error()) {
+      nccl_groups[{row.algo, row.ranks}].emplace_back(row.bytes, *ne);
+      cclab_on_nccl[{row.algo, row.ranks}].emplace_back(row.bytes, e);
+      char text[32];
+      std::snprintf(text, sizeof text, "%.9g", *ne);
+      row.extra.emplace_back("nccl_error", text);
+    }
     c.rows.push_back(std::move(row));
   }
   for (auto& [key, errs] : groups) {
@@ -247,6 +257,14 @@ Comparison compare(const std::vector<Record>& measured, RowPredictor& predictor,
     s.algo = key.first;
     s.ranks = key.second;
     c.per_algo.push_back(s);
+  }
+  for (auto& [key, errs] : nccl_groups) {
+    NcclEstimateSummary s;
+    s.algo = key.first;
+    s.ranks = key.second;
+    s.nccl = summarize(errs, goals);
+    s.cclab = summarize(cclab_on_nccl[key], goals);
+    c.nccl_estimate.push_back(s);
   }
   c.overall = summarize(all, goals);
   return c;

@@ -74,9 +74,21 @@ struct ErrorSummary {
 // floors |error| at 1e-6 (a perfect prediction would make it 0 whatever the other sizes).
 ErrorSummary summarize(const std::vector<std::pair<int64_t, double>>& errors, const Goals& goals = {});
 
+// NCCL's own estimate (the rows' nccl_estimate_us, from ncclGroupSimulateEnd) beside cclab's prediction, for
+// one NCCL baseline: both against the same measured rows, those that carry NCCL's estimate.
+struct NcclEstimateSummary {
+  std::string algo;
+  int ranks = 0;
+  ErrorSummary nccl;   // (NCCL's estimate - measured) / measured
+  ErrorSummary cclab;  // (cclab's prediction - measured) / measured on the same rows
+  // The goal "cclab below NCCL's own estimate": cclab's median and max of |error| both lower than NCCL's.
+  bool cclab_below() const { return cclab.median < nccl.median && cclab.max < nccl.max; }
+};
+
 struct Comparison {
   std::vector<Record> rows;                                 // compared rows, prediction filled
   std::vector<ErrorSummary> per_algo;                       // by (algorithm, ranks), in name order
+  std::vector<NcclEstimateSummary> nccl_estimate;           // per (algorithm, ranks) whose rows carry one, same order
   ErrorSummary overall;                                     // every compared row
   std::map<std::string, int> skipped;                       // reason -> rows
   std::vector<std::pair<std::string, std::string>> failed;  // (row description, why it could not be predicted)
@@ -85,7 +97,8 @@ struct Comparison {
   bool goals_met() const;
 };
 
-// Compares every measured row that skip_reason() keeps. Where a series has both out-of-place and
+// Compares every measured row that skip_reason() keeps. Rows that carry NCCL's estimate get a `nccl_error`
+// column beside `error`, and their algorithm an NcclEstimateSummary. Where a series has both out-of-place and
 // in-place rows, the out-of-place ones are compared (nccl-tests reports both; they agree closely).
 // Rows that cannot be predicted are listed in `failed`, not thrown.
 Comparison compare(const std::vector<Record>& measured, RowPredictor& predictor, const Goals& goals = {});

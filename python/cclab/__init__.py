@@ -258,7 +258,8 @@ def simulate(topo, algo, sizes=None, *, ranks=None, dtype="float", redop="sum", 
 class Comparison:
     """``cclab compare``'s result: ``rows`` (the compared measured rows, pred_time_us, pred_busbw_gbps and
     error filled), ``per_algo`` (per algorithm and ranks: sizes, median, geomean and max of |error|, the worst
-    size, goals met), ``overall``, ``skipped`` ({reason: rows}), ``failed`` ([(row, why)]),
+    size, goals met; where the rows carry NCCL's own estimate, nccl_sizes, nccl_median, nccl_geomean, nccl_max
+    and cclab_below_nccl), ``overall``, ``skipped`` ({reason: rows}), ``failed`` ([(row, why)]),
     ``plan_mismatches`` ([(row, the plan columns that differ)]: the plan that ran is not the plan priced),
     ``goals_met``, ``target`` (what was predicted on)."""
 

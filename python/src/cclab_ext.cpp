@@ -109,6 +109,7 @@ nb::tuple records_columns(const std::vector<Record>& rows) {
     put(optional_float(r.pred_busbw_gbps));
     put(optional_float(r.error()));
     put(nb::str(r.note.c_str()));
+    put(optional_float(r.nccl_estimate_us));
     CCLAB_ASSERT(c == fixed, "records_columns: one value per contract column");
     for (size_t i = fixed; i < names.size(); ++i) {  // as the CSV: the last value of a repeated name
       std::string value;
@@ -305,7 +306,19 @@ nb::dict compare(const std::string& measured_path, const std::optional<topo::Top
   d["measured_rows"] = measured.size();
   d["rows"] = records_columns(c.rows);
   nb::list per_algo;
-  for (const auto& s : c.per_algo) per_algo.append(summary_dict(s));
+  for (const auto& s : c.per_algo) {
+    nb::dict d = summary_dict(s);
+    // As `cclab compare` prints them: NCCL's own estimate's errors where the rows carry it, and the goal.
+    for (const auto& n : c.nccl_estimate)
+      if (n.algo == s.algo && n.ranks == s.ranks) {
+        d["nccl_sizes"] = n.nccl.sizes;
+        d["nccl_median"] = n.nccl.median;
+        d["nccl_geomean"] = n.nccl.geomean;
+        d["nccl_max"] = n.nccl.max;
+        d["cclab_below_nccl"] = n.cclab_below();
+      }
+    per_algo.append(d);
+  }
   d["per_algo"] = per_algo;
   d["overall"] = summary_dict(c.overall);
   nb::dict skipped;

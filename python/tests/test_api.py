@@ -1,4 +1,5 @@
 """cclab.topology, presets, algorithms, compare and schedule: each against the command line it wraps."""
+import csv
 import json
 import os
 
@@ -108,6 +109,31 @@ def test_compare_equals_cclab_compare(cclab_bin, tmp_path):
     pd = pytest.importorskip("pandas")
     c2 = cclab.compare(pd.read_csv(one), PROFILE)
     assert list(c2.rows["pred_time_us"]) == [r["pred_time_us"] for r in from_file.rows]
+
+
+def test_compare_sets_nccls_own_estimate_beside_cclabs(cclab_bin, tmp_path):
+    # The NCCL baselines of a committed file, given an estimate 1.5 x the measured time (error +50% everywhere).
+    one = os.path.join(MEASURED, "exec_allreduce_float.csv")
+    _, raw = read_csv(one)
+    for r in raw:
+        r["nccl_estimate_us"] = "%.9g" % (1.5 * float(r["time_us"])) if r["algo"].endswith(".nccl") else ""
+    c = cclab.compare(raw, PROFILE, frame=False)
+    nccl = [s for s in c.per_algo if s["algo"].endswith(".nccl")]
+    assert nccl and all(abs(s["nccl_median"] - 0.5) < 1e-6 and abs(s["nccl_max"] - 0.5) < 1e-6 for s in nccl)
+    assert all(s["nccl_sizes"] == s["sizes"] for s in nccl)
+    assert all(s["cclab_below_nccl"] == (s["median"] < 0.5 and s["max"] < 0.5) for s in nccl)
+    assert all("nccl_median" not in s for s in c.per_algo if not s["algo"].endswith(".nccl"))
+    assert all(abs(r["nccl_error"] - 0.5) < 1e-6 for r in c.rows if r["algo"].endswith(".nccl"))
+    # The command line prints the same goal per baseline.
+    path = tmp_path / "with_estimate.csv"
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(raw[0].keys()))
+        w.writeheader()
+        w.writerows(raw)
+    out = run_cli(cclab_bin, "compare", "--measured", path, "--topo", PROFILE).stdout
+    for s in nccl:
+        assert (f"cclab below NCCL's own estimate: {s['algo']} n={s['ranks']} ({s['sizes']} sizes): "
+                f"{'met' if s['cclab_below_nccl'] else 'NOT met'}") in out
 
 
 def test_compare_bad_input(tmp_path):

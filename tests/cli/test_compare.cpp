@@ -8,7 +8,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
+#include <string>
 
 #include "core/error.hpp"
 #include "core/record.hpp"
@@ -167,6 +169,135 @@ TEST(Compare, StatisticsOnASyntheticRecordsFolder) {
   EXPECT_EQ(run("compare --measured " + dir.str() + " --topo h200x2 --require-goals").rc, 3);
 }
 
+// NCCL's own estimate beside cclab's: rows whose cclab error and NCCL-estimate error are both known by
+// construction (nccl_estimate_us = measured x (1 + NCCL's error)).
+std::vector<Record> with_nccl_estimates(std::vector<Record> rows,
+                                        const std::map<std::string, std::vector<double>>& ne) {
+  std::map<std::string, size_t> seen;
+  for (auto& r : rows) {
+    auto it = ne.find(r.algo);
+    if (it == ne.end()) continue;
+    const size_t i = seen[r.algo]++;
+    if (i < it->second.size()) r.nccl_estimate_us = r.time_us * (1.0 + it->second[i]);
+  }
+  return rows;
+}
+
+std::string line_of(const std::string& out, const std::string& start) {
+  const size_t at = out.find("\n" + start);
+  if (at == std::string::npos) return "";
+  return out.substr(at + 1, out.find('\n', at + 1) - at - 1);
+}
+
+TEST(Compare, NcclOwnEstimateBesideCclabs) {
+  sim::RowPredictor p(model::resolve_target("h200x2"));
+  std::vector<Record> plain = synthetic_measurements(p, {
+                                                            {"allreduce.nccl", {0.02, -0.04, 0.01, 0.15}},
+                                                            {"allgather.nccl", {0.10, -0.20}},
+                                                            {"allreduce.ring", {0.01, 0.03}},
+                                                        });
+  // allreduce.nccl: the fourth size has no estimate; allgather.nccl: NCCL's estimate is the closer one.
+  const std::vector<Record> rows = with_nccl_estimates(plain, {
+                                                                  {"allreduce.nccl", {0.30, -0.10, 0.50}},
+                                                                  {"allgather.nccl", {0.05, -0.08}},
+                                                              });
+
+  const sim::Comparison c = sim::compare(rows, p);
+  ASSERT_EQ(c.per_algo.size(), 3u);
+  ASSERT_EQ(c.nccl_estimate.size(), 2u);  // allreduce.ring carries none
+  const sim::NcclEstimateSummary& ag = c.nccl_estimate[0];
+  EXPECT_EQ(ag.algo, "allgather.nccl");
+  EXPECT_EQ(ag.ranks, 2);
+  EXPECT_EQ(ag.nccl.sizes, 2);
+  EXPECT_NEAR(ag.nccl.median, 0.065, 1e-9);
+  EXPECT_NEAR(ag.nccl.max, 0.08, 1e-9);
+  EXPECT_NEAR(ag.cclab.median, 0.15, 1e-9);
+  EXPECT_NEAR(ag.cclab.max, 0.20, 1e-9);
+  EXPECT_FALSE(ag.cclab_below());
+  const sim::NcclEstimateSummary& ar = c.nccl_estimate[1];
+  EXPECT_EQ(ar.algo, "allreduce.nccl");
+  EXPECT_EQ(ar.nccl.sizes, 3);
+  EXPECT_NEAR(ar.nccl.median, 0.30, 1e-9);
+  EXPECT_NEAR(ar.nccl.max, 0.50, 1e-9);
+  EXPECT_NEAR(ar.nccl.worst_error, 0.50, 1e-9);
+  // cclab on the same three rows (the fourth, 15% off, has no estimate to set beside it).
+  EXPECT_EQ(ar.cclab.sizes, 3);
+  EXPECT_NEAR(ar.cclab.median, 0.02, 1e-9);
+  EXPECT_NEAR(ar.cclab.max, 0.04, 1e-9);
+  EXPECT_TRUE(ar.cclab_below());
+  // cclab's own summary of the baseline still covers every size.
+  EXPECT_EQ(c.per_algo[1].algo, "allreduce.nccl");
+  EXPECT_EQ(c.per_algo[1].sizes, 4);
+  EXPECT_NEAR(c.per_algo[1].max, 0.15, 1e-9);
+  // Each row with an estimate carries NCCL's error beside cclab's.
+  int with_error = 0;
+  for (const auto& r : c.rows)
+    for (const auto& [k, v] : r.extra)
+      if (k == "nccl_error") {
+        ++with_error;
+        EXPECT_NEAR(std::stod(v), *r.nccl_error(), 1e-9);
+      }
+  EXPECT_EQ(with_error, 5);
+
+  // The same through the binary: the two columns beside cclab's, "-" where a row has none, a goal line per
+  // NCCL baseline, and the estimate and its error in --csv.
+  TempDir dir("cclab_test_compare_nccl");
+  write_csv_atomic(dir.file("m.csv"), rows);
+  const CmdResult r = run("compare --measured " + dir.file("m.csv") + " --topo h200x2 --csv " + dir.file("out.csv"));
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("at worst  nccl med  nccl max  goals\n"), std::string::npos) << r.out;
+  const std::string ar_line = line_of(r.out, "  allreduce.nccl ");
+  EXPECT_NE(ar_line.find("     30.0%     50.0%  "), std::string::npos) << r.out;
+  const std::string ring_line = line_of(r.out, "  allreduce.ring ");
+  EXPECT_NE(ring_line.find("         -         -  met"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("cclab below NCCL's own estimate: allreduce.nccl n=2 (3 sizes): met (median 2.0% vs NCCL's "
+                       "30.0%, max 4.0% vs NCCL's 50.0%)\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("cclab below NCCL's own estimate: allgather.nccl n=2 (2 sizes): NOT met (median, max) "
+                       "(median 15.0% vs NCCL's 6.5%, max 20.0% vs NCCL's 8.0%)\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("allreduce.ring n=2"), std::string::npos) << r.out;
+  const std::vector<Record> out = read_csv(dir.file("out.csv"));
+  ASSERT_EQ(out.size(), 8u);
+  int estimated = 0;
+  for (const auto& o : out) {
+    if (!o.nccl_estimate_us) continue;
+    ++estimated;
+    bool has_error = false;
+    for (const auto& [k, v] : o.extra)
+      if (k == "nccl_error") has_error = std::abs(std::stod(v) - *o.nccl_error()) < 1e-6;
+    EXPECT_TRUE(has_error) << o.algo << " " << o.bytes;
+  }
+  EXPECT_EQ(estimated, 5);
+
+  // Records without the column (written before it existed): the same table and lines as always, no NCCL
+  // columns or goal lines.
+  std::string old_csv;
+  {
+    std::istringstream text(csv_text(plain));
+    std::string line;
+    while (std::getline(text, line)) {
+      // The new column is the last contract column and these rows have no extras: drop the last field.
+      old_csv += line.substr(0, line.rfind(',')) + "\n";
+    }
+  }
+  ASSERT_EQ(old_csv.find("nccl_estimate_us"), std::string::npos);
+  std::ofstream(dir.file("old.csv")) << old_csv;
+  const CmdResult o = run("compare --measured " + dir.file("old.csv") + " --topo h200x2");
+  ASSERT_EQ(o.rc, 0) << o.out;
+  EXPECT_EQ(o.out.find("nccl med"), std::string::npos) << o.out;
+  EXPECT_EQ(o.out.find("NCCL's own estimate"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("at worst  goals\n"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("goals (median <= 5.0%"), std::string::npos) << o.out;
+  // And the output is the one the same rows give when written with the (empty) column.
+  write_csv_atomic(dir.file("new_empty.csv"), plain);
+  const CmdResult e = run("compare --measured " + dir.file("new_empty.csv") + " --topo h200x2");
+  ASSERT_EQ(e.rc, 0) << e.out;
+  EXPECT_EQ(e.out.substr(e.out.find('\n')), o.out.substr(o.out.find('\n')));  // all but the file name line
+}
+
 TEST(Compare, AProfileIsATopology) {
   const std::string profile = std::string(CCLAB_SOURCE_DIR) + "/profiles/h200x2.json";
   if (!fs::exists(profile)) GTEST_SKIP() << "no profiles/h200x2.json";
@@ -194,11 +325,12 @@ TEST(Compare, BadInputIsOneClearLine) {
   {
     std::ofstream f(dir.file("bad.csv"));
     f << csv_header({}) << "\n";
-    f << "allreduce.ring,allreduce,gpu,h200x2,2,notanumber,256,float,sum,-1,0,5,1,1,0,,,,,,,,\n";
+    f << "allreduce.ring,allreduce,gpu,h200x2,2,notanumber,256,float,sum,-1,0,5,1,1,0,,,,,,,,,\n";
   }
   r = run("compare --measured " + dir.file("bad.csv") + " --topo h200x2");
   EXPECT_EQ(r.rc, 1) << r.out;
   EXPECT_NE(r.out.find("bad.csv:2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("'bytes'"), std::string::npos) << r.out;  // the cell at fault, not the field count
 
   Record ok{.algo = "allreduce.ring",
             .collective = "allreduce",

@@ -13,7 +13,7 @@ namespace cclab {
 TEST(Record, CsvHeaderIsTheContract) {
   EXPECT_EQ(csv_header({}),
             "algo,collective,backend,topology,ranks,bytes,count,dtype,redop,root,inplace,time_us,algbw_gbps,"
-            "busbw_gbps,wrong,device,commit,date,shape,pred_time_us,pred_busbw_gbps,error,note");
+            "busbw_gbps,wrong,device,commit,date,shape,pred_time_us,pred_busbw_gbps,error,note,nccl_estimate_us");
 }
 
 TEST(Record, BusBwFactorsFollowNcclTests) {
@@ -55,6 +55,47 @@ TEST(Record, CsvRoundTripsThroughAFile) {
   ASSERT_EQ(rows[0].extra.size(), 1u);
   EXPECT_EQ(rows[0].extra[0].second, "12.5");
   EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+  std::filesystem::remove(path);
+}
+
+TEST(Record, NcclEstimateRoundTripsAndIsEmptyElsewhere) {
+  Record nccl{.algo = "allreduce.nccl", .collective = "allreduce", .backend = "gpu", .ranks = 2, .time_us = 20};
+  nccl.nccl_estimate_us = 25.5;
+  Record ring{.algo = "allreduce.ring", .collective = "allreduce", .backend = "gpu", .ranks = 2, .time_us = 20};
+  const std::string text = csv_text({nccl, ring});
+  // The estimate is the last contract column: "...,note,25.5" and "...,note," (empty, not 0).
+  EXPECT_NE(text.find(",25.5\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("allreduce.ring"), std::string::npos);
+  EXPECT_EQ(text.back(), '\n');
+  EXPECT_EQ(text.substr(text.size() - 2), ",\n") << text;
+  auto path = (std::filesystem::temp_directory_path() / "cclab_record_nccl.csv").string();
+  write_csv_atomic(path, {nccl, ring});
+  const auto rows = read_csv(path);
+  ASSERT_EQ(rows.size(), 2u);
+  ASSERT_TRUE(rows[0].nccl_estimate_us.has_value());
+  EXPECT_DOUBLE_EQ(*rows[0].nccl_estimate_us, 25.5);
+  EXPECT_NEAR(*rows[0].nccl_error(), (25.5 - 20) / 20, 1e-12);
+  EXPECT_FALSE(rows[1].nccl_estimate_us.has_value());
+  EXPECT_FALSE(rows[1].nccl_error().has_value());
+  EXPECT_TRUE(rows[0].extra.empty());  // a contract column, not an extra one
+  std::filesystem::remove(path);
+}
+
+// Records written before the column existed (the committed results/ among them) still load.
+TEST(Record, OlderRecordsWithoutTheNcclEstimateLoad) {
+  auto path = (std::filesystem::temp_directory_path() / "cclab_record_old.csv").string();
+  std::ofstream(path) << "algo,collective,backend,topology,ranks,bytes,count,dtype,redop,root,inplace,time_us,"
+                         "algbw_gbps,busbw_gbps,wrong,device,commit,date,shape,pred_time_us,pred_busbw_gbps,error,"
+                         "note,graph\n"
+                         "allreduce.nccl,allreduce,gpu,h200x2,2,1024,256,float,sum,-1,0,12.5,0.08,0.08,0,"
+                         "NVIDIA H200 x2,abc,2026-11-26,,,,,NCCL 2.28.9,1\n";
+  const auto rows = read_csv(path);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].algo, "allreduce.nccl");
+  EXPECT_DOUBLE_EQ(rows[0].time_us, 12.5);
+  EXPECT_FALSE(rows[0].nccl_estimate_us.has_value());
+  ASSERT_EQ(rows[0].extra.size(), 1u);
+  EXPECT_EQ(rows[0].extra[0].first, "graph");
   std::filesystem::remove(path);
 }
 
