@@ -13,7 +13,12 @@ dest=${2:-results/$machine}
 python3 scripts/check_device.py "$dest" "$machine_dir"/*.csv || exit 3
 mkdir -p "$dest"
 for f in "$machine_dir"/*.csv; do cp "$f" "$dest/exec_$(basename "$f")"; done
-cp "$src/summary.txt" "$dest/exec_summary.txt"
+if [ -f "$src/summary.txt" ]; then
+  cp "$src/summary.txt" "$dest/exec_summary.txt"
+else  # a sweep cut at the call's limit wrote no summary: the same script makes it from the records
+  python3 scripts/exec_summary.py "$dest/exec_allreduce_float.csv" $([ -f "$dest/exec_others_float.csv" ] &&
+    echo "$dest/exec_others_float.csv") >"$dest/exec_summary.txt"
+fi
 python3 scripts/plot_bidir.py "$dest/exec_allreduce_float.csv" "$dest/exec_allreduce_bidir.png" \
   --title "all-reduce on $machine (float, out of place; $(head -2 "$dest/exec_allreduce_float.csv" | tail -1 | cut -d, -f17))"
 ls -1 "$dest"/exec_*
