@@ -53,9 +53,13 @@ for d in results/h200x2 results/h200x2_repeat results/h200x2_fresh; do  # other 
   compgen -G "$d/*.csv" >/dev/null || continue
   ./build/cli/cclab compare --measured "$d" --topo profiles/h200x2.json --csv "build/compare/$(basename "$d").csv"
 done
-# 4 GPUs, predicted from the 2-GPU profile on the HGX H200 preset
+# 4 GPUs: from the 2-GPU profile on the HGX H200 preset, and from the 4-GPU profile of the same call
 if compgen -G "results/h200x4/*.csv" >/dev/null; then
   ./build/cli/cclab compare --measured results/h200x4 --topo hgx-h200 --profile profiles/h200x2.json \
     --csv build/compare/h200x4.csv
+  ./build/cli/cclab compare --measured results/h200x4 --topo profiles/h200x4.json --csv build/compare/h200x4_own.csv
+fi
+if compgen -G "results/h100x4/*.csv" >/dev/null; then
+  ./build/cli/cclab compare --measured results/h100x4 --topo profiles/h100x4.json --csv build/compare/h100x4.csv
 fi
 step "done"

@@ -47,7 +47,7 @@ bool prices_executor_plans(const model::ModelParams& P);
 
 // The executor's plan for (algo, args) on the simulator's machine, priced; nullopt where the parameters do not
 // price executor plans (no calibrated profile) or this plan's path has no model (NCCL beyond 2 GPUs: the NCCL
-// tuning model of predict() applies; the all-reduce kernels beyond 2 GPUs: the flow model). In the second case
+// tuning model of predict() applies; the all-reduce kernels beyond their 8 ranks: the flow model). In the second case
 // `unpriced` receives the plan's columns, so the record still names the plan it stands for.
 std::optional<Prediction> predict_executor(Simulator& sim, const Algorithm& algo, const AlgoArgs& args,
                                            std::vector<std::pair<std::string, std::string>>* unpriced = nullptr);
