@@ -154,11 +154,7 @@ __global__ void __launch_bounds__(512) flash_kernel(BidirArgs a, bool in_place) 
   __syncthreads();
   const uint32_t e = e_s;
   // Start: every peer's CTA b has begun, so its input (written before its launch) is ready.
-  if (t < n - 1) st_release(&a.ctrl[mod_ranks(r + 1 + t, n)]->flash_start[b][r], e);  // one peer per thread
-  if (t == 0) {
-    for (int j = 1; j < n; ++j)
-      if (!wait_ge(a, &me->flash_start[b][mod_ranks(r + j, n)], e, kWaitFlashStart, b, -1)) abort_s = 1;
-  }
+  cta_handshake(a, &Ctrl::flash_start, e, kWaitFlashStart, b, -1, &abort_s);
   __syncthreads();
   if (abort_s) return;
 
@@ -207,12 +203,7 @@ __global__ void __launch_bounds__(512) flash_kernel(BidirArgs a, bool in_place) 
       // Tell peers tile j of ours... no: that we fetched their tile j; wait until they fetched ours
       // before overwriting it.
       __syncthreads();
-      if (t < n - 1) st_release(&a.ctrl[mod_ranks(r + 1 + t, n)]->flash_prog[b][r], E | uint64_t(j + 1));
-      if (t == 0) {
-        for (int p = 1; p < n; ++p)
-          if (!wait_ge(a, &me->flash_prog[b][mod_ranks(r + p, n)], E | uint64_t(j + 1), kWaitFlashProgress, b, int(j)))
-            abort_s = 1;
-      }
+      cta_handshake(a, &Ctrl::flash_prog, E | uint64_t(j + 1), kWaitFlashProgress, b, int(j), &abort_s);
       __syncthreads();
       if (abort_s) return;
     }
@@ -230,11 +221,7 @@ __global__ void __launch_bounds__(512) flash_kernel(BidirArgs a, bool in_place) 
   cp_async_wait<0>();
   __syncthreads();
   // Finish: every peer's CTA b is done reading our tiles (and the tail).
-  if (t < n - 1) st_release(&a.ctrl[mod_ranks(r + 1 + t, n)]->flash_fin[b][r], e);
-  if (t == 0) {
-    for (int j = 1; j < n; ++j)
-      if (!wait_ge(a, &me->flash_fin[b][mod_ranks(r + j, n)], e, kWaitFlashFinish, b, -1)) abort_s = 1;
-  }
+  cta_handshake(a, &Ctrl::flash_fin, e, kWaitFlashFinish, b, -1, &abort_s);
   __syncthreads();
   if (abort_s) return;
   if (b == 0 && t < tail_n)
@@ -398,7 +385,7 @@ __global__ void __launch_bounds__(512, 2) push_kernel(BidirArgs a) {
       // fence per thread, so producers keep streaming while the flag goes out.
       named_barrier(1, H);
       // Every peer's slot [b][r] in its control words, and in place our own (read by our consumers): one
-      // destination per thread (as in twoshot_kernel's start handshake).
+      // destination per thread (see cta_handshake).
       if (const int first = a.in_place ? 0 : 1; t < n - first)
         st_release(&a.ctrl[mod_ranks(r + first + t, n)]->push_prog[b][r], E | uint64_t(j + 1));
     }
@@ -653,14 +640,7 @@ __global__ void __launch_bounds__(512) twoshot_kernel(BidirArgs a) {
   }
   __syncthreads();
   const uint32_t e = e_s;
-  // One peer's flag per thread: a system-scope release waits until the thread's earlier stores (the previous
-  // release included) have reached the system, so one thread releasing to n-1 peers in turn pays that round
-  // trip n-1 times (4 GPUs: twoshot and flash ~15 us at 8 B against ~5 for one peer; push ~3 us more per tile).
-  if (t < n - 1) st_release(&a.ctrl[mod_ranks(r + 1 + t, n)]->twoshot_start[b][r], e);
-  if (t == 0) {
-    for (int j = 1; j < n; ++j)
-      if (!wait_ge(a, &me->twoshot_start[b][mod_ranks(r + j, n)], e, kWaitTwoshotStart, b, -1)) abort_s = 1;
-  }
+  cta_handshake(a, &Ctrl::twoshot_start, e, kWaitTwoshotStart, b, -1, &abort_s);
   __syncthreads();
   if (abort_s) return;
   constexpr int N = 16 / sizeof(T);
@@ -703,11 +683,7 @@ __global__ void __launch_bounds__(512) twoshot_kernel(BidirArgs a) {
   // The stores above are ordered before each releasing thread's system-scope release by the barrier (as in
   // push: release is cumulative over what the barrier made visible to the thread).
   __syncthreads();
-  if (t < n - 1) st_release(&a.ctrl[mod_ranks(r + 1 + t, n)]->twoshot_fin[b][r], e);
-  if (t == 0) {
-    for (int j = 1; j < n; ++j)
-      if (!wait_ge(a, &me->twoshot_fin[b][mod_ranks(r + j, n)], e, kWaitTwoshotFinish, b, -1)) abort_s = 1;
-  }
+  cta_handshake(a, &Ctrl::twoshot_fin, e, kWaitTwoshotFinish, b, -1, &abort_s);
   __syncthreads();
   if (abort_s) return;
   if (b == 0 && t < tail_n)
