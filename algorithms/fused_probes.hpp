@@ -1,5 +1,5 @@
 // Synthetic programs for the fused path (not collectives): `cclab calibrate` times them through the
-// executor's own fused kernel (exec/microbench_fused.cpp) and the simulator's fused model starts from their
+// executor's own fused kernel (exec/microbench/microbench_fused.cpp) and the simulator's fused model starts from their
 // measured times (sim/paths.cpp). Two ranks, ops of `bytes` each, all on channel 0 (one lane per rank):
 //   oneway.n    rank 0 makes n local copies (each reading the previous one's output), then puts into rank 1
 //   exchange.n  both ranks put into the other; each then makes n local copies of what the peer put

@@ -34,7 +34,7 @@ struct SparseSpec {
   SparseMode mode = SparseMode::automatic;
   // Dense path only: the result is the whole reduced table (rows x dim, row i at row i, zeros where no
   // rank holds a row) after the union indices, instead of the union rows gathered out of it. This is
-  // SparCML's switch of representation and what the GPU executor does (exec/sparse.hpp); the simulator's
+  // SparCML's switch of representation and what the GPU executor does (exec/mmsp/sparse.hpp); the simulator's
   // predictions of measured rows set it (sim/compare.cpp).
   bool table_result = false;
 };

@@ -1,6 +1,6 @@
 // cclab calibrate [-g N] --out profiles/NAME.json [--topo PRESET] [--from FILE] [--max-bytes SIZE]
 //
-// Microbenchmarks on the GPUs (exec/microbench.cu), a least-squares fit of each (model/calibrate.cpp),
+// Microbenchmarks on the GPUs (exec/microbench/microbench.cu), a least-squares fit of each (model/calibrate.cpp),
 // and a profile that the simulator reads (model/profile.cpp). With --from, no GPU is touched: the fit is
 // redone from saved measurements (a measurements JSON or an earlier profile, which embeds its samples).
 // No collective is ever timed or read here.
@@ -23,7 +23,7 @@
 #include "topology/topology.hpp"
 
 #ifdef CCLAB_HAVE_EXEC
-#include "exec/microbench.hpp"
+#include "exec/microbench/microbench.hpp"
 #endif
 
 namespace cclab::cli {

@@ -9,7 +9,7 @@
 #if CCLAB_HAVE_EXEC
 #include <memory>
 
-#include "exec/runner.hpp"
+#include "exec/runtime/runner.hpp"
 #include "model/profile.hpp"
 #include "sim/compare.hpp"
 #endif
@@ -39,11 +39,11 @@ std::vector<FlagSpec> run_flags() {
       {{"--predict"}, true, "a topology preset or profile: the simulator's prediction beside each row"},
       {{"--nccl-algo"}, true, "pin NCCL_ALGO for the .nccl baselines (e.g. Ring, Tree)"},
       {{"--nccl-proto"}, true, "pin NCCL_PROTO for the .nccl baselines (e.g. Simple, LL, LL128)"},
-      {{"--tune"}, true, "key=value,... launch parameters (see exec/bidir.hpp, e.g. mode=flash,lanes=64)"},
+      {{"--tune"}, true, "key=value,... launch parameters (see exec/kernels/bidir.hpp, e.g. mode=flash,lanes=64)"},
       {{"--topology"}, true, "topology column of the records (default local)"},
       {{"--timeout"}, true, "seconds any single wait may take before the run reports a hang (default 60)"},
       {{"--shape"}, true, "collective matmul per-rank shard M,K,N (A_d is MxK, B_d is KxN); no sizes then"},
-      {{"--rows"}, true, "sparse all-reduce: table rows (no sizes then; see exec/run_mmsp.hpp)"},
+      {{"--rows"}, true, "sparse all-reduce: table rows (no sizes then; see exec/mmsp/run_mmsp.hpp)"},
       {{"--dim"}, true, "sparse all-reduce: elements (float) per row"},
       {{"--density"}, true, "sparse all-reduce: fraction of rows each rank holds, or a list (default 0.01)"},
       {{"--dist"}, true, "sparse all-reduce: uniform|zipf, or both comma separated (default uniform)"},

@@ -18,7 +18,7 @@
 #include "cli/commands.hpp"
 #include "core/error.hpp"
 #ifdef CCLAB_HAVE_EXEC
-#include "exec/microbench.hpp"
+#include "exec/microbench/microbench.hpp"
 #endif
 
 namespace {
@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
     if (cmd == "calibrate") return cmd_calibrate(rest);
     if (cmd == "compare") return cmd_compare(rest);
 #ifdef CCLAB_HAVE_EXEC
-    // calibrate's child process (NCCL send/recv under a pinned protocol; exec/microbench_bidir.cu)
+    // calibrate's child process (NCCL send/recv under a pinned protocol; exec/microbench/microbench_bidir.cu)
     if (cmd == "__nccl-p2p-probe" && rest.size() == 2)
       return cclab::exec::nccl_p2p_probe_main(rest[0], std::stoll(rest[1]));
 #endif

@@ -21,7 +21,7 @@
 
 namespace cclab::lower {
 
-// Limits of the kernels' argument blocks and control words (exec/bidir_kernels.cuh sizes its arrays by them).
+// Limits of the kernels' argument blocks and control words (exec/kernels/bidir_kernels.cuh sizes its arrays by them).
 constexpr int kBidirMaxRanks = 8;
 constexpr int kBidirMaxBlocks = 1024;  // flash, ll, push and lamport CTAs
 constexpr int kBidirMaxLanes = 512;    // stream lanes

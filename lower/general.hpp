@@ -1,6 +1,6 @@
 // Lowering a Schedule to a Plan: plain data that says which stream of which GPU runs each op, with
 // which engine, and which events carry the cross-stream (and cross-GPU) dependencies. The plan has
-// no CUDA in it, so the lowering is tested on the CPU; exec/executor.* issues it (op by op, or
+// no CUDA in it, so the lowering is tested on the CPU; exec/runtime/plan_workload.* issues it (op by op, or
 // captured once into a CUDA graph).
 #pragma once
 

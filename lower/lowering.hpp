@@ -79,7 +79,7 @@ struct LoweredPlan {
   std::vector<std::pair<std::string, std::string>> columns() const;
 };
 
-// Graphs of more nodes than this run without the harness's hold kernel (exec/harness.cpp): the hold's
+// Graphs of more nodes than this run without the harness's hold kernel (exec/runtime/harness.cpp): the hold's
 // spin would outlast the host's launch of a larger graph, so the launch is timed with it.
 constexpr int64_t kMaxHeldGraphNodes = 512;
 

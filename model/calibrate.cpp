@@ -266,7 +266,7 @@ const std::vector<std::string>& bench_names() {
     for (const char* shape : {"chain.", "xchain."})
       for (const char* what : {"held", "unheld", "launch", "launch_unheld"}) v.push_back(std::string(shape) + what);
     for (const char* what : {"unheld", "launch_unheld"}) v.push_back(std::string("lchain.") + what);
-    // the bidir kernels' transfers and NCCL send/recv under graph replay (exec/microbench_bidir.cu)
+    // the bidir kernels' transfers and NCCL send/recv under graph replay (exec/microbench/microbench_bidir.cu)
     for (const char* b :
          {"bidir.pull", "bidir.pull.u2", "bidir.pull.u8", "bidir.pull.u2.g66", "bidir.push", "bidir.push.g132",
           "bidir.ll", "bidir.ll_plain", "bidir.ring", "bidir.lamport", "bidir.lamport.t256", "bidir.lamport.split",
@@ -287,7 +287,7 @@ const std::vector<std::string>& bench_names() {
           // the push kernel's reduction loop itself, by element type
           "bidir.push.kernelloop.float.n100", "bidir.push.kernelloop.bfloat16.n100",
           "bidir.lamport.t256.kernelloop.float.n100", "bidir.lamport.t256.kernelloop.bfloat16.n100",
-          // the sparse all-reduce's local pieces (exec/microbench_sparse.cu)
+          // the sparse all-reduce's local pieces (exec/microbench/microbench_sparse.cu)
           "sparse.coalesce.wall", "sparse.coalesce.issue", "sparse.sort_unique.wall", "sparse.sort_unique.issue",
           "sparse.segment_sum", "sparse.match", "sparse.fill_rows", "sparse.fill.issue", "sparse.copy.issue",
           "sparse.coalesce.wall2", "sparse.sort_unique.wall2",

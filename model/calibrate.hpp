@@ -1,5 +1,5 @@
 // Calibration: microbenchmark measurements in, fitted model parameters out. CPU code only; the GPU side
-// (exec/microbench.cu) measures and nothing else.
+// (exec/microbench/microbench.cu) measures and nothing else.
 //
 // Leave-out discipline: the input type below can hold only microbenchmark series (point-to-point copies,
 // local reductions, latencies, matmuls), never collective records. A profile fitted here therefore never

@@ -4,7 +4,7 @@
 # both "GPUs" on one device.
 #   OUT=<folder> bash scripts/gpu_share_diag.sh
 # The microbenchmarks need two GPUs; here a patched copy of the tree (in a temporary folder, never this
-# checkout) puts both sides of exec/microbench_bidir.cu on GPU 0 and launches without PDL (PDL launches of two
+# checkout) puts both sides of exec/microbench/microbench_bidir.cu on GPU 0 and launches without PDL (PDL launches of two
 # sides sharing a GPU hang, as the executor's do: it turns PDL off under --share-gpus). Sizes stay at 4 MiB and
 # below: larger grids of the two sides cannot all be resident on one GPU (their handshakes then never meet), so
 # the stream mode's ring (132 lanes of 1 MiB) is not measured. The executor runs each mode with --share-gpus.
@@ -28,7 +28,7 @@ def edit(path, pairs):
         assert old in s, f"{path}: the diagnostic's patch no longer applies near: {old[:60]!r}"
         s = s.replace(old, new, 1)
     open(f"{root}/{path}", "w").write(s)
-edit("exec/microbench_bidir.cu", [
+edit("exec/microbench/microbench_bidir.cu", [
     ("    s.dev = g;\n    CCLAB_CUDA(cudaSetDevice(g));\n    CCLAB_CUDA(cudaDeviceGetAttribute(&s.sms, cudaDevAttrMultiProcessorCount, g));\n"
      "    const cudaError_t pe = cudaDeviceEnablePeerAccess(1 - g, 0);",
      "    s.dev = 0;\n    CCLAB_CUDA(cudaSetDevice(0));\n    CCLAB_CUDA(cudaDeviceGetAttribute(&s.sms, cudaDevAttrMultiProcessorCount, 0));\n"
@@ -38,7 +38,7 @@ edit("exec/microbench_bidir.cu", [
     ("  if (opt.gpus < 2) return;\n  {\n    BidirBench b(opt, out, warnings);\n    b.run();\n  }",
      "  {\n    BidirBench b(opt, out, warnings);\n    b.run();\n  }\n  return;"),
 ])
-edit("exec/device_util.cuh", [
+edit("exec/runtime/device_util.cuh", [
     ("  cudaLaunchConfig_t cfg = {};",
      "  kernel<<<blocks, threads, 0, s>>>(args...);  // diagnostic build: no PDL\n  return cudaGetLastError();\n"
      "  cudaLaunchConfig_t cfg = {};"),

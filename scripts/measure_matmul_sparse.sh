@@ -8,7 +8,7 @@
 # BUILD (build folder, default build-mm), CCLAB_COMMIT (commit column, default git HEAD), PROFILE (the
 # simulator's profile for the crossover comparison, default profiles/h200x2.json), MMSP_QUICK=1 (small
 # sizes, for a smoke run), MMSP_SPARSE_BIG=0 (skip the 41 GB table), MMSP_AUTOTUNE=1 (collective matmul
-# products and references through the cuBLASLt autotune, exec/cmatmul_lt.cuh; default 0: cublasGemmEx). Writes 4 files into $OUT:
+# products and references through the cuBLASLt autotune, exec/mmsp/cmatmul_lt.cuh; default 0: cublasGemmEx). Writes 4 files into $OUT:
 # mmsp_cmatmul.csv, mmsp_sparse.csv, mmsp_crossover.csv, mmsp_summary.txt (scratch goes to a temp folder).
 #
 # What runs (one process per command, so that a failure in one keeps the others' records):

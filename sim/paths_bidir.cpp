@@ -1,4 +1,4 @@
-// The bidir all-reduce kernels of exec/bidir.cu on 2 GPUs (modes ll, flash, push, stream, lamport, twoshot), costed from the
+// The bidir all-reduce kernels of exec/kernels/bidir.cu on 2 GPUs (modes ll, flash, push, stream, lamport, twoshot), costed from the
 // profile's measured pieces. The copy mode is a copy-engine schedule on the general lowering (sim/paths.cpp).
 #include <algorithm>
 #include <cmath>
@@ -16,7 +16,7 @@ namespace cclab::sim {
 
 namespace {
 
-constexpr int kTableIters = 20;                         // launches per replayed graph in exec/microbench_bidir.cu
+constexpr int kTableIters = 20;                         // launches per replayed graph in exec/microbench/microbench_bidir.cu
 constexpr int64_t kRingSlotBytes = int64_t(256) << 10;  // bidir.ring's slot (BidirParams::slot_bytes default)
 constexpr int kRingSlots = 4;                           // and slots per lane (BidirParams::slots default)
 
@@ -38,7 +38,7 @@ Seconds size_part(const model::ModelParams& P, const std::string& name, const st
   return table_or(P, name, fallback, used).size_part(bytes);
 }
 
-// Profiles without the bidir.* series (calibrations before exec/microbench_bidir.cu): each mode from
+// Profiles without the bidir.* series (calibrations before exec/microbench/microbench_bidir.cu): each mode from
 // general pieces, a graph node, a back-to-back transfer body and flag round trips.
 Seconds from_general_pieces(const model::ModelParams& P, const ExecPath& path, int64_t bytes, DType dtype,
                             std::string& how) {
@@ -66,7 +66,7 @@ Seconds from_general_pieces(const model::ModelParams& P, const ExecPath& path, i
     return t;
   }
   if (path.mode == "push") {
-    // One-shot push (exec/bidir.cu push_kernel): in every CTA half the threads store the input into the
+    // One-shot push (exec/kernels/bidir.cu push_kernel): in every CTA half the threads store the input into the
     // peer's scratch tile by tile, releasing a flag per tile (the fused path's kind of hop), while the other
     // half wait for the peer's tiles and reduce them: the two halves overlap, so the slower of the store
     // (both ways at once) and the reduction, plus one hop and the reduction of the last tile.
@@ -80,7 +80,7 @@ Seconds from_general_pieces(const model::ModelParams& P, const ExecPath& path, i
     return t;
   }
   if (path.mode == "lamport") {
-    // One-shot push where the data is its own flag (exec/bidir.cu lamport_kernel): each GPU stores its S
+    // One-shot push where the data is its own flag (exec/kernels/bidir.cu lamport_kernel): each GPU stores its S
     // bytes into the peer (both ways at once) and polls what arrives, no flag: one one-way trip, as ll.
     const Seconds t = node + body("p2p.sm_store.bidir", "p2p.sm.bidir", S, used) + flag / 2;
     how = "lamport: node + " + used + "(S) body + flag/2";
@@ -103,7 +103,7 @@ Seconds from_general_pieces(const model::ModelParams& P, const ExecPath& path, i
     return t;
   }
   if (path.mode == "stream") {
-    // Persistent lanes, one CTA each (exec/bidir.cu: half its threads push into the peer's ring, half
+    // Persistent lanes, one CTA each (exec/kernels/bidir.cu: half its threads push into the peer's ring, half
     // reduce what arrives): each lane moves S / grid bytes at the rate of half a CTA's stores, bounded by
     // the both-ways store rate of the whole link; barriers at start and end as flash.
     const int grid = path.grid > 0 ? path.grid : 1;
@@ -121,7 +121,7 @@ Seconds from_general_pieces(const model::ModelParams& P, const ExecPath& path, i
 // The grid cap of the capped variants' series (scripts/measure.sh's flash_blocks=66 and push_blocks=132).
 constexpr int kPullCapSeries = 66, kPushCapSeries = 132;
 
-// The microbenchmark of each mode's transfer and synchronisation (exec/microbench_bidir.cu), where the
+// The microbenchmark of each mode's transfer and synchronisation (exec/microbench/microbench_bidir.cu), where the
 // profile has it: the series measured with the kernel's own parameters (threads, vectors per thread,
 // grid cap, split roles) as the plan gives them, else the mode's default series; nullptr without it.
 const model::PathTable* transfer_table(const model::ModelParams& P, const ExecPath& path, int64_t bytes,
@@ -195,7 +195,7 @@ Seconds replay_correction(const model::ModelParams& P, int iters, std::string& h
 
 namespace {
 
-// The series each mode's default runs with, which exec/microbench_bidir.cu repeats with kRecordIters launches
+// The series each mode's default runs with, which exec/microbench/microbench_bidir.cu repeats with kRecordIters launches
 // per graph (".n100") and, for the modes whose reduction loads the own input apart from what they send, with
 // that second operand (".own.n100"); "" where there is none.
 constexpr int kRecordIters = 100;
@@ -221,7 +221,7 @@ std::optional<Seconds> within(const model::PathTable* t, double bytes) {
 // which copied it into a stack frame in every launch; see
 // docs/findings/2026-11-22-argument-block-crossovers-diagnostics.md.)
 // The block's cost depends on how many threads read it: each pair's difference is read against
-// the threads its microbenchmark launched at each size (exec/microbench_bidir.cu's grids, capped at the
+// the threads its microbenchmark launched at each size (exec/microbench/microbench_bidir.cu's grids, capped at the
 // H200's SMs), averaged where sizes share a grid, interpolated in threads and, beyond the most it launched,
 // taken in proportion to the threads. PDL launches: ll's and pull's pairs; plain launches: ll_plain's.
 constexpr int64_t kMicrobenchSms = 132;   // NVIDIA H200: the microbenchmarks' grid cap (min(SMs, ...))

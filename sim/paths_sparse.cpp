@@ -10,7 +10,7 @@ namespace cclab::sim {
 
 namespace {
 
-// The executor's raw input lists every selected row once and about half of them twice (exec/sparse_data.cu:
+// The executor's raw input lists every selected row once and about half of them twice (exec/mmsp/sparse_data.cu:
 // raw_row_doubled is one bit of a hash), so a rank coalesces 1.5 raw rows per row it holds.
 constexpr double kRawPerRow = 1.5;
 

@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <string>
 
-#include "exec/device.hpp"
+#include "exec/runtime/device.hpp"
 
 namespace {
 

@@ -7,7 +7,7 @@
 #include <set>
 
 #include "core/error.hpp"
-#include "exec/cmatmul.hpp"
+#include "exec/mmsp/cmatmul.hpp"
 
 namespace cclab::exec {
 namespace {

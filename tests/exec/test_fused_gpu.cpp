@@ -11,8 +11,8 @@
 
 #include "core/error.hpp"
 #include "core/record.hpp"
-#include "exec/device.hpp"
-#include "exec/runner.hpp"
+#include "exec/runtime/device.hpp"
+#include "exec/runtime/runner.hpp"
 
 namespace cclab::exec {
 namespace {

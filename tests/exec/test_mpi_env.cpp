@@ -12,8 +12,8 @@
 #include <string>
 
 #include "core/error.hpp"
-#include "exec/device.hpp"
-#include "exec/mpi_env.hpp"
+#include "exec/runtime/device.hpp"
+#include "exec/runtime/mpi_env.hpp"
 
 namespace {
 

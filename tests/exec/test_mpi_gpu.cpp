@@ -11,8 +11,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "exec/device.hpp"
-#include "exec/mpi_env.hpp"
+#include "exec/runtime/device.hpp"
+#include "exec/runtime/mpi_env.hpp"
 
 namespace {
 

@@ -1,12 +1,12 @@
 // How the MPI mode splits a Plan's dependencies into CUDA events (same rank) and epoch flags (another
-// rank): exec/mpi_plan.hpp, on hand-made schedules and on every registry algorithm's plan.
+// rank): exec/runtime/mpi_plan.hpp, on hand-made schedules and on every registry algorithm's plan.
 #include <gtest/gtest.h>
 
 #include "algorithms/registry.hpp"
 #include "algorithms/transport.hpp"
 #include "core/error.hpp"
-#include "exec/mpi_plan.hpp"
-#include "exec/runner.hpp"
+#include "exec/runtime/mpi_plan.hpp"
+#include "exec/runtime/runner.hpp"
 
 namespace cclab::exec {
 namespace {

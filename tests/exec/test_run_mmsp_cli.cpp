@@ -10,9 +10,9 @@
 #include <string>
 
 #include "core/error.hpp"
-#include "exec/cmatmul.hpp"
-#include "exec/device.hpp"
-#include "exec/run_mmsp.hpp"
+#include "exec/mmsp/cmatmul.hpp"
+#include "exec/mmsp/run_mmsp.hpp"
+#include "exec/runtime/device.hpp"
 
 namespace cclab::exec {
 namespace {

@@ -13,7 +13,7 @@
 #include <string>
 
 #include "core/record.hpp"
-#include "exec/device.hpp"
+#include "exec/runtime/device.hpp"
 
 namespace cclab::exec {
 namespace {

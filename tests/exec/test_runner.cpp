@@ -4,7 +4,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
-#include "exec/runner.hpp"
+#include "exec/runtime/runner.hpp"
 
 namespace cclab::exec {
 namespace {

@@ -11,7 +11,7 @@
 
 #include "algorithms/adv_sparse.hpp"
 #include "core/error.hpp"
-#include "exec/sparse.hpp"
+#include "exec/mmsp/sparse.hpp"
 
 namespace cclab::exec {
 namespace {

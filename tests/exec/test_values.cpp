@@ -4,7 +4,7 @@
 
 #include "core/dtype.hpp"
 #include "core/error.hpp"
-#include "exec/values.hpp"
+#include "exec/runtime/values.hpp"
 
 namespace cclab::exec {
 namespace {

@@ -1,5 +1,5 @@
 // The bidir kernels' model (sim/paths_bidir.cpp) and NCCL's 2-GPU model (sim/paths_nccl.cpp) on the
-// microbenchmarks of exec/microbench_bidir.cu: each mode is its transfer's series (launches, handshakes,
+// microbenchmarks of exec/microbench/microbench_bidir.cu: each mode is its transfer's series (launches, handshakes,
 // transfer as the harness times them), the reduction where it is slower than the transfer, and the
 // per-replay cost for records timed with another --iters; without those series, the general pieces.
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
 // The executor's collective matmul model (sim/paths_cmatmul.cpp) on synthetic tables: the products and copies
-// follow the executor's streams (exec/cmatmul.cu), copies hidden behind products where shorter, products
+// follow the executor's streams (exec/mmsp/cmatmul.cu), copies hidden behind products where shorter, products
 // slowed beside copies by the measured matmul.<dtype>.ce_both ratio, the reduce-scatter's product not
 // waiting for the arriving partial (it is added after).
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
 // The executor's sparse all-reduce model (sim/paths_sparse.cpp) on synthetic tables of the microbenchmarks of
-// exec/microbench_sparse.cu: the phases add up as the executor runs them (host-driven, one wait per phase),
+// exec/microbench/microbench_sparse.cu: the phases add up as the executor runs them (host-driven, one wait per phase),
 // the path and union build the record names are the ones costed, and without the sparse.* series the plain
 // simulator model applies.
 #include <gtest/gtest.h>

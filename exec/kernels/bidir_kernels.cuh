@@ -1,0 +1,152 @@
+// Device side of the fused all-reduce modes (bidir.hpp). Kernels receive one BidirArgs by value.
+#pragma once
+
+#include <cstdint>
+
+#include "exec/runtime/device_util.cuh"
+#include "lower/bidir.hpp"
+
+namespace cclab::exec::bidir {
+
+constexpr int kMaxRanks = lower::kBidirMaxRanks;
+constexpr int kMaxBlocks = lower::kBidirMaxBlocks;  // flash, ll, push and lamport CTAs
+constexpr int kMaxLanes = lower::kBidirMaxLanes;    // stream lanes
+
+// Per-rank control words in device memory. Peers write the flag arrays (indexed by the writer's
+// rank); the owner polls them locally. Epoch counters advance once per launch (the last CTA to
+// finish bumps them), so graph replays see fresh values.
+struct Ctrl {
+  uint32_t ll_epoch, ll_done, flash_epoch, flash_done, stream_epoch, stream_done, push_epoch, push_done;
+  uint32_t lamport_epoch, lamport_done, twoshot_epoch, twoshot_done;
+  uint64_t flash_start[kMaxBlocks][kMaxRanks];
+  uint64_t flash_fin[kMaxBlocks][kMaxRanks];
+  uint64_t flash_prog[kMaxBlocks][kMaxRanks];
+  // Twoshot: [block][src] = the epoch of src's launch whose CTA `block` has started / has stored its
+  // slice into every rank's output (its own words: twoshot's epochs count apart from flash's).
+  uint64_t twoshot_start[kMaxBlocks][kMaxRanks];
+  uint64_t twoshot_fin[kMaxBlocks][kMaxRanks];
+  // Push mode: push_prog[block][src] = (epoch << 32) | tiles of that block src has stored here;
+  // [block][own rank]: tiles our own producers have read (our consumers wait for it in place).
+  uint64_t push_prog[kMaxBlocks][kMaxRanks];
+  // Stream mode: absolute per-lane sequence numbers, continued across launches (both ranks run the
+  // same launches, so each lane's count of units agrees); seq[lane] is local, the others peer-written.
+  uint64_t seq[kMaxLanes];              // units this lane has carried in earlier launches
+  uint64_t prod[kMaxRanks][kMaxLanes];  // prod[src][lane]: units published by producer src
+  uint64_t cons[kMaxRanks][kMaxLanes];  // cons[dst][lane]: units released by consumer dst
+};
+
+// Written once by the first spin-wait that times out (mapped host memory).
+struct ErrWord {
+  uint32_t code;  // 0: none; else which wait (see wait codes)
+  int32_t rank, block, slot;
+  uint64_t want, got;
+};
+enum WaitCode : uint32_t {
+  kWaitFlashStart = 1,
+  kWaitFlashProgress,
+  kWaitFlashFinish,
+  kWaitStreamFreeSlot,
+  kWaitStreamData,
+  kWaitStreamLocal,
+  kWaitLL,
+  kWaitPush,
+  kWaitLamport,
+  kWaitTwoshotStart,
+  kWaitTwoshotFinish,
+};
+
+struct BidirArgs {
+  int rank = 0, nranks = 0;
+  int64_t count = 0, bytes = 0;
+  float divisor = 1.f;  // nranks for avg
+  const uint8_t* in[kMaxRanks] = {};
+  uint8_t* out = nullptr;
+  uint8_t* outs[kMaxRanks] = {};  // every rank's output (twoshot stores its reduced slice into each)
+  Ctrl* ctrl[kMaxRanks] = {};
+  uint64_t* ll[kMaxRanks] = {};  // [2 parities][kMaxRanks sources][ll_words]
+  int64_t ll_words = 0;
+  uint8_t* ring[kMaxRanks] = {};  // [nranks-1 sources][lanes][slots][slot_bytes]
+  int lanes = 0, slots = 0;       // lanes: the ring's lane stride (allocated lanes, >= gridDim.x)
+  int64_t slot_bytes = 0;
+  // Push mode receive buffers: push[q] + ((parity * (nranks - 1) + j - 1) * push_stride) holds what
+  // rank (q + j) % nranks stored into q in a launch of that epoch parity.
+  uint8_t* push[kMaxRanks] = {};
+  int64_t push_stride = 0;
+  // Lamport mode receive buffers: lamport[q] + ((phase * (nranks - 1) + j - 1) * lamport_stride), phase =
+  // epoch parity, holds what rank (q + j) % nranks stored into q; the sentinel wherever not yet written.
+  uint8_t* lamport[kMaxRanks] = {};
+  int64_t lamport_stride = 0;
+  int ahead = 1;             // lamport: tiles a thread sends before it receives the first
+  bool split_roles = false;  // lamport out of place: half the threads send, half receive
+  int unroll = 1;
+  bool in_place = false;  // push: the output is the input (consumers wait for their own producers)
+  ErrWord* err = nullptr;
+  uint64_t timeout_ns = 0;
+};
+
+__device__ __forceinline__ uint64_t ld_acquire(const uint64_t* p) {
+  uint64_t v;
+  asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void st_release(uint64_t* p, uint64_t v) {
+  asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ void named_barrier(int id, int threads) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
+// Out of line so the spin loops stay small. It takes the error word and the rank by value: taking the
+// kernel's BidirArgs by reference made every thread copy the whole ~500-byte block to local memory on every
+// launch (+0.6 us per launch with PDL, +1.8 us without: microbenchmarks bidir.ll.argref against bidir.ll on
+// 2 x H200, 2026-11-22, before commit a06bb3f; docs/findings/2026-11-22-argument-block-crossovers-diagnostics.md).
+__device__ __noinline__ void report_timeout(ErrWord* err, int rank, uint32_t code, int block, int slot, uint64_t want,
+                                            uint64_t got) {
+  if (atomicCAS(&err->code, 0u, code) == 0u) {
+    err->rank = rank;
+    err->block = block;
+    err->slot = slot;
+    err->want = want;
+    err->got = got;
+    __threadfence_system();
+  }
+}
+
+// Spins until *p >= want; false (after recording the error) on timeout or when another wait failed.
+__device__ __forceinline__ bool wait_ge(const BidirArgs& a, const uint64_t* p, uint64_t want, uint32_t code, int block,
+                                        int slot) {
+  uint64_t v = ld_acquire(p);
+  if (v >= want) return true;
+  const uint64_t start = dev::globaltimer_ns();
+  for (uint32_t it = 1;; ++it) {
+    v = ld_acquire(p);
+    if (v >= want) return true;
+    if ((it & 255u) == 0) {
+      if (dev::globaltimer_ns() - start > a.timeout_ns) {
+        report_timeout(a.err, a.rank, code, block, slot, want, v);
+        return false;
+      }
+      if (*static_cast<volatile uint32_t*>(&a.err->code) != 0) return false;  // someone else timed out
+    }
+  }
+}
+
+// Flag words of one kind in every rank's Ctrl: [block][writer rank].
+using CtaFlags = uint64_t[kMaxBlocks][kMaxRanks];
+
+// CTA `block` of every peer has reached this point: thread t < n-1 releases `value` into peer (rank + 1 + t)'s
+// word [block][rank], thread 0 waits until every peer's word in ours reaches it. One peer per thread: a
+// system-scope release waits until the thread's earlier stores (an earlier release to another GPU included)
+// have reached the system, so one thread releasing to n-1 peers in turn paid that round trip n-1 times
+// (4 GPUs: twoshot and flash ~15 us at 8 B against ~5 with one peer). The caller's barrier before this orders
+// the CTA's data stores before every release; its barrier after makes thread 0's verdict (`abort`) known to all.
+__device__ __forceinline__ void cta_handshake(const BidirArgs& a, CtaFlags Ctrl::*flags, uint64_t value,
+                                              uint32_t code, int block, int slot, int* abort) {
+  const int t = threadIdx.x, r = a.rank, n = a.nranks;
+  if (t < n - 1) st_release(&(a.ctrl[dev::mod_ranks(r + 1 + t, n)]->*flags)[block][r], value);
+  if (t == 0)
+    for (int j = 1; j < n; ++j)
+      if (!wait_ge(a, &(a.ctrl[r]->*flags)[block][dev::mod_ranks(r + j, n)], value, code, block, slot)) *abort = 1;
+}
+
+}  // namespace cclab::exec::bidir
