@@ -23,8 +23,8 @@ const std::set<std::string, std::less<>>& known_keys() {
       "wide_ll_max", "wide_mid_max", "wide_mid", "wide_large", "twoshot_blocks", "twoshot_threads", "twoshot_unroll",
       "twoshot_pdl",
       // the fused path (FusedParams::apply)
-      "lowering", "fused_max", "wide_fused_max", "fused_threads", "fused_cta_bytes", "fused_ctas", "fused_fence", "fused_pdl",
-      "fused_timeout",
+      "lowering", "fused_max", "wide_fused_max", "fused_threads", "fused_cta_bytes", "fused_ctas", "fused_fence",
+      "fused_pdl", "fused_timeout",
       // Settings
       "mode", "streams", "reduce_blocks", "channels", "chunk_bytes", "sol_chunks", "launches"};
   return keys;

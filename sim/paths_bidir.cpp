@@ -1,5 +1,6 @@
-// The bidir all-reduce kernels of exec/kernels/bidir.cu on 2 GPUs (modes ll, flash, push, stream, lamport, twoshot), costed from the
-// profile's measured pieces. The copy mode is a copy-engine schedule on the general lowering (sim/paths.cpp).
+// The bidir all-reduce kernels of exec/kernels/bidir.cu on 2 GPUs (modes ll, flash, push, stream, lamport, twoshot),
+// costed from the profile's measured pieces. The copy mode is a copy-engine schedule on the general lowering
+// (sim/paths.cpp).
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -16,7 +17,7 @@ namespace cclab::sim {
 
 namespace {
 
-constexpr int kTableIters = 20;                         // launches per replayed graph in exec/microbench/microbench_bidir.cu
+constexpr int kTableIters = 20;  // launches per replayed graph in exec/microbench/microbench_bidir.cu
 constexpr int64_t kRingSlotBytes = int64_t(256) << 10;  // bidir.ring's slot (BidirParams::slot_bytes default)
 constexpr int kRingSlots = 4;                           // and slots per lane (BidirParams::slots default)
 
@@ -195,8 +196,8 @@ Seconds replay_correction(const model::ModelParams& P, int iters, std::string& h
 
 namespace {
 
-// The series each mode's default runs with, which exec/microbench/microbench_bidir.cu repeats with kRecordIters launches
-// per graph (".n100") and, for the modes whose reduction loads the own input apart from what they send, with
+// The series each mode's default runs with, which exec/microbench/microbench_bidir.cu repeats with kRecordIters
+// launches per graph (".n100") and, for the modes whose reduction loads the own input apart from what they send, with
 // that second operand (".own.n100"); "" where there is none.
 constexpr int kRecordIters = 100;
 constexpr const char* kRecordSuffix = ".n100";

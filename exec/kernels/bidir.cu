@@ -1011,7 +1011,8 @@ void BidirContext::check_errors(const std::string& what) {
                                 "twoshot start handshake",
                                 "twoshot finish handshake"};
   const uint32_t code = w->code;
-  std::string msg = what + ": kernel spin-wait timed out (" + (code < sizeof(names) / sizeof(names[0]) ? names[code] : "?") + ") on rank " +
+  std::string msg = what + ": kernel spin-wait timed out (" +
+                    (code < sizeof(names) / sizeof(names[0]) ? names[code] : "?") + ") on rank " +
                     std::to_string(w->rank) + " block/lane " + std::to_string(w->block) + " slot " +
                     std::to_string(w->slot) + ": wanted " + std::to_string(w->want) + ", saw " + std::to_string(w->got);
   std::memset(const_cast<ErrWord*>(w), 0, sizeof(ErrWord));

@@ -140,8 +140,8 @@ using CtaFlags = uint64_t[kMaxBlocks][kMaxRanks];
 // have reached the system, so one thread releasing to n-1 peers in turn paid that round trip n-1 times
 // (4 GPUs: twoshot and flash ~15 us at 8 B against ~5 with one peer). The caller's barrier before this orders
 // the CTA's data stores before every release; its barrier after makes thread 0's verdict (`abort`) known to all.
-__device__ __forceinline__ void cta_handshake(const BidirArgs& a, CtaFlags Ctrl::*flags, uint64_t value,
-                                              uint32_t code, int block, int slot, int* abort) {
+__device__ __forceinline__ void cta_handshake(const BidirArgs& a, CtaFlags Ctrl::*flags, uint64_t value, uint32_t code,
+                                              int block, int slot, int* abort) {
   const int t = threadIdx.x, r = a.rank, n = a.nranks;
   if (t < n - 1) st_release(&(a.ctrl[dev::mod_ranks(r + 1 + t, n)]->*flags)[block][r], value);
   if (t == 0)

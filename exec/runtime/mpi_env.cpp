@@ -19,8 +19,8 @@ constexpr const char* kLaunchers[][2] = {
 
 // The fused kernels of exec/kernels/bidir.* address every GPU from one process (one launch per GPU with
 // the peers' buffers known in-process).
-constexpr const char* kFusedNames[] = {"allreduce.bidir",        "allreduce.bidir.ll",      "allreduce.bidir.push",
-                                       "allreduce.bidir.flash",  "allreduce.bidir.stream",  "allreduce.bidir.lamport",
+constexpr const char* kFusedNames[] = {"allreduce.bidir",        "allreduce.bidir.ll",     "allreduce.bidir.push",
+                                       "allreduce.bidir.flash",  "allreduce.bidir.stream", "allreduce.bidir.lamport",
                                        "allreduce.bidir.twoshot"};
 
 }  // namespace
