@@ -58,10 +58,12 @@ OpId Transport::drop(int rank) {
   const int64_t code = int64_t(index) * n + rank;
   if (code <= int64_t(INT32_MAX) - 2) return OpId(-code - 2);
   // A reference that does not fit an OpId (many ranks, many ops each). The ranks that windowed loops
-  // reach around [0, k) are recorded instead, so that the ops of [0, k) can name them; anything else
-  // gets an id that says "unknown", which only matters if a needed op names it (the caller then
-  // declines the partial schedule, sim/symmetric.cpp).
-  if (rank < window_ + halo_ || rank >= n - halo_) {
+  // reach around the ranks recorded whole ([0, k), or [0, 2k) when every op is checked) are recorded
+  // instead, so that those ranks' ops can name them; anything else gets an id that says "unknown",
+  // which only matters if a needed op names it (the caller then declines the partial schedule,
+  // sim/symmetric.cpp).
+  const int whole = check_ops_ == kAllOps ? 2 * window_ : window_;
+  if (rank < whole + halo_ || rank >= n - halo_) {
     index_.push_back(index);
     return kNoOp;
   }

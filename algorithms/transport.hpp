@@ -4,6 +4,7 @@
 // returns the id of the recorded op, which later calls name as a dependency.
 #pragma once
 
+#include <climits>
 #include <initializer_list>
 #include <span>
 #include <utility>
@@ -77,6 +78,7 @@ class Transport {
   // recorded instead, and other ops get an id that reads back as unknown. Without a window (the
   // default) nothing changes.
   void set_rank_window(int k, int32_t check_ops);
+  static constexpr int32_t kAllOps = INT32_MAX;  // check_ops: every op of ranks [k, 2k)
   // The ranks an algorithm's per-rank loop visits. Without a window: 0, 1, ..., n-1. With one: only the
   // ranks whose iterations matter to the recorded ones, in the same ascending order (so every rank's
   // ops keep their order). `reach` bounds, in ranks around the ring of ranks, how far from an

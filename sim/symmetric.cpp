@@ -25,11 +25,12 @@ struct Reduced {
   std::vector<std::pair<int, int>> pairs;  // (from, to) GPUs of the transfers of ranks [0, k), each once
 };
 
-// Records ranks [0, k) of the schedule fully and the first ops of ranks [k, 2k), checks that the latter
-// are the former moved by k, and reduces the schedule to ranks [0, k) (with the pairs its transfers
-// route, if asked). nullopt when it is not symmetric. `ops_hint`: about how many ops will be recorded.
-std::optional<Reduced> record_reduced(const Algorithm& algo, const AlgoArgs& args, int k, bool want_pairs,
-                                      size_t ops_hint) {
+// Records ranks [0, k) of the schedule fully and the first `check_ops` ops of ranks [k, 2k), checks
+// that the latter are the former moved by k, and reduces the schedule to ranks [0, k) (with the pairs
+// its transfers route, if asked). nullopt when it is not symmetric. `ops_hint`: about how many ops will
+// be recorded.
+std::optional<Reduced> record_reduced(const Algorithm& algo, const AlgoArgs& args, int k, int32_t check_ops,
+                                      bool want_pairs, size_t ops_hint) {
   const int n = args.nranks;
   Reduced red;
   Schedule& s = red.schedule;
@@ -44,7 +45,7 @@ std::optional<Reduced> record_reduced(const Algorithm& algo, const AlgoArgs& arg
   s.buffers.assign(size_t(n), BufferSizes{});
   s.ops.reserve(ops_hint);  // growing a vector of millions of ops costs more than recording them
   Transport t(s);
-  t.set_rank_window(k, kSymmetryCheckOps);
+  t.set_rank_window(k, check_ops);
   algo.build(args, t);
   if (!t.windowed_whole()) return std::nullopt;  // the algorithm took over a schedule made elsewhere
 
@@ -67,7 +68,7 @@ std::optional<Reduced> record_reduced(const Algorithm& algo, const AlgoArgs& arg
     for (int32_t ia : of_rank[size_t(r)]) {
       const Op& a = s.ops[size_t(ia)];
       const int32_t index = t.index_in_rank(ia);
-      if (index >= kSymmetryCheckOps) break;  // recorded beyond the check only to be named (Transport)
+      if (index >= check_ops) break;  // recorded beyond the check only to be named (Transport)
       if (size_t(index) >= base.size()) return std::nullopt;
       const Op& b = s.ops[size_t(base[size_t(index)])];
       if (a.kind != b.kind || a.channel != b.channel || a.bytes != b.bytes || a.step != b.step ||
@@ -164,11 +165,13 @@ std::optional<SimResult> run_symmetric(Simulator& sim, const Algorithm& algo, co
     return result;
   };
   // One server, where the routes of the schedule's transfers allow it (checked by route_fold, which
-  // needs no symmetry of the whole graph): on a DGX cluster, 32 times fewer ops than a leaf group.
+  // needs no symmetry of the whole graph): on a DGX cluster, 32 times fewer ops than a leaf group. The
+  // next server's ops are compared whole (a node of the algorithm wider than a server shows only there,
+  // e.g. alltoall.hier with --node-size 16, whose exchanges inside the node start after its first 512 ops).
   const int g = sim.topology().gpus_per_server();
   size_t ops_hint = 0;
   if (shifts == FoldShift::any && g > 0 && n % g == 0 && n / g >= 2 && n == sim.topology().num_gpus()) {
-    if (auto red = record_reduced(algo, args, g, true, 0)) {
+    if (auto red = record_reduced(algo, args, g, Transport::kAllOps, true, 0)) {
       if (auto fold = sim.route_fold(n, g, red->pairs)) return run(*red, *fold);
       // The ranks of a symmetric schedule have as many ops each: what a leaf group's ranks will need.
       const size_t per_rank = red->schedule.ops.size() / size_t(g);
@@ -179,7 +182,7 @@ std::optional<SimResult> run_symmetric(Simulator& sim, const Algorithm& algo, co
   const Fold* rotation = sim.rotation_fold(n);
   if (!rotation) return std::nullopt;
   ops_hint *= size_t(rotation->period);
-  auto red = record_reduced(algo, args, rotation->period, false, ops_hint);
+  auto red = record_reduced(algo, args, rotation->period, kSymmetryCheckOps, false, ops_hint);
   if (!red) return std::nullopt;
   return run(*red, *rotation);
 }

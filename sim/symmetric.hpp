@@ -15,9 +15,10 @@
 // transfers use (Simulator::route_fold): a ring's hops between neighbours pass; an all-to-all, whose
 // flows between leaf groups share spine links in patterns that repeat only with the leaf group, does
 // not. Then a leaf group (the topology's rotation, Simulator::fold_period), checked on the whole graph.
-// Symmetry is checked, not assumed: the topology as said, and the schedule by recording a prefix of the
-// next K ranks' ops as well and comparing them, shifted by K, with the first K ranks'. Any mismatch
-// falls back to the next shift, then to the full engine. tests/sim checks folded against full runs.
+// Symmetry is checked, not assumed: the topology as said, and the schedule by recording the next K ranks'
+// ops as well (all of them for a server, the first kSymmetryCheckOps for a leaf group) and comparing
+// them, shifted by K, with the first K ranks'. Any mismatch falls back to the next shift, then to the
+// full engine. tests/sim checks folded against full runs.
 #pragma once
 
 #include <optional>
@@ -27,7 +28,7 @@
 
 namespace cclab::sim {
 
-// Ops per rank of the second group compared against the first (the symmetry check).
+// Ops per rank of the second leaf group compared against the first (the symmetry check).
 constexpr int32_t kSymmetryCheckOps = 512;
 
 // Which shifts run_symmetric may fold by (tests compare them).

@@ -95,6 +95,25 @@ TEST(SimFold, FoldedRunsEqualFullRunsOnOversubscribedAndUnevenFabrics) {
       "40xdgx-h100", {{"allreduce.ring", int64_t(80) << 20, false, 8}, {"alltoall.hier", int64_t(64) << 20, false, 0}});
 }
 
+TEST(SimFold, TheSymmetryCheckSeesANodeWiderThanAServer) {
+  // 512 GPUs joined all to all, each its own server: a shift by one GPU maps every route onto another.
+  // A ring folds onto one rank; a hierarchical all-to-all in nodes of 16 does not, although its first
+  // 512 ops per rank (the layout copies) look alike on every rank: the next server's ops are compared
+  // whole.
+  topo::Topology t = topo::make_uniform(512, BytesPerSec(100e9), Seconds(2e-6));
+  for (int i = 0; i < t.num_gpus(); ++i) t.graph[t.gpu(i)].server = i;
+  Simulator sim(t, model::defaults_for(t));
+  const Algorithm& ring = find_algorithm("allreduce.ring");
+  const AlgoArgs ring_args = args_for(512, int64_t(64) << 20, ring, 16);
+  PredictOptions full;
+  full.symmetry = Symmetry::off;
+  const Prediction pf = predict(sim, ring, ring_args, full), pr = predict(sim, ring, ring_args);
+  EXPECT_EQ(pr.fold_period, 1);
+  EXPECT_NEAR(pr.result.time.value, pf.result.time.value, 1e-9 * pf.result.time.value);
+  const Algorithm& hier = find_algorithm("alltoall.hier");
+  EXPECT_FALSE(run_symmetric(sim, hier, args_for(512, int64_t(64) << 20, hier, 16), RunOptions{}));
+}
+
 // The ops of ranks [0, k) as a windowed recording holds them, against the full schedule's: the same
 // ops in the same order, naming the same (rank, index) as dependencies.
 void expect_window_matches_full(const Algorithm& a, const AlgoArgs& args, int k) {
