@@ -90,37 +90,34 @@ std::optional<Reduced> record_reduced(const Algorithm& algo, const AlgoArgs& arg
   }
 
   // The reduced schedule, compacted in place: ranks [0, K), dependencies pointed at representatives.
-  std::vector<int32_t> new_id(s.ops.size(), -1);
+  // First the lists of ranks [0, K) name each op by its place in the compacted schedule.
   {
+    std::vector<size_t> next(size_t(k), 0);
     int32_t w = 0;
-    for (size_t i = 0; i < s.ops.size(); ++i)
-      if (s.ops[i].rank < k) new_id[i] = w++;
+    for (size_t i = 0; i < s.ops.size(); ++i) {
+      const int r = s.ops[i].rank;
+      if (r < k) of_rank[size_t(r)][next[size_t(r)]++] = w++;
+    }
   }
+  // The kept ops' dependencies, routes and computes, read before any op moves (decode reads the ops).
   std::vector<OpId> deps_out;
   deps_out.reserve(s.dep_pool.size());
   std::vector<Compute> computes_out;
-  size_t w = 0;
-  for (size_t i = 0; i < s.ops.size(); ++i) {
-    Op op = s.ops[i];
+  auto pair = [&](int from, int to) {
+    if (want_pairs && from != to) red.pairs.emplace_back(from, to);
+  };
+  for (const Op& op : s.ops) {
     if (op.rank >= k) continue;
-    const uint32_t begin = uint32_t(deps_out.size());
     for (uint32_t d = 0; d < op.dep_count; ++d) {
       const OpRef ref = decode(s.dep_pool[op.dep_begin + d]);
       if (ref.rank < 0) return std::nullopt;
       const auto& rep = of_rank[size_t(ref.rank % k)];
       if (size_t(ref.index) >= rep.size()) return std::nullopt;  // ranks differ in op count: not symmetric
-      deps_out.push_back(new_id[size_t(rep[size_t(ref.index)])]);
+      deps_out.push_back(rep[size_t(ref.index)]);
       red.cross_rank.push_back(ref.rank != op.rank ? 1 : 0);
     }
-    op.dep_begin = begin;
-    if (op.kind == OpKind::compute) {
-      computes_out.push_back(s.computes[size_t(op.compute)]);
-      op.compute = int32_t(computes_out.size() - 1);
-    }
+    if (op.kind == OpKind::compute) computes_out.push_back(s.computes[size_t(op.compute)]);
     // The routes this op's transfers take (as the simulator routes them).
-    auto pair = [&](int from, int to) {
-      if (want_pairs && from != to) red.pairs.emplace_back(from, to);
-    };
     switch (op.kind) {
       case OpKind::put:
         pair(op.rank, op.dst.rank);
@@ -138,6 +135,17 @@ std::optional<Reduced> record_reduced(const Algorithm& algo, const AlgoArgs& arg
       case OpKind::compute:
         break;
     }
+  }
+  // Then the kept ops move down, in order, to their new places.
+  size_t w = 0;
+  uint32_t dep_begin = 0;
+  int32_t compute = 0;
+  for (size_t i = 0; i < s.ops.size(); ++i) {
+    if (s.ops[i].rank >= k) continue;
+    Op op = s.ops[i];
+    op.dep_begin = dep_begin;
+    dep_begin += op.dep_count;
+    if (op.kind == OpKind::compute) op.compute = compute++;
     s.ops[w++] = op;
   }
   s.ops.resize(w);
