@@ -19,6 +19,7 @@ void Transport::set_rank_window(int k, int32_t check_ops) {
   check_ops_ = check_ops;
   per_rank_.assign(size_t(s_.nranks), 0);
   index_.clear();
+  index_.reserve(s_.ops.capacity());  // a caller that knows how many ops will come has reserved them
 }
 
 std::vector<int> Transport::loop_ranks(int reach) {

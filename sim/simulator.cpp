@@ -632,24 +632,22 @@ SimResult Simulator::run_impl(const Schedule& s, const RunOptions& opt, const st
   };
   std::vector<OpState> st(n + 1);
 
-  // Which channels each rank uses (run_alone below needs ranks of one channel), and that a folded
-  // schedule holds only the ranks it stands for.
-  int max_ch = 0;
-  std::vector<int16_t> rank_channel(size_t(s.nranks), -1);  // the rank's one channel, -2 for several
-  for (size_t i = 0; i < n; ++i) {
-    const Op& op = s.ops[i];
-    if (op.rank < 0 || op.rank >= s.nranks || (I.fold && op.rank >= I.fold_period))
-      throw_internal(__FILE__, __LINE__, "op " + std::to_string(i) + ": bad rank");
-    max_ch = std::max(max_ch, int(op.channel));
-    int16_t& c = rank_channel[size_t(op.rank)];
-    c = c == -1 || c == op.channel ? int16_t(op.channel) : int16_t(-2);
-  }
-  // Successor lists (CSR) from explicit deps and the implicit previous op of each (rank, channel).
-  const size_t nch = size_t(max_ch) + 1;
-  std::vector<int32_t> last(size_t(s.nranks) * nch, -1);
+  // Successor lists (CSR) from explicit deps and the implicit previous op of each (rank, channel);
+  // `last` holds, per rank, the last op seen on each of its channels.
+  const double start_lat = (opt.start_latency ? *opt.start_latency : P.launch_latency.value).value;
+  std::vector<std::vector<int32_t>> last(size_t(s.nranks));
+  auto last_of = [&](const Op& op) -> int32_t& {
+    std::vector<int32_t>& l = last[size_t(op.rank)];
+    if (l.size() <= op.channel) l.resize(size_t(op.channel) + 1, -1);
+    return l[op.channel];
+  };
   for (size_t i = 0; i < n; ++i) {  // out-degrees, counted in st[op + 1].succ_begin
     const Op& op = s.ops[i];
-    int32_t& l = last[size_t(op.rank) * nch + op.channel];
+    // A folded schedule holds only the ranks it stands for.
+    if (op.rank < 0 || op.rank >= s.nranks || (I.fold && op.rank >= I.fold_period))
+      throw_internal(__FILE__, __LINE__, "op " + std::to_string(i) + ": bad rank");
+    st[i].ready = start_lat;
+    int32_t& l = last_of(op);
     if (l >= 0) {
       ++st[size_t(l) + 1].succ_begin;
       ++st[i].pending;
@@ -663,14 +661,19 @@ SimResult Simulator::run_impl(const Schedule& s, const RunOptions& opt, const st
       ++st[i].pending;
     }
   }
+  // Ranks whose ops all run on one channel (run_alone below).
+  std::vector<uint8_t> one_channel(size_t(s.nranks), 0);
+  for (size_t r = 0; r < last.size(); ++r) {
+    one_channel[r] = std::count_if(last[r].begin(), last[r].end(), [](int32_t l) { return l >= 0; }) == 1;
+    std::fill(last[r].begin(), last[r].end(), -1);
+  }
   for (size_t i = 0; i < n; ++i) st[i + 1].succ_begin += st[i].succ_begin;
   std::vector<int32_t> succ(st[n].succ_begin);
   // Bit 31: the successor is on another rank (sync latency); bit 30: on another channel of this rank.
   // st[op].succ_begin serves as the op's fill cursor, then moves back to where the op's list begins.
-  std::fill(last.begin(), last.end(), -1);
   for (size_t i = 0; i < n; ++i) {
     const Op& op = s.ops[i];
-    int32_t& l = last[size_t(op.rank) * nch + op.channel];
+    int32_t& l = last_of(op);
     if (l >= 0) succ[st[size_t(l)].succ_begin++] = int32_t(i);
     l = int32_t(i);
     for (uint32_t j = 0; j < op.dep_count; ++j) {
@@ -681,11 +684,8 @@ SimResult Simulator::run_impl(const Schedule& s, const RunOptions& opt, const st
       succ[st[size_t(d)].succ_begin++] = int32_t(uint32_t(i) | cls);
     }
   }
-  for (size_t i = n; i > 0; --i) st[i].succ_begin = st[i - 1].succ_begin;
-  st[0].succ_begin = 0;
+  std::vector<std::vector<int32_t>>().swap(last);
 
-  const double start_lat = (opt.start_latency ? *opt.start_latency : P.launch_latency.value).value;
-  for (size_t i = 0; i < n; ++i) st[i].ready = start_lat;
   std::vector<OpTime> times;
   if (opt.record_ops) times.assign(n, OpTime{});
 
@@ -704,8 +704,13 @@ SimResult Simulator::run_impl(const Schedule& s, const RunOptions& opt, const st
   I.samples = &out.timeline;
   decltype(I.heap)().swap(I.heap);
 
-  for (size_t i = 0; i < n; ++i)
+  // The fill cursors back to where each list begins (each stands at the next list's start); ops that
+  // wait on nothing start.
+  uint32_t begin = 0;
+  for (size_t i = 0; i < n; ++i) {
+    std::swap(begin, st[i].succ_begin);
     if (st[i].pending == 0) I.heap.push(Event{st[i].ready, uint32_t(i), 0});
+  }
 
   const double sync = (opt.sync_latency ? *opt.sync_latency : P.sync_latency.value).value,
                local_dep = (opt.local_dep_latency ? *opt.local_dep_latency : P.local_dep_latency.value).value;
@@ -843,7 +848,7 @@ SimResult Simulator::run_impl(const Schedule& s, const RunOptions& opt, const st
   // row) is priced in one pass, as the solver would, without a round of events per op. Not with a
   // timeline, whose load samples come from the solver.
   auto alone = [&](const Op& op, const Flow& f, double amount) {
-    return !opt.record_timeline && rank_channel[size_t(op.rank)] >= 0 && amount > 0 && f.nuse == 1 && f.cap <= 0 &&
+    return !opt.record_timeline && one_channel[size_t(op.rank)] && amount > 0 && f.nuse == 1 && f.cap <= 0 &&
            f.use[0].res == I.hbm(op.rank) && I.res[size_t(f.use[0].res)].capacity / f.use[0].weight > 0;
   };
   // Runs op o (alone on its memory, started at `now`, described in f) and the ops after it that only

@@ -52,6 +52,7 @@ std::optional<Reduced> record_reduced(const Algorithm& algo, const AlgoArgs& arg
   // Per-rank lists of the recorded ops of ranks [0, 2k). Ranks [0, k) are recorded whole, so there an
   // op's position in its list is its index.
   std::vector<std::vector<int32_t>> of_rank(size_t(2 * k));
+  for (int r = 0; r < k; ++r) of_rank[size_t(r)].reserve(s.ops.size() / size_t(k));
   for (size_t i = 0; i < s.ops.size(); ++i)
     if (s.ops[i].rank < 2 * k) of_rank[size_t(s.ops[i].rank)].push_back(int32_t(i));
   auto decode = [&](OpId d) -> OpRef {
