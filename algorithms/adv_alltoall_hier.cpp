@@ -17,11 +17,15 @@ void build_alltoall_hier(const AlgoArgs& args, Transport& t) {
   t.set_all_buffers({.input = args.count * e, .output = args.count * e, .scratch = 2 * p * B});
   if (B == 0) return;
   const int64_t Y = p * B;  // scratch offset of the intra-node receive area
+  // An iteration for rank r emits r's ops and waits on ops of its node (reach G); in place, the
+  // inter-node puts also wait on every peer's reads (reach: all ranks). A folded simulation then records
+  // a few nodes without visiting every rank.
+  const std::vector<int> ranks = t.loop_ranks(args.in_place ? p : G);
 
   // 1. Layout transform on every rank: X[m][b] = input[b*G + m].
-  std::vector<OpId> input_read(p);  // the last op of rank r that reads its input
+  std::vector<OpId> input_read(p, kNoOp);  // the last op of rank r that reads its input
   t.set_step(0);
-  for (int r = 0; r < p; ++r)
+  for (int r : ranks)
     for (int m = 0; m < G; ++m)
       for (int b = 0; b < N; ++b)
         input_read[r] = t.copy(r, in(r, int64_t(nl.rank(b, m)) * B), scratch(r, (int64_t(m) * N + b) * B), B);
@@ -30,7 +34,7 @@ void build_alltoall_hier(const AlgoArgs& args, Transport& t) {
   // with its own block, then the next local rank, so no rank is every sender's first target.
   std::vector<std::vector<OpId>> arrivals(p);  // the puts that fill rank r's Y area
   t.set_step(1);
-  for (int r = 0; r < p; ++r) {
+  for (int r : ranks) {
     const int a = nl.node(r), l = nl.local(r);
     for (int j = 0; j < G; ++j) {
       const int m = (l + j) % G, dst = nl.rank(a, m);
@@ -42,7 +46,7 @@ void build_alltoall_hier(const AlgoArgs& args, Transport& t) {
   // 3. Layout transform, once every block has arrived: X[b][l] = Y[l][b]. X is free again: this
   // rank's step-2 sends, which read it, come earlier on the channel.
   t.set_step(2);
-  for (int r = 0; r < p; ++r)
+  for (int r : ranks)
     for (int b = 0; b < N; ++b)
       for (int l = 0; l < G; ++l)
         t.copy(r, scratch(r, Y + (int64_t(l) * N + b) * B), scratch(r, (int64_t(b) * G + l) * B), B,
@@ -52,7 +56,7 @@ void build_alltoall_hier(const AlgoArgs& args, Transport& t) {
   // local copy) and walking round. In place, the output is the input: a put into (b, m) waits until
   // (b, m) has read its input in step 1.
   t.set_step(3);
-  for (int r = 0; r < p; ++r) {
+  for (int r : ranks) {
     const int a = nl.node(r), m = nl.local(r);
     for (int j = 0; j < N; ++j) {
       const int b = (a + j) % N, dst = nl.rank(b, m);

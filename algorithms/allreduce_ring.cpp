@@ -22,6 +22,9 @@ void build_allreduce_ring(const AlgoArgs& a, Transport& t) {
   }
   t.set_all_buffers(standard_buffers(s, n > 1 ? slot_base[size_t(channels)] : 0));
   Emitter e(t);
+  // An iteration for rank r emits ops of r and r + 1 and waits on ops of r - 1 and r + 1 (reach 1): a
+  // folded simulation records a few ranks without visiting all n of them every step.
+  const std::vector<int> ranks = t.loop_ranks(1);
   for (int c = 0; c < channels; ++c) {
     const Block part = split(a.count, channels, c);
     const int64_t slot_bytes = split(part.count, n, 0).count * es;
@@ -32,16 +35,16 @@ void build_allreduce_ring(const AlgoArgs& a, Transport& t) {
       continue;
     }
     // Reduce-scatter: at step s rank r sends its partial of block (r - s - 1) mod n to r + 1.
-    std::vector<OpId> prev(size_t(n), kNoOp), now(static_cast<size_t>(n));
+    std::vector<OpId> prev(size_t(n), kNoOp), now(size_t(n), kNoOp);
     for (int step = 0; step < n - 1; ++step) {
       e.step(step);
-      for (int r = 0; r < n; ++r) {
+      for (int r : ranks) {
         const Block b = blk(mod(r - step - 1, n));
         const int next = (r + 1) % n;
         const Ref src = step == 0 ? in(r, b.offset * es) : slot(r, step - 1);
         now[size_t(r)] = e.put(r, src, slot(next, step), b.count * es, {step >= 2 ? prev[size_t(next)] : kNoOp}, c);
       }
-      for (int r = 0; r < n; ++r) {
+      for (int r : ranks) {
         const Block b = blk(mod(r - step - 1, n));
         const int next = (r + 1) % n;
         const Ref dst = step == n - 2 ? out(next, b.offset * es) : slot(next, step);
@@ -53,7 +56,7 @@ void build_allreduce_ring(const AlgoArgs& a, Transport& t) {
     std::fill(prev.begin(), prev.end(), kNoOp);
     for (int step = 0; step < n - 1; ++step) {
       e.step(n - 1 + step);
-      for (int r = 0; r < n; ++r) {
+      for (int r : ranks) {
         const Block b = blk(mod(r - step, n));
         now[size_t(r)] = e.put(r, out(r, b.offset * es), out((r + 1) % n, b.offset * es), b.count * es,
                                {prev[size_t(mod(r - 1, n))]}, c);

@@ -4,7 +4,7 @@
 // returns the id of the recorded op, which later calls name as a dependency.
 #pragma once
 
-#include <functional>
+#include <climits>
 #include <initializer_list>
 #include <span>
 #include <utility>
@@ -68,24 +68,46 @@ class Transport {
   void set_phase(int phase) { s_.phase = phase; }
 
   // Partial recording, for a simulator that folds ranks which behave alike by symmetry (sim/symmetric.*).
-  // With a filter set, an op for which keep(rank, index) is false -- index counts the rank's ops in
-  // emission order, kept or not -- is not stored. Its id is then an encoded reference to (rank, index),
-  // below kNoOp, which later calls accept as a dependency and store as is in dep_pool (so a schedule
-  // recorded this way is for the folding simulator only; validate() rejects it). Without a filter
-  // (the default) nothing changes.
-  using KeepFilter = std::function<bool(int rank, int32_t index)>;
-  void set_keep_filter(KeepFilter keep);
+  // After set_rank_window(k, check_ops), only every op of ranks [0, k) (the ranks the caller needs) and
+  // the first `check_ops` ops of ranks [k, 2k) (compared with [0, k) to check the symmetry) are
+  // recorded. Any other op is dropped before it is built: its id is then an encoded reference to (rank,
+  // index), index counting the rank's ops in emission order, kept or not; later calls accept it as a
+  // dependency and store it as is in dep_pool (so a schedule recorded this way is for the folding
+  // simulator only; validate() rejects it). Where (rank, index) does not fit an OpId (many ranks with
+  // many ops each), the ops of the ranks that windowed loops (loop_ranks) reach around [0, k) are
+  // recorded instead, and other ops get an id that reads back as unknown. Without a window (the
+  // default) nothing changes.
+  void set_rank_window(int k, int32_t check_ops);
+  static constexpr int32_t kAllOps = INT32_MAX;  // check_ops: every op of ranks [k, 2k)
+  // The ranks an algorithm's per-rank loop visits. Without a window: 0, 1, ..., n-1. With one: only the
+  // ranks whose iterations matter to the recorded ones, in the same ascending order (so every rank's
+  // ops keep their order). `reach` bounds, in ranks around the ring of ranks, how far from an
+  // iteration's rank lie the ranks whose ops it emits and the ops it names as dependencies; the loop
+  // then visits the ranks within 2 * reach of [0, 2k) (within reach: those whose every op is emitted,
+  // and whose ids are therefore right). A reach too wide to gain anything gives every rank.
+  std::vector<int> loop_ranks(int reach);
   static bool is_dropped(OpId id) { return id < kNoOp; }
-  // (rank, index) of a dropped op's id.
+  // (rank, index) of a dropped op's id; rank -1 for an op whose reference did not fit an OpId (a rank
+  // far outside the window, on a machine of very many ranks).
   std::pair<int, int32_t> dropped(OpId id) const;
+  // The index among its rank's ops (emission order, kept or not) of a recorded op, under a window.
+  int32_t index_in_rank(OpId recorded) const { return index_[size_t(recorded)]; }
+  // Whether every op of the schedule was recorded through the window (not so after adopt(), which takes
+  // a whole schedule made elsewhere).
+  bool windowed_whole() const { return window_ > 0 && !adopted_; }
 
  private:
   OpId add(Op op, Deps deps);
   OpId drop(int rank);
   Schedule& s_;
   int step_ = 0;
-  KeepFilter keep_;
-  std::vector<int32_t> per_rank_;  // ops emitted per rank (with a filter)
+  // Partial recording (set_rank_window): window_ = k (0: record everything), halo_ = 2 * the widest
+  // reach of the loops so far.
+  int window_ = 0, halo_ = 0;
+  int32_t check_ops_ = 0;
+  bool adopted_ = false;
+  std::vector<int32_t> per_rank_;  // ops emitted per rank
+  std::vector<int32_t> index_;     // per recorded op: its index among its rank's ops
 };
 
 // Shorthands for refs.

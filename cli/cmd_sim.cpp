@@ -251,7 +251,7 @@ int cmd_sim(const Argv& argv) {
 
   const StopOnSignal stop_signal;  // SIGINT / SIGTERM: finish the row in progress, then stop
   Printer printer(stop_signal, save);
-  sim::SweepResult result = sim::simulate_sweep(req, &printer);
+  sim::SweepResult result = sim::simulate_sweep(std::move(req), &printer);
   const std::vector<Record>& records = result.records;
   const auto write_trace = [&] {
     if (auto f = args.get("--trace")) {

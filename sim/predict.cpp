@@ -118,11 +118,10 @@ Prediction predict(Simulator& sim, const Algorithm& algo, AlgoArgs args, const P
     s.dtype = args.dtype;
     s.redop = args.redop;
   } else if (opt.symmetry != Symmetry::off && !ro.record_ops && !ro.record_timeline) {
-    folded = run_symmetric(sim, *builder, args, ro, &s);
-    if (folded) p.fold_period = sim.fold_period(args.nranks);
+    folded = run_symmetric(sim, *builder, args, ro, &s, &p.fold_period);
   }
   if (!folded && opt.symmetry == Symmetry::require)
-    throw_input(algo.name + ": no rotation symmetry to fold on '" + sim.topology().name + "'");
+    throw_input(algo.name + ": no symmetry to fold on '" + sim.topology().name + "'");
   if (mechanism) {
   } else if (folded) {
     p.result = std::move(*folded);
@@ -170,7 +169,7 @@ Prediction predict(Simulator& sim, const Algorithm& algo, AlgoArgs args, const P
   }
   if (p.fold_period > 0)
     r.note += std::string(r.note.empty() ? "" : "; ") + "folded: " + std::to_string(p.fold_period) + " of " +
-              std::to_string(args.nranks) + " ranks simulated (rotation symmetry)";
+              std::to_string(args.nranks) + " ranks simulated (symmetry)";
   if (!p.result.bottleneck.empty()) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%.3f", p.result.bottleneck_utilisation);

@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <queue>
 #include <unordered_map>
 
@@ -52,6 +53,8 @@ struct Event {
   bool operator>(const Event& o) const { return t > o.t; }
 };
 constexpr uint32_t kDone = 0x80000000u;
+// The end of an op run without a flow (run_alone): id is the op.
+constexpr uint32_t kLocalDone = 0x40000000u;
 // Successor list entries: op id plus the kind of dependency.
 constexpr uint32_t kCrossRank = 0x80000000u, kCrossChannel = 0x40000000u, kOpMask = 0x3fffffffu;
 
@@ -64,16 +67,19 @@ struct RouteEntry {
 }  // namespace
 
 struct Simulator::Impl {
-  const topo::Topology topo;  // a copy: callers may pass a temporary (select_gpus(...))
+  const topo::Topology topo;  // its own (a copy, or moved in): callers may pass a temporary (select_gpus(...))
   model::ModelParams params;
   topo::RouteOptions route_opt;
 
   int num_gpus = 0;
   int num_links = 0;
   std::vector<Resource> res;
-  std::vector<std::string> res_name, res_kind;
-  std::unordered_map<const void*, int32_t> link_index;  // &graph[e] -> resource id
-  std::vector<double> link_latency;                     // per link, with overrides
+  // Resources [0, num_links) are the topology's links (in the graph's edge order), then each GPU's
+  // memory system, then its tensor cores. Names are made when asked for (a 131,072-GPU cluster has 1.5
+  // million links).
+  std::vector<int32_t> res_link;     // link resource -> topo::Link::id
+  std::vector<int32_t> link_res;     // topo::Link::id -> resource
+  std::vector<double> link_latency;  // per link, with overrides
   std::vector<uint8_t> link_is_network;
   std::unordered_map<uint64_t, RouteEntry> routes;
   std::vector<int32_t> route_pool;
@@ -88,17 +94,20 @@ struct Simulator::Impl {
   std::vector<double> rem, wsum;  // per resource, scratch for the solver
   std::vector<int32_t> cnt;
   std::vector<double> new_rate;  // per flow slot
+  Flow scratch;                  // describes ops that need no flow slot
   int64_t n_recompute = 0;
   bool timeline = false;
-  // Folding (symmetric runs): resource -> orbit representative; empty when not folding.
-  std::vector<int32_t> fold;
-  int fold_k = 0, fold_nranks = -1;  // cached fold_period result and the rank count it is for
-  std::vector<int32_t> fold_map;     // computed once
+  // Folding (symmetric runs): resource -> orbit representative; null when not folding.
+  const std::vector<int32_t>* fold = nullptr;
+  int fold_period = 0;
+  int rotation_nranks = -1;  // the rank count `rotation` was computed for
+  Fold rotation;             // the topology's rotation by a leaf group (period 0: none)
   std::vector<LoadSample>* samples = nullptr;
 
-  Impl(const topo::Topology& t, model::ModelParams p, topo::RouteOptions ro)
-      : topo(t), params(std::move(p)), route_opt(ro) {
+  Impl(topo::Topology t, model::ModelParams p, topo::RouteOptions ro)
+      : topo(std::move(t)), params(std::move(p)), route_opt(ro) {
     num_gpus = topo.num_gpus();
+    link_res.assign(size_t(topo.num_links()), -1);
     for (auto e : boost::make_iterator_range(boost::edges(topo.graph))) {
       const topo::Link& l = topo.link(e);
       const auto& ov = params.link[size_t(l.kind)];
@@ -107,13 +116,12 @@ struct Simulator::Impl {
       if (!(bw > 0))
         throw_input("topology link " + topo.node(boost::source(e, topo.graph)).name + " -> " +
                     topo.node(boost::target(e, topo.graph)).name + " has no bandwidth");
-      link_index[&topo.graph[e]] = int32_t(res.size());
+      CCLAB_ASSERT(l.id >= 0 && size_t(l.id) < link_res.size(), "a link without its id");
+      link_res[size_t(l.id)] = int32_t(res.size());
+      res_link.push_back(l.id);
       Resource r;
       r.capacity = bw;
       res.push_back(std::move(r));
-      res_name.push_back(topo.node(boost::source(e, topo.graph)).name + "->" +
-                         topo.node(boost::target(e, topo.graph)).name);
-      res_kind.push_back(std::string(topo::link_kind_name(l.kind)));
       link_latency.push_back(lat);
       link_is_network.push_back(l.kind == topo::LinkKind::network);
     }
@@ -126,8 +134,6 @@ struct Simulator::Impl {
           (n.mem_bw.value > 0 ? n.mem_bw.value : params.default_mem_bw.value.value) * params.mem_efficiency.value;
       if (params.free_local_work) m.capacity = kInf;
       res.push_back(std::move(m));
-      res_name.push_back(n.name + ".hbm");
-      res_kind.push_back("hbm");
     }
     for (int g = 0; g < num_gpus; ++g) {
       const topo::Node& n = topo.node(topo.gpu(g));
@@ -135,17 +141,30 @@ struct Simulator::Impl {
       c.capacity = (n.flops > 0 ? n.flops : params.default_flops.value) * params.matmul_efficiency.value;
       if (params.free_local_work) c.capacity = kInf;
       res.push_back(std::move(c));
-      res_name.push_back(n.name + ".tensor");
-      res_kind.push_back("tensor");
     }
     rem.resize(res.size());
     wsum.resize(res.size());
     cnt.resize(res.size());
   }
 
+  // "n0.gpu0->n0.nvs0", "gpu3.hbm", "gpu3.tensor"; the link kind name, "hbm" or "tensor".
+  std::string res_name(int32_t r) const {
+    if (r < num_links) {
+      const topo::LinkId e = topo.link_by_id(res_link[size_t(r)]);
+      return topo.node(boost::source(e, topo.graph)).name + "->" + topo.node(boost::target(e, topo.graph)).name;
+    }
+    const bool mem = r < num_links + num_gpus;
+    return topo.node(topo.gpu(mem ? r - num_links : r - num_links - num_gpus)).name + (mem ? ".hbm" : ".tensor");
+  }
+  std::string res_kind(int32_t r) const {
+    if (r < num_links) return std::string(topo::link_kind_name(topo.link(topo.link_by_id(res_link[size_t(r)])).kind));
+    return r < num_links + num_gpus ? "hbm" : "tensor";
+  }
+
   int32_t hbm(int rank) const { return num_links + rank; }
-  int32_t folded(int32_t r) const { return fold.empty() ? r : fold[size_t(r)]; }
-  int compute_fold(int nranks);
+  int32_t folded(int32_t r) const { return fold ? (*fold)[size_t(r)] : r; }
+  Fold compute_rotation(int nranks);
+  std::optional<Fold> compute_route_fold(int nranks, int k, const std::vector<std::pair<int, int>>& pairs);
   int32_t tensor(int rank) const { return num_links + num_gpus + rank; }
 
   const RouteEntry& route(int a, int b) {
@@ -156,11 +175,10 @@ struct Simulator::Impl {
     RouteEntry r;
     r.begin = uint32_t(route_pool.size());
     for (auto e : path.links) {
-      auto li = link_index.find(&topo.graph[e]);
-      CCLAB_ASSERT(li != link_index.end(), "route uses a link not in the graph");
-      r.latency += link_latency[li->second];
-      r.network = r.network || link_is_network[li->second];
-      route_pool.push_back(li->second);
+      const int32_t li = link_res[size_t(topo.link(e).id)];
+      r.latency += link_latency[size_t(li)];
+      r.network = r.network || link_is_network[size_t(li)];
+      route_pool.push_back(li);
     }
     r.count = uint32_t(route_pool.size() - r.begin);
     return routes.emplace(key, r).first->second;
@@ -364,6 +382,8 @@ struct Simulator::Impl {
 
 Simulator::Simulator(const topo::Topology& topology, model::ModelParams params, topo::RouteOptions route)
     : impl_(new Impl(topology, std::move(params), route)) {}
+Simulator::Simulator(topo::Topology&& topology, model::ModelParams params, topo::RouteOptions route)
+    : impl_(new Impl(std::move(topology), std::move(params), route)) {}
 Simulator::~Simulator() { delete impl_; }
 const topo::Topology& Simulator::topology() const { return impl_->topo; }
 const model::ModelParams& Simulator::params() const { return impl_->params; }
@@ -394,26 +414,37 @@ double compute_traffic_bytes(const Compute& c, int elem) {
 }  // namespace
 
 int Simulator::fold_period(int nranks) {
-  Impl& I = *impl_;
-  if (I.fold_nranks != nranks) {
-    I.fold_nranks = nranks;
-    I.fold_k = I.compute_fold(nranks);
-  }
-  return I.fold_k;
+  const Fold* f = rotation_fold(nranks);
+  return f ? f->period : 0;
 }
 
-SimResult Simulator::run_folded(const Schedule& reduced, const RunOptions& opt) {
+const Fold* Simulator::rotation_fold(int nranks) {
   Impl& I = *impl_;
-  const int k = fold_period(reduced.nranks);
-  CCLAB_ASSERT(k > 0, "run_folded without a symmetry");
-  for (const Op& op : reduced.ops) CCLAB_ASSERT(op.rank < k, "a folded schedule holds only ranks below the period");
-  I.fold = I.fold_map;
+  if (I.rotation_nranks != nranks) {
+    I.rotation_nranks = nranks;
+    I.rotation = I.compute_rotation(nranks);
+  }
+  return I.rotation.period > 0 ? &I.rotation : nullptr;
+}
+
+std::optional<Fold> Simulator::route_fold(int nranks, int period, const std::vector<std::pair<int, int>>& pairs) {
+  return impl_->compute_route_fold(nranks, period, pairs);
+}
+
+SimResult Simulator::run_folded(const Schedule& reduced, const Fold& fold, const RunOptions& opt,
+                                const std::vector<uint8_t>& cross_rank) {
+  Impl& I = *impl_;
+  CCLAB_ASSERT(fold.period > 0 && fold.rep.size() == I.res.size(), "run_folded without a folding of this model");
+  CCLAB_ASSERT(cross_rank.empty() || cross_rank.size() == reduced.dep_pool.size(),
+               "one cross-rank flag per dependency");
+  I.fold = &fold.rep;  // run_impl checks that the schedule holds only ranks below the period
+  I.fold_period = fold.period;
   try {
-    SimResult r = run(reduced, opt);
-    I.fold.clear();
+    SimResult r = run_impl(reduced, opt, cross_rank);
+    I.fold = nullptr;
     return r;
   } catch (...) {
-    I.fold.clear();
+    I.fold = nullptr;
     throw;
   }
 }
@@ -422,13 +453,12 @@ SimResult Simulator::run_folded(const Schedule& reduced, const RunOptions& opt) 
 // onto itself when every server is built alike and the fabric's leaf groups rotate too; this is
 // checked edge by edge (same kind, rate and latency) and on sample routes, so a topology that is not
 // symmetric (a file, a partial GPU selection) is simply run unfolded.
-int Simulator::Impl::compute_fold(int nranks) {
-  fold_map.clear();
+Fold Simulator::Impl::compute_rotation(int nranks) {
   const topo::Fabric& fab = topo.fabric;
-  if (fab.empty() || nranks != num_gpus) return 0;
+  if (fab.empty() || nranks != num_gpus) return {};
   const int nservers = topo.num_servers(), g = topo.gpus_per_server();
   const int p = fab.servers_per_leaf;
-  if (p <= 0 || nservers % p != 0 || nservers / p < 2 || g * nservers != num_gpus) return 0;
+  if (p <= 0 || nservers % p != 0 || nservers / p < 2 || g * nservers != num_gpus) return {};
   const int groups = nservers / p, k = p * g;
   const auto& graph = topo.graph;
   const size_t nv = boost::num_vertices(graph);
@@ -440,30 +470,34 @@ int Simulator::Impl::compute_fold(int nranks) {
     std::string target;
     if (n.server >= 0) {
       const std::string prefix = "n" + std::to_string(n.server) + ".";
-      if (n.name.rfind(prefix, 0) != 0) return 0;
+      if (n.name.rfind(prefix, 0) != 0) return {};
       target = "n" + std::to_string((n.server + p) % nservers) + "." + n.name.substr(prefix.size());
     } else if (n.name.rfind("leaf.g", 0) == 0) {
       const size_t dot = n.name.find('.', 6);
-      if (dot == std::string::npos) return 0;
+      if (dot == std::string::npos) return {};
       const int grp = std::atoi(n.name.substr(6, dot - 6).c_str());
       target = "leaf.g" + std::to_string((grp + 1) % groups) + n.name.substr(dot);
     } else {
       target = n.name;  // spines and other shared switches stay
     }
     auto it = by_name.find(target);
-    if (it == by_name.end() || graph[it->second].kind != n.kind) return 0;
+    if (it == by_name.end() || graph[it->second].kind != n.kind) return {};
     rho[v] = it->second;
   }
   for (int i = 0; i < num_gpus; ++i)
-    if (rho[topo.gpu(i)] != topo.gpu((i + k) % num_gpus)) return 0;
-  // Edge map: link -> its image under rho (same kind, rate, latency).
+    if (rho[topo.gpu(i)] != topo.gpu((i + k) % num_gpus)) return {};
+  // Edge map: link -> its image under rho (same kind, rate, latency), a permutation of the links.
   std::vector<int32_t> emap(size_t(num_links), -1);
+  std::vector<uint8_t> hit(size_t(num_links), 0);
   for (auto e : boost::make_iterator_range(boost::edges(graph))) {
     const auto [img, ok] = boost::edge(rho[boost::source(e, graph)], rho[boost::target(e, graph)], graph);
-    if (!ok) return 0;
+    if (!ok) return {};
     const topo::Link &a = graph[e], &b = graph[img];
-    if (a.kind != b.kind || a.bw.value != b.bw.value || a.latency.value != b.latency.value) return 0;
-    emap[size_t(link_index.at(&graph[e]))] = link_index.at(&graph[img]);
+    if (a.kind != b.kind || a.bw.value != b.bw.value || a.latency.value != b.latency.value) return {};
+    const int32_t to = link_res[size_t(b.id)];
+    if (hit[size_t(to)]) return {};
+    hit[size_t(to)] = 1;
+    emap[size_t(link_res[size_t(a.id)])] = to;
   }
   // Routes must commute with the rotation (sample pairs inside a server, across servers, across groups).
   const std::vector<std::pair<int, int>> samples = {
@@ -472,28 +506,113 @@ int Simulator::Impl::compute_fold(int nranks) {
     if (a == b) continue;
     const RouteEntry r1 = route(a, b);
     const RouteEntry r2 = route((a + k) % num_gpus, (b + k) % num_gpus);
-    if (r1.count != r2.count) return 0;
+    if (r1.count != r2.count) return {};
     for (uint32_t i = 0; i < r1.count; ++i)
-      if (emap[size_t(route_pool[r1.begin + i])] != route_pool[r2.begin + i]) return 0;
+      if (emap[size_t(route_pool[r1.begin + i])] != route_pool[r2.begin + i]) return {};
   }
-  // Orbit representatives: the smallest id in each link's orbit; GPU resources fold by rank mod K.
-  fold_map.resize(res.size());
+  // Orbit representatives: the smallest id in each link's orbit (its cycle under the edge map, walked
+  // once); GPU resources fold by rank mod K.
+  Fold f;
+  f.period = k;
+  f.rep.assign(res.size(), -1);
   for (int32_t l = 0; l < num_links; ++l) {
+    if (f.rep[size_t(l)] >= 0) continue;
     int32_t rep = l, x = l;
-    for (int j = 1; j < groups; ++j) {
-      x = emap[size_t(x)];
+    do {
       rep = std::min(rep, x);
-    }
-    fold_map[size_t(l)] = rep;
+      x = emap[size_t(x)];
+    } while (x != l);
+    do {
+      f.rep[size_t(x)] = rep;
+      x = emap[size_t(x)];
+    } while (x != l);
   }
   for (int i = 0; i < num_gpus; ++i) {
-    fold_map[size_t(hbm(i))] = hbm(i % k);
-    fold_map[size_t(tensor(i))] = tensor(i % k);
+    f.rep[size_t(hbm(i))] = hbm(i % k);
+    f.rep[size_t(tensor(i))] = tensor(i % k);
   }
-  return k;
+  return f;
 }
 
-SimResult Simulator::run(const Schedule& s, const RunOptions& opt) {
+// The shift by k checked on the routes a schedule uses. Every shifted copy (a + jk, b + jk) of every
+// pair is routed, and the link at position i of copy j is paired with the link at position i of copy
+// j + 1. The folded run is exact when this pairing is a permutation of the links used (one image and
+// one preimage each, the same rate and latency, both network links or neither) whose orbits all hold
+// n / k links: the full run
+// is then invariant under the shift (flows of rank r + k on the images of rank r's links), and the
+// representative of an orbit carries, in the folded run, one image of every flow that crosses the
+// orbit, as each of its links does in the full run. Unlike the rotation this needs no automorphism of
+// the graph: a ring's hop from one server to the next crosses the spines on links that depend on the
+// servers' leaf group, but each link serves one hop, so the shift by one server still pairs them up.
+std::optional<Fold> Simulator::Impl::compute_route_fold(int nranks, int k,
+                                                        const std::vector<std::pair<int, int>>& pairs) {
+  // Routes to compute at most (a few hundred milliseconds); beyond, the caller uses a coarser folding.
+  constexpr int64_t kMaxRoutes = int64_t(1) << 22;
+  const int n = nranks;
+  if (n != num_gpus || k <= 0 || n % k != 0 || n / k < 2) return std::nullopt;
+  const int m = n / k;
+  if (int64_t(pairs.size()) * m > kMaxRoutes) return std::nullopt;
+  // Local work folds by rank mod k: every GPU's memory and tensor cores must match their representative's.
+  for (int i = k; i < n; ++i)
+    if (res[size_t(hbm(i))].capacity != res[size_t(hbm(i % k))].capacity ||
+        res[size_t(tensor(i))].capacity != res[size_t(tensor(i % k))].capacity)
+      return std::nullopt;
+  std::vector<int32_t> img(size_t(num_links), -1), pre(size_t(num_links), -1);
+  std::vector<int32_t> here, next;
+  auto links_of = [&](int a, int b, std::vector<int32_t>& out) {
+    const RouteEntry& r = route(a, b);
+    out.assign(route_pool.begin() + r.begin, route_pool.begin() + r.begin + r.count);
+  };
+  for (auto [a, b] : pairs) {
+    if (a == b) continue;
+    links_of(a, b, here);
+    for (int j = 0; j < m; ++j) {
+      links_of((a + (j + 1) * k) % n, (b + (j + 1) * k) % n, next);
+      if (next.size() != here.size()) return std::nullopt;
+      for (size_t i = 0; i < here.size(); ++i) {
+        const int32_t x = here[i], y = next[i];
+        if (img[size_t(x)] == y) continue;
+        if (img[size_t(x)] >= 0 || pre[size_t(y)] >= 0) return std::nullopt;  // not a permutation
+        if (res[size_t(x)].capacity != res[size_t(y)].capacity || link_latency[size_t(x)] != link_latency[size_t(y)] ||
+            link_is_network[size_t(x)] != link_is_network[size_t(y)])
+          return std::nullopt;
+        img[size_t(x)] = y;
+        pre[size_t(y)] = x;
+      }
+      std::swap(here, next);
+    }
+  }
+  Fold f;
+  f.period = k;
+  f.rep.resize(res.size());
+  for (int32_t l = 0; l < num_links; ++l) f.rep[size_t(l)] = l;  // links no route uses stand for themselves
+  std::vector<uint8_t> seen(size_t(num_links), 0);
+  for (int32_t l = 0; l < num_links; ++l) {
+    if (img[size_t(l)] < 0 || seen[size_t(l)]) continue;
+    int32_t rep = l, x = l;
+    int len = 0;
+    do {
+      seen[size_t(x)] = 1;
+      rep = std::min(rep, x);
+      x = img[size_t(x)];
+      ++len;
+    } while (x != l && len <= m);
+    if (x != l || len != m) return std::nullopt;  // a shorter orbit would carry several images of a flow
+    do {
+      f.rep[size_t(x)] = rep;
+      x = img[size_t(x)];
+    } while (x != l);
+  }
+  for (int i = 0; i < num_gpus; ++i) {
+    f.rep[size_t(hbm(i))] = hbm(i % k);
+    f.rep[size_t(tensor(i))] = tensor(i % k);
+  }
+  return f;
+}
+
+SimResult Simulator::run(const Schedule& s, const RunOptions& opt) { return run_impl(s, opt, {}); }
+
+SimResult Simulator::run_impl(const Schedule& s, const RunOptions& opt, const std::vector<uint8_t>& cross_rank) {
   Impl& I = *impl_;
   const model::ModelParams& P = I.params;
   if (s.nranks > I.num_gpus)
@@ -503,57 +622,72 @@ SimResult Simulator::run(const Schedule& s, const RunOptions& opt) {
   if (n > kOpMask) throw_input("schedule has " + std::to_string(n) + " ops, more than the simulator can index");
   SimResult out;
 
-  // Successor lists (CSR) from explicit deps and the implicit previous op of each (rank, channel).
-  int max_ch = 0;
-  for (const Op& op : s.ops) max_ch = std::max(max_ch, int(op.channel));
-  const size_t nch = size_t(max_ch) + 1;
-  std::vector<int32_t> last(size_t(s.nranks) * nch, -1);
-  std::vector<int32_t> chan_prev(n, -1);
-  std::vector<uint32_t> outdeg(n + 1, 0);
-  std::vector<int32_t> pending(n, 0);
-  for (size_t i = 0; i < n; ++i) {
+  // Per op, one record, so that the event loop touches one cache line for it: when it may start (its
+  // dependencies' latest end plus their latency), how many dependencies have not ended (-1 once the op
+  // itself has), and where its successors start in `succ` (they end where the next op's start).
+  struct OpState {
+    double ready = 0;
+    int32_t pending = 0;
+    uint32_t succ_begin = 0;
+  };
+  std::vector<OpState> st(n + 1);
+
+  // Successor lists (CSR) from explicit deps and the implicit previous op of each (rank, channel);
+  // `last` holds, per rank, the last op seen on each of its channels.
+  const double start_lat = (opt.start_latency ? *opt.start_latency : P.launch_latency.value).value;
+  std::vector<std::vector<int32_t>> last(size_t(s.nranks));
+  auto last_of = [&](const Op& op) -> int32_t& {
+    std::vector<int32_t>& l = last[size_t(op.rank)];
+    if (l.size() <= op.channel) l.resize(size_t(op.channel) + 1, -1);
+    return l[op.channel];
+  };
+  for (size_t i = 0; i < n; ++i) {  // out-degrees, counted in st[op + 1].succ_begin
     const Op& op = s.ops[i];
-    if (op.rank < 0 || op.rank >= s.nranks)
+    // A folded schedule holds only the ranks it stands for.
+    if (op.rank < 0 || op.rank >= s.nranks || (I.fold && op.rank >= I.fold_period))
       throw_internal(__FILE__, __LINE__, "op " + std::to_string(i) + ": bad rank");
-    int32_t& l = last[size_t(op.rank) * nch + op.channel];
+    st[i].ready = start_lat;
+    int32_t& l = last_of(op);
     if (l >= 0) {
-      chan_prev[i] = l;
-      ++outdeg[l];
-      ++pending[i];
+      ++st[size_t(l) + 1].succ_begin;
+      ++st[i].pending;
     }
     l = int32_t(i);
     for (OpId d : s.deps(op)) {
       if (d < 0 || size_t(d) >= n)
         throw_internal(__FILE__, __LINE__,
                        "op " + std::to_string(i) + " depends on op " + std::to_string(d) + ", which does not exist");
-      ++outdeg[d];
-      ++pending[i];
+      ++st[size_t(d) + 1].succ_begin;
+      ++st[i].pending;
     }
   }
-  std::vector<uint32_t> succ_begin(n + 1, 0);
-  for (size_t i = 0; i < n; ++i) succ_begin[i + 1] = succ_begin[i] + outdeg[i];
-  std::vector<int32_t> succ(succ_begin[n]);
-  {
-    std::vector<uint32_t> fill(succ_begin.begin(), succ_begin.end() - 1);
-    // Bit 31: the successor is on another rank (sync latency); bit 30: on another channel of this rank.
-    for (size_t i = 0; i < n; ++i) {
-      const Op& op = s.ops[i];
-      if (chan_prev[i] >= 0) succ[fill[chan_prev[i]]++] = int32_t(i);
-      for (OpId d : s.deps(op)) {
-        const Op& dop = s.ops[size_t(d)];
-        const uint32_t cls = dop.rank != op.rank ? kCrossRank : dop.channel != op.channel ? kCrossChannel : 0u;
-        succ[fill[d]++] = int32_t(uint32_t(i) | cls);
-      }
+  // Ranks whose ops all run on one channel (run_alone below).
+  std::vector<uint8_t> one_channel(size_t(s.nranks), 0);
+  for (size_t r = 0; r < last.size(); ++r) {
+    one_channel[r] = std::count_if(last[r].begin(), last[r].end(), [](int32_t l) { return l >= 0; }) == 1;
+    std::fill(last[r].begin(), last[r].end(), -1);
+  }
+  for (size_t i = 0; i < n; ++i) st[i + 1].succ_begin += st[i].succ_begin;
+  std::vector<int32_t> succ(st[n].succ_begin);
+  // Bit 31: the successor is on another rank (sync latency); bit 30: on another channel of this rank.
+  // st[op].succ_begin serves as the op's fill cursor, then moves back to where the op's list begins.
+  for (size_t i = 0; i < n; ++i) {
+    const Op& op = s.ops[i];
+    int32_t& l = last_of(op);
+    if (l >= 0) succ[st[size_t(l)].succ_begin++] = int32_t(i);
+    l = int32_t(i);
+    for (uint32_t j = 0; j < op.dep_count; ++j) {
+      const OpId d = s.dep_pool[op.dep_begin + j];
+      const Op& dop = s.ops[size_t(d)];
+      const bool other_rank = cross_rank.empty() ? dop.rank != op.rank : cross_rank[op.dep_begin + j] != 0;
+      const uint32_t cls = other_rank ? kCrossRank : dop.channel != op.channel ? kCrossChannel : 0u;
+      succ[st[size_t(d)].succ_begin++] = int32_t(uint32_t(i) | cls);
     }
   }
-  std::vector<uint32_t>().swap(outdeg);  // free early: huge schedules
-  std::vector<int32_t>().swap(chan_prev);
+  std::vector<std::vector<int32_t>>().swap(last);
 
-  const double start_lat = (opt.start_latency ? *opt.start_latency : P.launch_latency.value).value;
-  std::vector<double> ready(n, start_lat);
   std::vector<OpTime> times;
   if (opt.record_ops) times.assign(n, OpTime{});
-  std::vector<uint8_t> done(n, 0);
 
   // Per-run resource state.
   I.flows.clear();
@@ -570,8 +704,13 @@ SimResult Simulator::run(const Schedule& s, const RunOptions& opt) {
   I.samples = &out.timeline;
   decltype(I.heap)().swap(I.heap);
 
-  for (size_t i = 0; i < n; ++i)
-    if (pending[i] == 0) I.heap.push(Event{ready[i], uint32_t(i), 0});
+  // The fill cursors back to where each list begins (each stands at the next list's start); ops that
+  // wait on nothing start.
+  uint32_t begin = 0;
+  for (size_t i = 0; i < n; ++i) {
+    std::swap(begin, st[i].succ_begin);
+    if (st[i].pending == 0) I.heap.push(Event{st[i].ready, uint32_t(i), 0});
+  }
 
   const double sync = (opt.sync_latency ? *opt.sync_latency : P.sync_latency.value).value,
                local_dep = (opt.local_dep_latency ? *opt.local_dep_latency : P.local_dep_latency.value).value;
@@ -581,16 +720,16 @@ SimResult Simulator::run(const Schedule& s, const RunOptions& opt) {
   size_t finished = 0;
 
   auto finish_op = [&](int32_t o, double end) {
-    done[o] = 1;
+    st[size_t(o)].pending = -1;
     ++finished;
     if (opt.record_ops) times[o].end = end;
     makespan = std::max(makespan, end);
-    for (uint32_t k = succ_begin[o]; k < succ_begin[o + 1]; ++k) {
+    for (uint32_t k = st[size_t(o)].succ_begin; k < st[size_t(o) + 1].succ_begin; ++k) {
       const uint32_t e = uint32_t(succ[k]);
-      const int32_t sidx = int32_t(e & kOpMask);
+      OpState& next = st[e & kOpMask];
       const double lat = (e & kCrossRank) ? sync : (e & kCrossChannel) ? local_dep : 0.0;
-      ready[sidx] = std::max(ready[sidx], end + lat);
-      if (--pending[sidx] == 0) I.heap.push(Event{ready[sidx], uint32_t(sidx), 0});
+      next.ready = std::max(next.ready, end + lat);
+      if (--next.pending == 0) I.heap.push(Event{next.ready, e & kOpMask, 0});
     }
   };
 
@@ -615,13 +754,11 @@ SimResult Simulator::run(const Schedule& s, const RunOptions& opt) {
     return pp ? w / std::max(pp->efficiency_at(bytes), 1e-9) : w;
   };
 
-  auto start_op = [&](int32_t o, double now) {
+  // What op o asks of the resources: fills f's uses, cap and fixed latency; returns the amount of its
+  // flow (bytes or FLOPs).
+  auto describe = [&](int32_t o, Flow& f) -> double {
     const Op& op = s.ops[o];
-    if (opt.record_ops) times[o].start = now;
     const int elem = dtype_size(s.dtype);
-    int32_t fi = I.new_flow();
-    Flow& f = I.flows[fi];
-    f.op = o;
     f.nuse = 0;
     f.cap = 0;
     f.latency = 0;
@@ -701,10 +838,78 @@ SimResult Simulator::run(const Schedule& s, const RunOptions& opt) {
         break;
       }
     }
+    return amount;
+  };
+
+  // Local work on the memory of a rank whose ops all run on one channel is alone there: that memory
+  // serves only its rank's ops (transfers use links), and one channel runs one op at a time. Its flow's
+  // rate is then the memory's rate, known when it starts, so it needs no flow in the max-min solver;
+  // and a run of such ops that only wait on each other (a layout transform: thousands of copies in a
+  // row) is priced in one pass, as the solver would, without a round of events per op. Not with a
+  // timeline, whose load samples come from the solver.
+  auto alone = [&](const Op& op, const Flow& f, double amount) {
+    return !opt.record_timeline && one_channel[size_t(op.rank)] && amount > 0 && f.nuse == 1 && f.cap <= 0 &&
+           f.use[0].res == I.hbm(op.rank) && I.res[size_t(f.use[0].res)].capacity / f.use[0].weight > 0;
+  };
+  // Runs op o (alone on its memory, started at `now`, described in f) and the ops after it that only
+  // wait on their predecessor and are alone too; the last one's end is queued as an event.
+  auto run_alone = [&](int32_t o, double now, const Flow& first, double amount) {
+    Flow& f = I.scratch;
+    f = first;
+    for (;;) {
+      // The solver's rate for a lone flow, its drain time, and the op's end: the same arithmetic.
+      const double rate = I.res[size_t(f.use[0].res)].capacity / f.use[0].weight;
+      const double drain = now + amount / rate;
+      const double end = drain + f.latency;
+      I.res[size_t(f.use[0].res)].carried += amount * f.use[0].weight;
+      ++nflows;
+      // The next op, if it waits on this one only, nothing else waits on this one, and it is alone too.
+      const OpState& cur = st[size_t(o)];
+      int32_t next = -1;
+      double next_amount = 0;
+      if (st[size_t(o) + 1].succ_begin - cur.succ_begin == 1 && (uint32_t(succ[cur.succ_begin]) & ~kOpMask) == 0) {
+        const int32_t cand = succ[cur.succ_begin];
+        if (st[size_t(cand)].pending == 1) {
+          next_amount = describe(cand, f);
+          if (alone(s.ops[size_t(cand)], f, next_amount)) next = cand;
+        }
+      }
+      if (next < 0) {
+        st[size_t(o)].ready = end;  // from now on the op's end, read when its event comes
+        I.heap.push(Event{drain, uint32_t(o), kLocalDone});
+        return;
+      }
+      // This op ends before anything else could notice: finish it here and start the next one.
+      st[size_t(o)].pending = -1;
+      ++finished;
+      if (opt.record_ops) times[o].end = end;
+      makespan = std::max(makespan, end);
+      OpState& n = st[size_t(next)];
+      n.ready = std::max(n.ready, end);
+      n.pending = 0;
+      now = n.ready;
+      if (opt.record_ops) times[next].start = now;
+      o = next;
+      amount = next_amount;
+    }
+  };
+
+  auto start_op = [&](int32_t o, double now) {
+    if (opt.record_ops) times[o].start = now;
+    int32_t fi = I.new_flow();
+    Flow& f = I.flows[fi];
+    f.op = o;
+    const double amount = describe(o, f);
     if (amount <= 0 || f.nuse == 0) {
       const double end = now + f.latency;
       I.free_flows.push_back(fi);
       finish_op(o, end);
+      return;
+    }
+    if (alone(s.ops[size_t(o)], f, amount)) {
+      f.op = -1;
+      I.free_flows.push_back(fi);
+      run_alone(o, now, f, amount);
       return;
     }
     f.amount = f.remaining = amount;
@@ -720,6 +925,10 @@ SimResult Simulator::run(const Schedule& s, const RunOptions& opt) {
       const Event ev = I.heap.top();
       I.heap.pop();
       ++nevents;
+      if (ev.tag == kLocalDone) {
+        finish_op(int32_t(ev.id), st[ev.id].ready);
+        continue;
+      }
       if (!(ev.tag & kDone)) {
         start_op(int32_t(ev.id), now);
         continue;
@@ -742,11 +951,11 @@ SimResult Simulator::run(const Schedule& s, const RunOptions& opt) {
   if (finished != n) {
     // Something never became ready: a cycle through explicit and channel-order dependencies.
     for (size_t i = 0; i < n; ++i)
-      if (!done[i]) {
+      if (st[i].pending >= 0) {
         const Op& op = s.ops[i];
         std::string waits;
         for (OpId d : s.deps(op))
-          if (!done[d]) waits += (waits.empty() ? "" : ", ") + std::to_string(d);
+          if (st[size_t(d)].pending >= 0) waits += (waits.empty() ? "" : ", ") + std::to_string(d);
         throw_internal(__FILE__, __LINE__,
                        "schedule '" + s.algo + "' cannot finish: op " + std::to_string(i) + " (" +
                            std::string(op_kind_name(op.kind)) + ", rank " + std::to_string(op.rank) + ", channel " +
@@ -761,12 +970,15 @@ SimResult Simulator::run(const Schedule& s, const RunOptions& opt) {
   out.flows = nflows;
   out.events = nevents;
   out.recomputations = I.n_recompute;
-  out.resource_names = I.res_name;
+  if (opt.record_timeline) {
+    out.resource_names.resize(I.res.size());
+    for (size_t r = 0; r < I.res.size(); ++r) out.resource_names[r] = I.res_name(int32_t(r));
+  }
   for (size_t r = 0; r < I.res.size(); ++r) {
     if (I.res[r].carried <= 0) continue;
     ResourceStat st;
-    st.name = I.res_name[r];
-    st.kind = I.res_kind[r];
+    st.name = I.res_name(int32_t(r));
+    st.kind = I.res_kind(int32_t(r));
     st.capacity = I.res[r].capacity;
     st.carried = I.res[r].carried;
     st.utilisation = makespan > 0 ? st.carried / (st.capacity * makespan) : 0;

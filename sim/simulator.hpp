@@ -82,7 +82,7 @@ struct SimResult {
   std::vector<OpTime> ops;                  // per op (empty unless record_ops)
   std::vector<ResourceStat> resources;      // only those that carried something
   std::vector<LoadSample> timeline;         // only with record_timeline, in time order
-  std::vector<std::string> resource_names;  // index -> name, for timeline samples
+  std::vector<std::string> resource_names;  // index -> name, for timeline samples (only with record_timeline)
   int64_t flows = 0;                        // flows simulated
   int64_t recomputations = 0;               // max-min solves (components) performed
   int64_t events = 0;
@@ -91,10 +91,20 @@ struct SimResult {
   double bottleneck_utilisation = 0;
 };
 
+// A folding of the model's resources for a run of ranks [0, period) that stands for all ranks
+// (sim/symmetric.hpp): every resource maps to the representative of its orbit under the shift of every
+// rank by `period`.
+struct Fold {
+  int period = 0;
+  std::vector<int32_t> rep;  // resource -> representative
+};
+
 class Simulator {
  public:
   // The topology's GPU i is rank i. Routes are cached across runs (a size sweep reuses them).
   Simulator(const topo::Topology& topology, model::ModelParams params, topo::RouteOptions route = {});
+  // The same, taking the topology over (a cluster of 131,072 GPUs is worth not copying).
+  Simulator(topo::Topology&& topology, model::ModelParams params, topo::RouteOptions route = {});
   ~Simulator();
   Simulator(const Simulator&) = delete;
   Simulator& operator=(const Simulator&) = delete;
@@ -108,10 +118,22 @@ class Simulator {
   // to (i + K) mod n maps the topology (links, rates, routes) onto itself, with n / K >= 2; 0 when
   // none was found. Computed once per rank count and route options.
   int fold_period(int nranks);
-  // Runs a schedule that holds only the ops of ranks [0, K) (K = fold_period) of a symmetric
-  // schedule: every resource is folded onto its representative under the rotation, so the K ranks'
-  // flows meet exactly the contention all n ranks' flows would. Peers may be any rank.
-  SimResult run_folded(const Schedule& reduced, const RunOptions& opt = {});
+  // That rotation as a folding (null when there is none).
+  const Fold* rotation_fold(int nranks);
+  // A finer folding, for schedules whose transfers use only some routes: the shift of every GPU by
+  // `period`, checked on the routes of `pairs` (the (from, to) GPUs of the transfers of ranks
+  // [0, period)) and of all their shifted copies instead of on the whole graph. nullopt when those
+  // routes do not map onto each other link for link (same rates and latencies, every link's orbit of
+  // n / period links), or when there are too many of them to check quickly.
+  std::optional<Fold> route_fold(int nranks, int period, const std::vector<std::pair<int, int>>& pairs);
+  // Runs a schedule that holds only the ops of ranks [0, fold.period) of a symmetric schedule: every
+  // resource is folded onto its representative, so the ranks' flows meet exactly the contention all n
+  // ranks' flows would. Peers may be any rank. `cross_rank` (one flag per entry of the schedule's
+  // dep_pool, or empty) says which dependencies were on another rank before they were pointed at
+  // their representatives (a representative may be an op of the depending rank itself); without it,
+  // the ranks of the ops decide.
+  SimResult run_folded(const Schedule& reduced, const Fold& fold, const RunOptions& opt = {},
+                       const std::vector<uint8_t>& cross_rank = {});
 
   const topo::Topology& topology() const;
   const model::ModelParams& params() const;
@@ -119,6 +141,7 @@ class Simulator {
  private:
   struct Impl;
   Impl* impl_;
+  SimResult run_impl(const Schedule& s, const RunOptions& opt, const std::vector<uint8_t>& cross_rank);
 };
 
 }  // namespace cclab::sim

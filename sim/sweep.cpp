@@ -32,13 +32,13 @@ std::vector<int64_t> sweep_sizes(int64_t minb, int64_t maxb, int64_t factor) {
   return sizes;
 }
 
-SweepResult simulate_sweep(const SweepRequest& req, SweepObserver* observer) {
+SweepResult simulate_sweep(SweepRequest req, SweepObserver* observer) {
   SweepObserver quiet;
   SweepObserver& obs = observer ? *observer : quiet;
   SweepResult out;
 
   // Topology and ranks.
-  topo::Topology topo = req.topology ? *req.topology : topo::load_topology(req.topo);
+  topo::Topology topo = req.topology ? std::move(*req.topology) : topo::load_topology(req.topo);
   std::string topo_label = topo.name;
   int nranks = topo.num_gpus();
   if (req.gpus && req.ngpus) throw_input("cclab sim: give either -g or --gpus, not both");
@@ -122,7 +122,7 @@ SweepResult simulate_sweep(const SweepRequest& req, SweepObserver* observer) {
   model::ModelParams params = model::defaults_for(topo);
   if (req.profile) params = model::load_profile(*req.profile, params);
   topo.name = topo_label;
-  Simulator simulator(topo, params, route);
+  Simulator simulator(std::move(topo), params, route);
   out.topo_label = topo_label;
   out.nranks = nranks;
 

@@ -69,6 +69,7 @@ class SweepObserver {
 // shape or a sparse table, nothing to simulate. With several algorithms or sizes, a row the algorithm
 // cannot build (e.g. rhd on 6 ranks) is skipped with a note; sizes that hold no element per rank are
 // skipped. Matmul and sparse algorithms get one row, at the largest size.
-SweepResult simulate_sweep(const SweepRequest& req, SweepObserver* observer = nullptr);
+// Pass the request as an rvalue to let the sweep take its topology over rather than copy it.
+SweepResult simulate_sweep(SweepRequest req, SweepObserver* observer = nullptr);
 
 }  // namespace cclab::sim

@@ -1,5 +1,6 @@
 #include "sim/symmetric.hpp"
 
+#include <algorithm>
 #include <vector>
 
 #include "core/error.hpp"
@@ -9,7 +10,7 @@ namespace cclab::sim {
 namespace {
 
 struct OpRef {
-  int rank;
+  int rank;  // -1: a dropped op whose reference did not fit an OpId
   int32_t index;
 };
 
@@ -17,17 +18,22 @@ struct OpRef {
 // may differ (a ring works on a different block at each rank); they do not change what an op costs.
 bool same_ref_shifted(const Ref& a, const Ref& b, int k, int n) { return a.rank == (b.rank + k) % n; }
 
-}  // namespace
+// The ops of ranks [0, k), every dependency pointed at its representative, ready for run_folded.
+struct Reduced {
+  Schedule schedule;
+  std::vector<uint8_t> cross_rank;         // per dep_pool entry: the dependency was on another rank
+  std::vector<std::pair<int, int>> pairs;  // (from, to) GPUs of the transfers of ranks [0, k), each once
+};
 
-std::optional<SimResult> run_symmetric(Simulator& sim, const Algorithm& algo, const AlgoArgs& args,
-                                       const RunOptions& opt, Schedule* reduced_out) {
+// Records ranks [0, k) of the schedule fully and the first `check_ops` ops of ranks [k, 2k), checks
+// that the latter are the former moved by k, and reduces the schedule to ranks [0, k) (with the pairs
+// its transfers route, if asked). nullopt when it is not symmetric. `ops_hint`: about how many ops will
+// be recorded.
+std::optional<Reduced> record_reduced(const Algorithm& algo, const AlgoArgs& args, int k, int32_t check_ops,
+                                      bool want_pairs, size_t ops_hint) {
   const int n = args.nranks;
-  const int k = sim.fold_period(n);
-  if (k <= 0 || algo.rooted || algo.needs_sparse) return std::nullopt;
-
-  // 1. Record ranks [0, K) fully and the first ops of ranks [K, 2K) for the check.
-  if (algo.needs_shape && !args.shape.valid()) throw_input(algo.name + " needs --shape M,K,N");
-  Schedule s;
+  Reduced red;
+  Schedule& s = red.schedule;
   s.algo = algo.name;
   s.collective = algo.collective;
   s.nranks = n;
@@ -37,34 +43,35 @@ std::optional<SimResult> run_symmetric(Simulator& sim, const Algorithm& algo, co
   s.root = args.root;
   s.in_place = args.in_place;
   s.buffers.assign(size_t(n), BufferSizes{});
+  s.ops.reserve(ops_hint);  // growing a vector of millions of ops costs more than recording them
   Transport t(s);
-  t.set_keep_filter([k](int rank, int32_t index) { return rank < k || (rank < 2 * k && index < kSymmetryCheckOps); });
+  t.set_rank_window(k, check_ops);
   algo.build(args, t);
+  if (!t.windowed_whole()) return std::nullopt;  // the algorithm took over a schedule made elsewhere
 
-  // Per-rank lists of recorded ops, and each recorded op's index in its rank.
+  // Per-rank lists of the recorded ops of ranks [0, 2k). Ranks [0, k) are recorded whole, so there an
+  // op's position in its list is its index.
   std::vector<std::vector<int32_t>> of_rank(size_t(2 * k));
-  std::vector<int32_t> index(s.ops.size());
-  for (size_t i = 0; i < s.ops.size(); ++i) {
-    auto& l = of_rank[size_t(s.ops[i].rank)];
-    index[i] = int32_t(l.size());
-    l.push_back(int32_t(i));
-  }
+  for (int r = 0; r < k; ++r) of_rank[size_t(r)].reserve(s.ops.size() / size_t(k));
+  for (size_t i = 0; i < s.ops.size(); ++i)
+    if (s.ops[i].rank < 2 * k) of_rank[size_t(s.ops[i].rank)].push_back(int32_t(i));
   auto decode = [&](OpId d) -> OpRef {
     if (Transport::is_dropped(d)) {
       auto [r, i] = t.dropped(d);
       return {r, i};
     }
-    return {s.ops[size_t(d)].rank, index[size_t(d)]};
+    return {s.ops[size_t(d)].rank, t.index_in_rank(d)};
   };
 
-  // 2. The check: rank r + K's recorded ops are rank r's, moved by K.
+  // The check: rank r + K's recorded ops are rank r's, moved by K.
   for (int r = k; r < 2 * k; ++r) {
-    const auto& mine = of_rank[size_t(r)];
     const auto& base = of_rank[size_t(r - k)];
-    if (mine.size() > base.size()) return std::nullopt;
-    for (size_t j = 0; j < mine.size(); ++j) {
-      const Op& a = s.ops[size_t(mine[j])];
-      const Op& b = s.ops[size_t(base[j])];
+    for (int32_t ia : of_rank[size_t(r)]) {
+      const Op& a = s.ops[size_t(ia)];
+      const int32_t index = t.index_in_rank(ia);
+      if (index >= check_ops) break;  // recorded beyond the check only to be named (Transport)
+      if (size_t(index) >= base.size()) return std::nullopt;
+      const Op& b = s.ops[size_t(base[size_t(index)])];
       if (a.kind != b.kind || a.channel != b.channel || a.bytes != b.bytes || a.step != b.step ||
           a.dep_count != b.dep_count)
         return std::nullopt;
@@ -78,48 +85,115 @@ std::optional<SimResult> run_symmetric(Simulator& sim, const Algorithm& algo, co
       }
       for (uint32_t d = 0; d < a.dep_count; ++d) {
         const OpRef da = decode(s.dep_pool[a.dep_begin + d]), db = decode(s.dep_pool[b.dep_begin + d]);
-        if (da.index != db.index || da.rank != (db.rank + k) % n) return std::nullopt;
+        if (da.rank < 0 || db.rank < 0 || da.index != db.index || da.rank != (db.rank + k) % n) return std::nullopt;
       }
     }
   }
 
-  // 3. The reduced schedule, compacted in place: ranks [0, K), dependencies pointed at representatives.
-  std::vector<int32_t> new_id(s.ops.size(), -1);
+  // The reduced schedule, compacted in place: ranks [0, K), dependencies pointed at representatives.
+  // First the lists of ranks [0, K) name each op by its place in the compacted schedule.
   {
+    std::vector<size_t> next(size_t(k), 0);
     int32_t w = 0;
-    for (size_t i = 0; i < s.ops.size(); ++i)
-      if (s.ops[i].rank < k) new_id[i] = w++;
+    for (size_t i = 0; i < s.ops.size(); ++i) {
+      const int r = s.ops[i].rank;
+      if (r < k) of_rank[size_t(r)][next[size_t(r)]++] = w++;
+    }
   }
+  // The kept ops' dependencies, routes and computes, read before any op moves (decode reads the ops).
   std::vector<OpId> deps_out;
   deps_out.reserve(s.dep_pool.size());
   std::vector<Compute> computes_out;
-  size_t w = 0;
-  for (size_t i = 0; i < s.ops.size(); ++i) {
-    Op op = s.ops[i];
+  auto pair = [&](int from, int to) {
+    if (want_pairs && from != to) red.pairs.emplace_back(from, to);
+  };
+  for (const Op& op : s.ops) {
     if (op.rank >= k) continue;
-    const uint32_t begin = uint32_t(deps_out.size());
     for (uint32_t d = 0; d < op.dep_count; ++d) {
       const OpRef ref = decode(s.dep_pool[op.dep_begin + d]);
+      if (ref.rank < 0) return std::nullopt;
       const auto& rep = of_rank[size_t(ref.rank % k)];
       if (size_t(ref.index) >= rep.size()) return std::nullopt;  // ranks differ in op count: not symmetric
-      deps_out.push_back(new_id[size_t(rep[size_t(ref.index)])]);
+      deps_out.push_back(rep[size_t(ref.index)]);
+      red.cross_rank.push_back(ref.rank != op.rank ? 1 : 0);
     }
-    op.dep_begin = begin;
-    if (op.kind == OpKind::compute) {
-      computes_out.push_back(s.computes[size_t(op.compute)]);
-      op.compute = int32_t(computes_out.size() - 1);
+    if (op.kind == OpKind::compute) computes_out.push_back(s.computes[size_t(op.compute)]);
+    // The routes this op's transfers take (as the simulator routes them).
+    switch (op.kind) {
+      case OpKind::put:
+        pair(op.rank, op.dst.rank);
+        break;
+      case OpKind::get:
+        pair(op.src.rank, op.rank);
+        break;
+      case OpKind::copy:
+        pair(op.src.rank, op.dst.rank);
+        break;
+      case OpKind::reduce:
+        pair(op.src.rank, op.rank);
+        pair(op.src2.rank, op.rank);
+        break;
+      case OpKind::compute:
+        break;
     }
+  }
+  // Then the kept ops move down, in order, to their new places.
+  size_t w = 0;
+  uint32_t dep_begin = 0;
+  int32_t compute = 0;
+  for (size_t i = 0; i < s.ops.size(); ++i) {
+    if (s.ops[i].rank >= k) continue;
+    Op op = s.ops[i];
+    op.dep_begin = dep_begin;
+    dep_begin += op.dep_count;
+    if (op.kind == OpKind::compute) op.compute = compute++;
     s.ops[w++] = op;
   }
   s.ops.resize(w);
   s.dep_pool = std::move(deps_out);
   s.computes = std::move(computes_out);
   s.buffers.clear();
-  Schedule& red = s;
+  std::sort(red.pairs.begin(), red.pairs.end());
+  red.pairs.erase(std::unique(red.pairs.begin(), red.pairs.end()), red.pairs.end());
+  return red;
+}
 
-  SimResult result = sim.run_folded(red, opt);
-  if (reduced_out) *reduced_out = std::move(red);
-  return result;
+}  // namespace
+
+std::optional<SimResult> run_symmetric(Simulator& sim, const Algorithm& algo, const AlgoArgs& args,
+                                       const RunOptions& opt, Schedule* reduced_out, int* period_out,
+                                       FoldShift shifts) {
+  const int n = args.nranks;
+  if (algo.rooted || algo.needs_sparse) return std::nullopt;
+  if (algo.needs_shape && !args.shape.valid()) throw_input(algo.name + " needs --shape M,K,N");
+
+  auto run = [&](Reduced& red, const Fold& fold) {
+    SimResult result = sim.run_folded(red.schedule, fold, opt, red.cross_rank);
+    if (period_out) *period_out = fold.period;
+    if (reduced_out) *reduced_out = std::move(red.schedule);
+    return result;
+  };
+  // One server, where the routes of the schedule's transfers allow it (checked by route_fold, which
+  // needs no symmetry of the whole graph): on a DGX cluster, 32 times fewer ops than a leaf group. The
+  // next server's ops are compared whole (a node of the algorithm wider than a server shows only there,
+  // e.g. alltoall.hier with --node-size 16, whose exchanges inside the node start after its first 512 ops).
+  const int g = sim.topology().gpus_per_server();
+  size_t ops_hint = 0;
+  if (shifts == FoldShift::any && g > 0 && n % g == 0 && n / g >= 2 && n == sim.topology().num_gpus()) {
+    if (auto red = record_reduced(algo, args, g, Transport::kAllOps, true, 0)) {
+      if (auto fold = sim.route_fold(n, g, red->pairs)) return run(*red, *fold);
+      // The ranks of a symmetric schedule have as many ops each: what a leaf group's ranks will need.
+      const size_t per_rank = red->schedule.ops.size() / size_t(g);
+      ops_hint = per_rank + std::min(per_rank, size_t(kSymmetryCheckOps));
+    }
+  }
+  // A leaf group: the topology's rotation.
+  const Fold* rotation = sim.rotation_fold(n);
+  if (!rotation) return std::nullopt;
+  ops_hint *= size_t(rotation->period);
+  auto red = record_reduced(algo, args, rotation->period, kSymmetryCheckOps, false, ops_hint);
+  if (!red) return std::nullopt;
+  return run(*red, *rotation);
 }
 
 }  // namespace cclab::sim

@@ -18,13 +18,26 @@ namespace cclab::topo {
 namespace detail {
 // Memoised routes and lookups. Keys are (from node, to node, option bits); values hold LinkIds of the
 // owning graph, so a copied Topology starts with an empty cache.
+// A GPU's way into and out of a cluster's fabric: its legs to and from its rail NIC (memoised routes,
+// whose addresses stay put), the NIC's leaf and the links between the two.
+struct FabricEnd {
+  const Path* up = nullptr;    // GPU -> NIC; null: not found yet
+  const Path* down = nullptr;  // NIC -> GPU
+  NodeId leaf{};
+  LinkId to_leaf{}, from_leaf{};
+};
+
 struct RouteCache {
   std::mutex mutex;
   std::unordered_map<uint64_t, Path> routes;
+  std::vector<FabricEnd> fabric_ends;                    // by GPU index
+  std::unordered_map<uint64_t, LinkId> fabric_links;     // (leaf, spine) and (spine, leaf) -> link
   std::vector<NodeId> host_memory_by_gpu;                // built on first use
   std::unordered_map<std::string_view, NodeId> by_name;  // built on first use; views into node names
   void clear() {
     routes.clear();
+    fabric_ends.clear();
+    fabric_links.clear();
     host_memory_by_gpu.clear();
     by_name.clear();
   }
@@ -125,6 +138,15 @@ NodeId leaf_of(const Graph& g, NodeId nic) {
   throw_input("topology: NIC " + g[nic].name + " has no network link");
 }
 
+// Moves a graph. Boost 1.74's adjacency_list has no move operations (std::move copies it: a second
+// 1.5 GB for a 131,072-GPU cluster); its vertex vector and edge list are public members, and swapping
+// them moves the graph with every edge descriptor still valid (they point at the list's nodes, which
+// keep their addresses). `to` must be empty; the graph property (none here) stays behind.
+void move_graph(Graph& to, Graph& from) {
+  to.m_vertices.swap(from.m_vertices);
+  to.m_edges.swap(from.m_edges);
+}
+
 }  // namespace
 
 Topology::Topology() : cache_(std::make_unique<detail::RouteCache>()) {}
@@ -143,11 +165,11 @@ Topology::Topology(const Topology& o)
 Topology::Topology(Topology&& o) noexcept
     : name(std::move(o.name)),
       description(std::move(o.description)),
-      graph(std::move(o.graph)),
       fabric(std::move(o.fabric)),
       gpus_(std::move(o.gpus_)),
+      links_by_id_(std::move(o.links_by_id_)),
       cache_(std::make_unique<detail::RouteCache>()) {
-  rebuild_index();
+  move_graph(graph, o.graph);
   o.links_by_id_.clear();
   o.gpus_.clear();
   if (o.cache_) o.cache_->clear();
@@ -164,12 +186,13 @@ Topology& Topology::operator=(Topology&& o) noexcept {
   if (this == &o) return *this;
   name = std::move(o.name);
   description = std::move(o.description);
-  graph = std::move(o.graph);
+  graph.clear();
+  move_graph(graph, o.graph);
   fabric = std::move(o.fabric);
   gpus_ = std::move(o.gpus_);
+  links_by_id_ = std::move(o.links_by_id_);
   if (!cache_) cache_ = std::make_unique<detail::RouteCache>();
   cache_->clear();
-  rebuild_index();
   o.links_by_id_.clear();
   o.gpus_.clear();
   if (o.cache_) o.cache_->clear();
@@ -304,6 +327,65 @@ Path Topology::route_gpus(int a, int b, const RouteOptions& opt) const { return 
 Path Topology::route(NodeId a, NodeId b, const RouteOptions& opt) const {
   const auto nv = boost::num_vertices(graph);
   if (a >= nv || b >= nv) throw_input("topology '" + name + "': route to a node that does not exist");
+  const Node& na = graph[a];
+  const Node& nb = graph[b];
+  if (na.kind != NodeKind::gpu || nb.kind != NodeKind::gpu || na.server == nb.server || fabric.empty())
+    return memo_route(a, b, opt);
+  // Structural cross-server route: GPU -> PCIe -> its rail NIC -> leaf -> spine -> leaf -> NIC -> GPU.
+  // Only the legs inside the servers are searched and memoised (a cluster of n GPUs has 2n of them), with
+  // the links to and from the leaves and the spines; the route itself is put together each time, not
+  // kept (there are n^2 of those, and an all-to-all on a 2048-server cluster asks for half a million).
+  auto fabric_end = [&](NodeId gpu, int index) {
+    {
+      std::lock_guard lock(cache_->mutex);
+      if (size_t(index) < cache_->fabric_ends.size() && cache_->fabric_ends[size_t(index)].up)
+        return cache_->fabric_ends[size_t(index)];
+    }
+    const RouteOptions inside{.without_nvlink = true};
+    const NodeId nic = fabric.nic_of_gpu.at(index);
+    detail::FabricEnd e;
+    e.up = &memo_route(gpu, nic, inside);
+    e.down = &memo_route(nic, gpu, inside);
+    e.leaf = leaf_of(graph, nic);
+    e.to_leaf = edge_between(graph, nic, e.leaf);
+    e.from_leaf = edge_between(graph, e.leaf, nic);
+    std::lock_guard lock(cache_->mutex);
+    if (cache_->fabric_ends.size() < gpus_.size()) cache_->fabric_ends.resize(gpus_.size());
+    return cache_->fabric_ends[size_t(index)] = e;
+  };
+  // A spine has a link to every leaf: finding one by a scan of its edges is memoised.
+  auto fabric_link = [&](NodeId from, NodeId to) {
+    const uint64_t k = (static_cast<uint64_t>(from) << 32) | static_cast<uint64_t>(to);
+    {
+      std::lock_guard lock(cache_->mutex);
+      if (auto it = cache_->fabric_links.find(k); it != cache_->fabric_links.end()) return it->second;
+    }
+    const LinkId e = edge_between(graph, from, to);
+    std::lock_guard lock(cache_->mutex);
+    return cache_->fabric_links.emplace(k, e).first->second;
+  };
+  const detail::FabricEnd ea = fabric_end(a, na.index), eb = fabric_end(b, nb.index);
+  Path p;
+  p.links.reserve(ea.up->links.size() + eb.down->links.size() + 4);
+  p.links.assign(ea.up->links.begin(), ea.up->links.end());
+  p.links.push_back(ea.to_leaf);
+  if (ea.leaf != eb.leaf) {
+    // D-mod-k: the spine is chosen by the destination's port on its leaf, so traffic to distinct
+    // destinations of one leaf spreads over distinct spines (deterministic, as static fat-tree routing).
+    const int port = nb.server % std::max(1, fabric.servers_per_leaf);
+    const NodeId spine = fabric.spines.at(port % fabric.spines.size());
+    p.links.push_back(fabric_link(ea.leaf, spine));
+    p.links.push_back(fabric_link(spine, eb.leaf));
+  }
+  p.links.push_back(eb.from_leaf);
+  p.links.insert(p.links.end(), eb.down->links.begin(), eb.down->links.end());
+  finish(graph, p);
+  return p;
+}
+
+// Routes found by search, memoised. The cache only grows (until the topology is assigned to), so a
+// reference into it stays valid.
+const Path& Topology::memo_route(NodeId a, NodeId b, const RouteOptions& opt) const {
   const uint64_t key = route_key(a, b, opt);
   {
     std::lock_guard lock(cache_->mutex);
@@ -330,33 +412,13 @@ Path Topology::route(NodeId a, NodeId b, const RouteOptions& opt) const {
   } else if (both_gpus && opt.no_p2p && na.server == nb.server) {
     // NCCL_P2P_DISABLE=1: the writer copies into pinned memory of its own socket, the reader copies out,
     // crossing PCIe (and UPI when it sits on the other socket). The network is unaffected, so pairs on
-    // different servers take the route below.
+    // different servers take the structural route (route()).
     const NodeId mem = host_memory_of(na.index);
     Path w = search(a, mem, true);
     Path r = search(mem, b, true);
     p.links = std::move(w.links);
     p.second_leg = p.links.size();
     p.links.insert(p.links.end(), r.links.begin(), r.links.end());
-  } else if (both_gpus && na.server != nb.server && !fabric.empty()) {
-    // Structural cross-server route: GPU -> PCIe -> its rail NIC -> leaf -> spine -> leaf -> NIC -> GPU.
-    const NodeId nic_a = fabric.nic_of_gpu.at(na.index);
-    const NodeId nic_b = fabric.nic_of_gpu.at(nb.index);
-    Path up = search(a, nic_a, true);
-    Path down = search(nic_b, b, true);
-    const NodeId leaf_a = leaf_of(graph, nic_a);
-    const NodeId leaf_b = leaf_of(graph, nic_b);
-    p.links = std::move(up.links);
-    p.links.push_back(edge_between(graph, nic_a, leaf_a));
-    if (leaf_a != leaf_b) {
-      // D-mod-k: the spine is chosen by the destination's port on its leaf, so traffic to distinct
-      // destinations of one leaf spreads over distinct spines (deterministic, as static fat-tree routing).
-      const int port = nb.server % std::max(1, fabric.servers_per_leaf);
-      const NodeId spine = fabric.spines.at(port % fabric.spines.size());
-      p.links.push_back(edge_between(graph, leaf_a, spine));
-      p.links.push_back(edge_between(graph, spine, leaf_b));
-    }
-    p.links.push_back(edge_between(graph, leaf_b, nic_b));
-    p.links.insert(p.links.end(), down.links.begin(), down.links.end());
   } else {
     p = search(a, b, opt.without_nvlink);
   }

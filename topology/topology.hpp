@@ -111,8 +111,9 @@ class Topology {
 
   // Route between two GPUs (by GPU index) or any two nodes. Deterministic; throws input error when no
   // route exists (a disconnected graph, or no path without NVLink). Routes are memoised: repeated calls
-  // are a hash lookup. Within a server: fewest hops, then least latency, never through a GPU or host
-  // memory. Across servers of a cluster: GPU -> its rail NIC -> leaf -> (spine) -> leaf -> NIC -> GPU.
+  // are a hash lookup (across servers of a cluster, their legs inside the servers are, and the route is
+  // put together from them). Within a server: fewest hops, then least latency, never through a GPU or
+  // host memory. Across servers of a cluster: GPU -> its rail NIC -> leaf -> (spine) -> leaf -> NIC -> GPU.
   // With no_p2p, GPU pairs of one server get the staged path (Path::second_leg); a == b gives an empty path
   // (no links, zero latency, bottleneck 0: local work is the caller's to cost).
   Path route_gpus(int a, int b, const RouteOptions& opt = {}) const;
@@ -125,6 +126,7 @@ class Topology {
 
  private:
   void rebuild_index();
+  const Path& memo_route(NodeId a, NodeId b, const RouteOptions& opt) const;
   std::vector<NodeId> gpus_;         // by GPU index
   std::vector<LinkId> links_by_id_;  // by Link::id
   std::unique_ptr<detail::RouteCache> cache_;
