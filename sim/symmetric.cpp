@@ -53,8 +53,16 @@ std::optional<Reduced> record_reduced(const Algorithm& algo, const AlgoArgs& arg
   // op's position in its list is its index.
   std::vector<std::vector<int32_t>> of_rank(size_t(2 * k));
   for (int r = 0; r < k; ++r) of_rank[size_t(r)].reserve(s.ops.size() / size_t(k));
-  for (size_t i = 0; i < s.ops.size(); ++i)
-    if (s.ops[i].rank < 2 * k) of_rank[size_t(s.ops[i].rank)].push_back(int32_t(i));
+  std::vector<int32_t> dropped;  // recorded ops of ranks outside [0, k) (the check, the halo), in order
+  for (size_t i = 0; i < s.ops.size(); ++i) {
+    const int r = s.ops[i].rank;
+    if (r < 2 * k) of_rank[size_t(r)].push_back(int32_t(i));
+    if (r >= k) dropped.push_back(int32_t(i));
+  }
+  // An op of [0, k)'s place in the compacted schedule: the ops before it, less the dropped ones.
+  auto compacted = [&](int32_t i) {
+    return i - int32_t(std::lower_bound(dropped.begin(), dropped.end(), i) - dropped.begin());
+  };
   auto decode = [&](OpId d) -> OpRef {
     if (Transport::is_dropped(d)) {
       auto [r, i] = t.dropped(d);
@@ -91,15 +99,6 @@ std::optional<Reduced> record_reduced(const Algorithm& algo, const AlgoArgs& arg
   }
 
   // The reduced schedule, compacted in place: ranks [0, K), dependencies pointed at representatives.
-  // First the lists of ranks [0, K) name each op by its place in the compacted schedule.
-  {
-    std::vector<size_t> next(size_t(k), 0);
-    int32_t w = 0;
-    for (size_t i = 0; i < s.ops.size(); ++i) {
-      const int r = s.ops[i].rank;
-      if (r < k) of_rank[size_t(r)][next[size_t(r)]++] = w++;
-    }
-  }
   // The kept ops' dependencies, routes and computes, read before any op moves (decode reads the ops).
   std::vector<OpId> deps_out;
   deps_out.reserve(s.dep_pool.size());
@@ -114,7 +113,7 @@ std::optional<Reduced> record_reduced(const Algorithm& algo, const AlgoArgs& arg
       if (ref.rank < 0) return std::nullopt;
       const auto& rep = of_rank[size_t(ref.rank % k)];
       if (size_t(ref.index) >= rep.size()) return std::nullopt;  // ranks differ in op count: not symmetric
-      deps_out.push_back(rep[size_t(ref.index)]);
+      deps_out.push_back(compacted(rep[size_t(ref.index)]));
       red.cross_rank.push_back(ref.rank != op.rank ? 1 : 0);
     }
     if (op.kind == OpKind::compute) computes_out.push_back(s.computes[size_t(op.compute)]);
