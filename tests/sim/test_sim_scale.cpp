@@ -62,7 +62,9 @@ TEST(SimScale, RingAndHierarchicalAllToAll1GiBOn16384Gpus) {
   std::string out;
   const double s = timed_sim("--topo 2048xdgx-h100 --algo allreduce.ring,alltoall.hier -b 1G -e 1G", &out);
   ASSERT_GT(s, 0) << out;
-  EXPECT_LT(s, 20.0) << out;  // issue 21: under 5 s on one core
+#if !defined(__SANITIZE_ADDRESS__)  // AddressSanitizer runs it several times slower: no time bound there
+  EXPECT_LT(s, 20.0) << out;        // issue 21: under 5 s on one core
+#endif
   EXPECT_NE(out.find("16384 ranks"), std::string::npos) << out;
 }
 
