@@ -290,8 +290,8 @@ BidirLaunch bidir_launch(BidirMode mode, int64_t bytes, int nranks, bool in_plac
       // threads x unroll vectors of the rank's slice per round; no more CTAs than the slice has rounds.
       const int blocks = resident(p.twoshot_blocks > 0 ? p.twoshot_blocks : sms, l.threads, l.unroll);
       const int64_t slice = (bytes / 16 + nranks - 1) / std::max(1, nranks) * 16;
-      l.grid = int(std::min<int64_t>(blocks, std::max<int64_t>(1, (slice + int64_t(l.threads) * 16 * l.unroll - 1) /
-                                                                      (int64_t(l.threads) * 16 * l.unroll))));
+      const int64_t round = int64_t(l.threads) * 16 * l.unroll, rounds = (slice + round - 1) / round;
+      l.grid = int(std::clamp<int64_t>(rounds, 1, blocks));
       l.pdl = p.twoshot_pdl && pdl_ok;
       break;
     }
