@@ -115,6 +115,8 @@ void BidirParams::apply(const std::string& tune) {
       twoshot_unroll = i(1, 4);
     else if (k == "twoshot_pdl")
       twoshot_pdl = i(0, 1) != 0;
+    else if (k == "twoshot_push")
+      twoshot_push = i(0, 1) != 0;
     else if (k == "push_blocks")
       push_blocks = i(0, kBidirMaxBlocks);
     else if (k == "push_threads")
@@ -151,7 +153,8 @@ void BidirParams::apply(const std::string& tune) {
     throw_input("--tune auto_mid: flash, push, stream, lamport or twoshot");
   if (wide_mid == BidirMode::ll || wide_mid == BidirMode::copy)
     throw_input("--tune wide_mid: flash, push, stream, lamport or twoshot");
-  if (twoshot_threads % 32 != 0) throw_input("--tune twoshot_threads must be a multiple of 32");
+  if (twoshot_threads % (twoshot_push ? 64 : 32) != 0)
+    throw_input("--tune twoshot_threads must be a multiple of 32 (64 with twoshot_push: half store, half reduce)");
   if (ll_max_bytes > (int64_t(1) << 20)) throw_input("--tune ll_max_bytes must be at most 1M");
 }
 
@@ -177,7 +180,8 @@ std::string BidirParams::describe(BidirMode m) const {
          << (lamport_split ? " split" : "") << (lamport_pdl ? " pdl" : "");
       break;
     case BidirMode::twoshot:
-      os << " threads=" << twoshot_threads << " unroll=" << twoshot_unroll << (twoshot_pdl ? " pdl" : "");
+      os << " threads=" << twoshot_threads << " unroll=" << twoshot_unroll << (twoshot_pdl ? " pdl" : "")
+         << (twoshot_push ? " push" : "");
       break;
     case BidirMode::copy:
       os << (ce_split ? " reduce-scatter+all-gather" : " one-shot") << " chunk="
@@ -214,10 +218,11 @@ BidirLaunch bidir_launch(BidirMode mode, int64_t bytes, int nranks, bool in_plac
   const int sms = std::max(1, gpu.sms), share = std::max(1, gpu.share);
   // CTAs of the kernel that fit at once, shared by the ranks of one GPU (they wait on each other, so all
   // of them must be resident); `want` where the GPU's occupancy is not known.
-  auto resident = [&](int want, int threads, int unroll) {
-    const int r = gpu.resident ? gpu.resident(mode, threads, unroll) : 0;
+  auto resident_as = [&](BidirMode kernel, int want, int threads, int unroll) {
+    const int r = gpu.resident ? gpu.resident(kernel, threads, unroll) : 0;
     return r > 0 ? std::max(1, std::min(want, r / share)) : want;
   };
+  auto resident = [&](int want, int threads, int unroll) { return resident_as(mode, want, threads, unroll); };
   auto tiles_of = [&](int64_t tile) { return std::max<int64_t>(1, (bytes / 16 * 16 + tile - 1) / tile); };
   // A PDL launch lets the next kernel's CTAs take SM slots early (and hold them while they wait), which
   // can keep a sharing rank's CTAs out: ranks sharing a GPU launch plainly.
@@ -286,12 +291,15 @@ BidirLaunch bidir_launch(BidirMode mode, int64_t bytes, int nranks, bool in_plac
     case BidirMode::twoshot: {
       l.threads = p.twoshot_threads;
       l.unroll = p.twoshot_unroll <= 1 ? 1 : p.twoshot_unroll <= 2 ? 2 : 4;  // the kernel's instances
-      // A CTA waits for the same CTA of every peer (start and finish): all CTAs stay resident. Each CTA takes
-      // threads x unroll vectors of the rank's slice per round; no more CTAs than the slice has rounds.
-      const int blocks = resident(p.twoshot_blocks > 0 ? p.twoshot_blocks : sms, l.threads, l.unroll);
+      l.push = p.twoshot_push;
+      // A CTA waits for the same CTA of every peer: all CTAs stay resident. Each CTA takes a round of
+      // vectors of the rank's slice at a time (the store-only variant: half its threads' worth, 2 CTAs per SM,
+      // the push kernel's occupancy); no more CTAs than the slice has rounds.
+      const int want = p.twoshot_blocks > 0 ? p.twoshot_blocks : l.push ? 2 * sms : sms;
+      const int blocks = resident_as(l.push ? BidirMode::push : mode, want, l.threads, l.unroll);
       const int64_t slice = (bytes / 16 + nranks - 1) / std::max(1, nranks) * 16;
-      const int64_t round = int64_t(l.threads) * 16 * l.unroll, rounds = (slice + round - 1) / round;
-      l.grid = int(std::clamp<int64_t>(rounds, 1, blocks));
+      const int64_t round = int64_t(l.push ? l.threads / 2 : l.threads) * 16 * l.unroll;
+      l.grid = int(std::clamp<int64_t>((slice + round - 1) / round, 1, blocks));
       l.pdl = p.twoshot_pdl && pdl_ok;
       break;
     }

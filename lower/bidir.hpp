@@ -8,7 +8,8 @@
 //  - lamport: one-shot push where a NaN sentinel marks what has not arrived;
 //  - twoshot: reduce-scatter then all-gather in one kernel: rank r reduces slice r of every rank's input
 //             (peer loads) and stores the result into every rank's output (peer stores), so each rank moves
-//             2(n-1)/n of the message, where the one-shot modes move n-1 times it;
+//             2(n-1)/n of the message, where the one-shot modes move n-1 times it; or, with twoshot_push,
+//             the reduce-scatter half stores into the owner's scratch so that only stores cross NVLink;
 //  - copy:    copy engines reduce-scatter + all-gather (a schedule on the general lowering).
 #pragma once
 
@@ -60,6 +61,11 @@ struct BidirParams {
   int twoshot_threads = 512;
   int twoshot_unroll = 1;  // 16-byte vectors per thread in flight from every rank (1: fastest on 4 x H200)
   bool twoshot_pdl = true;
+  // The reduce-scatter half as stores: each rank stores every peer's slice of its input into that peer's
+  // scratch (flag per tile) and reduces its own slice from local memory, so every byte crosses NVLink as a
+  // posted store (the load variant's read requests travel against the stores). Half the threads store, half
+  // reduce; 2 CTAs per SM.
+  bool twoshot_push = false;
   // push
   int push_blocks = 0;     // 0: 2 per SM (divided among ranks sharing a GPU)
   int push_threads = 512;  // half producers, half consumers
@@ -121,6 +127,7 @@ struct BidirLaunch {
   int stages = 0;      // flash cp.async engine: pipeline stages
   size_t smem = 0;     // flash cp.async engine: dynamic shared memory per CTA
   bool ldg = false;    // flash: the register engine
+  bool push = false;   // twoshot: the store-only variant (BidirParams::twoshot_push)
   bool pdl = false;    // launched with programmatic dependent launch
   int ring_lanes = 0;  // stream: lanes the ring is laid out for
 };

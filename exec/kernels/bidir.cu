@@ -691,6 +691,117 @@ __global__ void __launch_bounds__(512) twoshot_kernel(BidirArgs a) {
   if (t == 0) finish_launch(&me->twoshot_done, &me->twoshot_epoch, e, G);
 }
 
+// twoshot, store-only (twoshot_push): the reduce-scatter half stores instead of loading. Half of each CTA's
+// threads (producers) load tile j of every peer's slice from the local input, store it into that peer's
+// scatter buffer and release a per-tile flag to it; the other half (consumers) wait for every peer's flag for
+// tile j of our own slice, reduce it from local memory in rank order (every rank gets the same bits) and store
+// the result into every rank's output. Every byte crosses NVLink as a posted store: in twoshot_kernel half the
+// traffic arrives as read responses, and the read requests travel against the stores. A peer's flag also says
+// its launch has started (its output is free). The finish handshake per CTA pair says the peers' stores into
+// our output have landed, and makes one scatter buffer enough: a peer's next launch starts after it, so after
+// our consumers' reads. In place: a peer writes slice q of our output only after we stored that tile into it
+// (its consumers waited for our flag), and our consumers read their own vectors before writing them.
+// The tail past the last whole vector is reduced by CTA 0's consumers from every rank's input (after the first
+// flags: the peers have started) and written after the finish handshake (peers read it until then).
+// R: the ranks the kernel instance holds registers for (>= nranks).
+template <typename T, RedOp Op, int R, int U>
+__global__ void __launch_bounds__(512, 2) twoshot_push_kernel(BidirArgs a) {
+  __shared__ uint32_t e_s;
+  __shared__ int abort_s;
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  const int H = blockDim.x / 2, b = blockIdx.x, G = gridDim.x;
+  const bool producer = threadIdx.x < H;
+  const int t = producer ? threadIdx.x : threadIdx.x - H;
+  const int n = a.nranks, r = a.rank;
+  Ctrl* me = a.ctrl[r];
+  if (threadIdx.x == 0) {
+    e_s = *reinterpret_cast<volatile uint32_t*>(&me->twoshot_epoch) + 1;
+    abort_s = 0;
+  }
+  __syncthreads();
+  const uint32_t e = e_s;
+  const uint64_t E = uint64_t(e) << 32;
+  constexpr int N = 16 / sizeof(T);
+  const int64_t nvec = a.bytes / 16;
+  const int64_t tail0 = nvec * N, tail_n = a.count - tail0;
+  const int64_t per = (nvec + n - 1) / n;  // vectors of a slice (the last ones may be shorter or empty)
+  auto slice_lo = [&](int q) { return std::min<int64_t>(nvec, int64_t(q) * per); };
+  auto slice_len = [&](int q) { return std::min<int64_t>(nvec, slice_lo(q) + per) - slice_lo(q); };
+  const int64_t tile_vecs = int64_t(U) * H;
+  const int64_t tiles = std::max<int64_t>(1, (per + tile_vecs - 1) / tile_vecs);
+  const int64_t J = tiles > b ? (tiles - b + G - 1) / G : 0;
+  const uint4* own = reinterpret_cast<const uint4*>(a.in[r]);
+  float tail_acc = 0.f;
+  if (producer) {
+    for (int64_t j = 0; j < J; ++j) {
+      const int64_t base = (b + j * G) * tile_vecs + t;
+      for (int jj = 1; jj < n; ++jj) {
+        const int q = mod_ranks(r + jj, n);
+        const int64_t lo = slice_lo(q), len = slice_len(q);
+        // We are q's (n - jj)-th source.
+        uint4* dst = reinterpret_cast<uint4*>(a.scatter[q] + int64_t(n - jj - 1) * a.scatter_stride);
+        uint4 v[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+          if (base + int64_t(u) * H < len) v[u] = __ldcg(own + lo + base + int64_t(u) * H);
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+          if (base + int64_t(u) * H < len) __stcg(dst + base + int64_t(u) * H, v[u]);
+      }
+      // The barrier orders the producers' stores before each releasing thread's release (as in push).
+      named_barrier(1, H);
+      if (t < n - 1) st_release(&a.ctrl[mod_ranks(r + 1 + t, n)]->twoshot_prog[b][r], E | uint64_t(j + 1));
+    }
+  } else {
+    const int64_t lo = slice_lo(r), len = slice_len(r);
+    for (int64_t j = 0; j < J; ++j) {
+      if (t == 0)
+        for (int jj = 1; jj < n && !abort_s; ++jj)
+          if (!wait_ge(a, &me->twoshot_prog[b][mod_ranks(r + jj, n)], E | uint64_t(j + 1), kWaitTwoshotPush, b,
+                       int(j)))
+            abort_s = 1;
+      named_barrier(2, H);
+      if (abort_s) break;
+      if (b == 0 && j == 0 && t < tail_n) {
+        tail_acc = Elem<T>::to(reinterpret_cast<const T*>(a.in[0])[tail0 + t]);
+        for (int q = 1; q < n; ++q)
+          tail_acc = dev::combine<Op>(tail_acc, Elem<T>::to(reinterpret_cast<const T*>(a.in[q])[tail0 + t]));
+      }
+      const int64_t base = (b + j * G) * tile_vecs + t;
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int64_t v = base + int64_t(u) * H;
+        if (v >= len) break;
+        uint4 x[R];
+#pragma unroll
+        for (int q = 0; q < R; ++q)
+          if (q < n) {
+            const int jq = mod_ranks(q - r + n, n);  // q is our jq-th source
+            x[q] = jq == 0 ? __ldcg(own + lo + v)
+                           : __ldcg(reinterpret_cast<const uint4*>(a.scatter[r] + int64_t(jq - 1) * a.scatter_stride) + v);
+          }
+        Acc<T> acc;
+        acc.load(x[0]);
+#pragma unroll
+        for (int q = 1; q < R; ++q)
+          if (q < n) acc.template add<Op>(x[q]);
+        const uint4 res = acc.store(a.divisor);
+#pragma unroll
+        for (int jj = 0; jj < R; ++jj)
+          if (jj < n) __stcg(reinterpret_cast<uint4*>(a.outs[mod_ranks(r + jj, n)]) + lo + v, res);
+      }
+    }
+  }
+  __syncthreads();
+  cta_handshake(a, &Ctrl::twoshot_fin, e, kWaitTwoshotFinish, b, -1, &abort_s);
+  __syncthreads();
+  if (abort_s) return;
+  if (b == 0 && !producer && t < tail_n)
+    reinterpret_cast<T*>(a.out)[tail0 + t] = Elem<T>::from(a.divisor == 1.f ? tail_acc : tail_acc / a.divisor);
+  if (threadIdx.x == 0) finish_launch(&me->twoshot_done, &me->twoshot_epoch, e, G);
+}
+
 template <typename T, RedOp Op>
 __global__ void __launch_bounds__(512) stream_kernel(BidirArgs a) {
   __shared__ uint64_t base_s;
@@ -875,6 +986,20 @@ struct LaunchTwoshot {
   }
 };
 template <typename T, RedOp Op>
+struct LaunchTwoshotPush {
+  // Instances: 4 ranks' registers at 1, 2 or 4 vectors per thread; 8 ranks at 1.
+  static void run(const BidirArgs& a, int blocks, int threads, int unroll, bool pdl, cudaStream_t s) {
+    if (a.nranks > 4)
+      launch_maybe_pdl(twoshot_push_kernel<T, Op, 8, 1>, blocks, threads, pdl, s, a);
+    else if (unroll <= 1)
+      launch_maybe_pdl(twoshot_push_kernel<T, Op, 4, 1>, blocks, threads, pdl, s, a);
+    else if (unroll <= 2)
+      launch_maybe_pdl(twoshot_push_kernel<T, Op, 4, 2>, blocks, threads, pdl, s, a);
+    else
+      launch_maybe_pdl(twoshot_push_kernel<T, Op, 4, 4>, blocks, threads, pdl, s, a);
+  }
+};
+template <typename T, RedOp Op>
 struct LaunchStream {
   static void run(const BidirArgs& a, int blocks, int threads, cudaStream_t s) {
     stream_kernel<T, Op><<<blocks, threads, 0, s>>>(a);
@@ -950,6 +1075,7 @@ BidirContext::BidirContext(const Communicator& comm, const BidirParams& params)
     ring_.emplace_back();
     push_.emplace_back();
     lamport_.emplace_back();
+    scatter_.emplace_back();
   }
 }
 
@@ -981,6 +1107,18 @@ void BidirContext::ensure_push(int64_t stride) {
   push_stride_ = stride;
 }
 
+void BidirContext::ensure_scatter(int64_t stride) {
+  if (stride <= scatter_stride_) return;
+  const size_t bytes = size_t(std::max(comm_.nranks() - 1, 1)) * size_t(stride);
+  for (int r = 0; r < comm_.nranks(); ++r) {
+    DeviceGuard g(comm_.device_of(r));
+    CCLAB_CUDA(cudaDeviceSynchronize());  // no kernel may still use the old buffers
+    scatter_[size_t(r)] = DeviceBuffer();
+    scatter_[size_t(r)] = DeviceBuffer(comm_.device_of(r), bytes);
+  }
+  scatter_stride_ = stride;
+}
+
 void BidirContext::ensure_lamport(int64_t stride) {
   if (stride <= lamport_stride_) return;
   const size_t bytes = size_t(2) * size_t(std::max(comm_.nranks() - 1, 1)) * size_t(stride);
@@ -1009,7 +1147,8 @@ void BidirContext::check_errors(const std::string& what) {
                                 "push progress flag",
                                 "lamport receive (data still the sentinel; slot = vector index)",
                                 "twoshot start handshake",
-                                "twoshot finish handshake"};
+                                "twoshot finish handshake",
+                                "twoshot store-only progress flag"};
   const uint32_t code = w->code;
   std::string msg = what + ": kernel spin-wait timed out (" +
                     (code < sizeof(names) / sizeof(names[0]) ? names[code] : "?") + ") on rank " +
@@ -1038,6 +1177,10 @@ BidirWorkload::BidirWorkload(BidirContext& ctx, const BidirLaunch& launch, CollS
   if (launch_.mode == BidirMode::stream) ctx.ensure_ring(launch_.ring_lanes, p.slots, p.slot_bytes);
   if (launch_.mode == BidirMode::push) ctx.ensure_push(std::max<int64_t>(256, (bytes + 255) / 256 * 256));
   if (launch_.mode == BidirMode::lamport) ctx.ensure_lamport(std::max<int64_t>(256, (bytes + 255) / 256 * 256));
+  if (launch_.mode == BidirMode::twoshot && launch_.push) {
+    const int64_t slice = (bytes / 16 + spec_.nranks - 1) / spec_.nranks * 16;
+    ctx.ensure_scatter(std::max<int64_t>(256, (slice + 255) / 256 * 256));
+  }
 }
 
 void BidirWorkload::issue(cudaStream_t origin) {
@@ -1067,7 +1210,9 @@ void BidirWorkload::enqueue() {
     a.ring[q] = static_cast<uint8_t*>(ctx_.ring(q));
     a.push[q] = static_cast<uint8_t*>(ctx_.push(q));
     a.lamport[q] = static_cast<uint8_t*>(ctx_.lamport(q));
+    a.scatter[q] = static_cast<uint8_t*>(ctx_.scatter(q));
   }
+  a.scatter_stride = ctx_.scatter_stride();
   a.lamport_stride = ctx_.lamport_stride();
   a.ahead = p.lamport_ahead;
   a.split_roles = p.lamport_split;
@@ -1107,7 +1252,10 @@ void BidirWorkload::enqueue() {
         dev::dispatch<LaunchLamport>(spec_.dtype, spec_.op, a, l.grid, l.threads, l.unroll, l.pdl, s);
         break;
       case BidirMode::twoshot:
-        dev::dispatch<LaunchTwoshot>(spec_.dtype, spec_.op, a, l.grid, l.threads, l.unroll, l.pdl, s);
+        if (l.push)
+          dev::dispatch<LaunchTwoshotPush>(spec_.dtype, spec_.op, a, l.grid, l.threads, l.unroll, l.pdl, s);
+        else
+          dev::dispatch<LaunchTwoshot>(spec_.dtype, spec_.op, a, l.grid, l.threads, l.unroll, l.pdl, s);
         break;
       case BidirMode::copy:
         break;

@@ -19,7 +19,8 @@
 //            fence, no handshake; receivers reset what they read; two buffers by epoch parity.
 //  - twoshot: reduce-scatter + all-gather in one kernel for n GPUs: each rank reduces its 1/n slice
 //            (peer loads) and stores it into every rank's output (peer stores); a start and a finish
-//            handshake per CTA pair.
+//            handshake per CTA pair; or (twoshot_push) the reduce-scatter half stores each peer's slice into
+//            its scratch with a flag per tile, so only stores cross NVLink.
 //  - copy:   copy engines pull peer chunks into local scratch, pipelined with a local reduce kernel
 //            (cross-GPU dependencies as CUDA events), for the largest sizes where copy engines reach
 //            more of the link than SM loads do.
@@ -71,6 +72,11 @@ class BidirContext {
   void ensure_lamport(int64_t stride);
   void* lamport(int rank) const { return lamport_[size_t(rank)].get(); }
   int64_t lamport_stride() const { return lamport_stride_; }
+  // Twoshot store-only scatter buffers: (nranks - 1) sources x stride bytes (one slice) per rank, grown
+  // (never shrunk) to the largest message; callers synchronise first.
+  void ensure_scatter(int64_t stride);
+  void* scatter(int rank) const { return scatter_[size_t(rank)].get(); }
+  int64_t scatter_stride() const { return scatter_stride_; }
   void* error_word() const { return err_.device(); }
   int ring_lanes() const { return ring_lanes_; }
   // Throws an environment error describing the first kernel timeout, if any (and clears it).
@@ -79,8 +85,8 @@ class BidirContext {
  private:
   const Communicator& comm_;
   BidirParams params_;
-  std::vector<DeviceBuffer> ctrl_, ll_, ring_, push_, lamport_;
-  int64_t push_stride_ = 0, lamport_stride_ = 0;
+  std::vector<DeviceBuffer> ctrl_, ll_, ring_, push_, lamport_, scatter_;
+  int64_t push_stride_ = 0, lamport_stride_ = 0, scatter_stride_ = 0;
   MappedHost err_;
   int ring_lanes_ = 0, ring_slots_ = 0;
   int64_t ring_slot_bytes_ = 0;

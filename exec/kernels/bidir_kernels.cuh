@@ -25,6 +25,9 @@ struct Ctrl {
   // slice into every rank's output (its own words: twoshot's epochs count apart from flash's).
   uint64_t twoshot_start[kMaxBlocks][kMaxRanks];
   uint64_t twoshot_fin[kMaxBlocks][kMaxRanks];
+  // Twoshot's store-only variant: [block][src] = (epoch << 32) | tiles of our slice that CTA `block` of src
+  // has stored into our scatter buffer.
+  uint64_t twoshot_prog[kMaxBlocks][kMaxRanks];
   // Push mode: push_prog[block][src] = (epoch << 32) | tiles of that block src has stored here;
   // [block][own rank]: tiles our own producers have read (our consumers wait for it in place).
   uint64_t push_prog[kMaxBlocks][kMaxRanks];
@@ -53,6 +56,7 @@ enum WaitCode : uint32_t {
   kWaitLamport,
   kWaitTwoshotStart,
   kWaitTwoshotFinish,
+  kWaitTwoshotPush,
 };
 
 struct BidirArgs {
@@ -76,6 +80,10 @@ struct BidirArgs {
   // epoch parity, holds what rank (q + j) % nranks stored into q; the sentinel wherever not yet written.
   uint8_t* lamport[kMaxRanks] = {};
   int64_t lamport_stride = 0;
+  // Twoshot store-only scatter buffers: scatter[q] + (j - 1) * scatter_stride holds what rank (q + j) % nranks
+  // stored of slice q (one buffer: a peer's next launch waits for our finish handshake, after our reads).
+  uint8_t* scatter[kMaxRanks] = {};
+  int64_t scatter_stride = 0;
   int ahead = 1;             // lamport: tiles a thread sends before it receives the first
   bool split_roles = false;  // lamport out of place: half the threads send, half receive
   int unroll = 1;

@@ -371,6 +371,16 @@ TEST(LowerCollective, WideBidirChoosesTwoshotAboveItsCrossovers) {
   EXPECT_EQ(large.kernel.grid, 132);
   // A slice smaller than the grid's first round takes fewer CTAs: 1 MiB over 4 ranks, 512 threads x 1 vector.
   EXPECT_EQ(lower_collective(find_algorithm("allreduce.bidir.twoshot"), four(1 << 20), Machine{}).kernel.grid, 32);
+  // The store-only variant: half of each CTA's threads reduce, so a round is 256 vectors, and 2 CTAs per SM.
+  AlgoArgs pushed = four(1 << 20);
+  pushed.tune = "twoshot_push=1";
+  const LoweredPlan push = lower_collective(find_algorithm("allreduce.bidir.twoshot"), pushed, Machine{});
+  EXPECT_TRUE(push.kernel.push);
+  EXPECT_EQ(push.kernel.grid, 64);
+  pushed.count = (int64_t(1) << 30) / 4;
+  EXPECT_EQ(lower_collective(find_algorithm("allreduce.bidir.twoshot"), pushed, Machine{}).kernel.grid, 264);
+  pushed.tune = "twoshot_push=1,twoshot_threads=96";
+  EXPECT_THROW(lower_collective(find_algorithm("allreduce.bidir.twoshot"), pushed, Machine{}), Error);
   // The crossovers come from --tune like the 2-rank ones.
   AlgoArgs tuned = four(4 << 20);
   tuned.tune = "wide_mid_max=8M,wide_mid=push";
