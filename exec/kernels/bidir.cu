@@ -758,8 +758,7 @@ __global__ void __launch_bounds__(512, 2) twoshot_push_kernel(BidirArgs a) {
     for (int64_t j = 0; j < J; ++j) {
       if (t == 0)
         for (int jj = 1; jj < n && !abort_s; ++jj)
-          if (!wait_ge(a, &me->twoshot_prog[b][mod_ranks(r + jj, n)], E | uint64_t(j + 1), kWaitTwoshotPush, b,
-                       int(j)))
+          if (!wait_ge(a, &me->twoshot_prog[b][mod_ranks(r + jj, n)], E | uint64_t(j + 1), kWaitTwoshotPush, b, int(j)))
             abort_s = 1;
       named_barrier(2, H);
       if (abort_s) break;
@@ -778,8 +777,9 @@ __global__ void __launch_bounds__(512, 2) twoshot_push_kernel(BidirArgs a) {
         for (int q = 0; q < R; ++q)
           if (q < n) {
             const int jq = mod_ranks(q - r + n, n);  // q is our jq-th source
-            x[q] = jq == 0 ? __ldcg(own + lo + v)
-                           : __ldcg(reinterpret_cast<const uint4*>(a.scatter[r] + int64_t(jq - 1) * a.scatter_stride) + v);
+            x[q] = jq == 0
+                       ? __ldcg(own + lo + v)
+                       : __ldcg(reinterpret_cast<const uint4*>(a.scatter[r] + int64_t(jq - 1) * a.scatter_stride) + v);
           }
         Acc<T> acc;
         acc.load(x[0]);
