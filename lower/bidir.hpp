@@ -59,13 +59,16 @@ struct BidirParams {
   // twoshot
   int twoshot_blocks = 0;  // 0: one per SM (divided among ranks sharing a GPU)
   int twoshot_threads = 512;
-  int twoshot_unroll = 1;  // 16-byte vectors per thread in flight from every rank (1: fastest on 4 x H200)
+  // 16-byte vectors per thread per round (the store-only variant's best on 4 x H100: 2; the load variant's, on
+  // 4 x H200: 1; results/h100x4/probe_tp_*.csv, results/h200x4/probe_ts_*.csv).
+  int twoshot_unroll = 2;
   bool twoshot_pdl = true;
   // The reduce-scatter half as stores: each rank stores every peer's slice of its input into that peer's
   // scratch (flag per tile) and reduces its own slice from local memory, so every byte crosses NVLink as a
   // posted store (the load variant's read requests travel against the stores). Half the threads store, half
-  // reduce; 2 CTAs per SM.
-  bool twoshot_push = false;
+  // reduce; 2 CTAs per SM. On 4 x H100: 355 GB/s busbw at 1 GiB against 323 for the load variant and 356 for
+  // NCCL's ring; 1.1-1.4 x the load variant from 2 to 64 MiB.
+  bool twoshot_push = true;
   // push
   int push_blocks = 0;     // 0: 2 per SM (divided among ranks sharing a GPU)
   int push_threads = 512;  // half producers, half consumers

@@ -61,7 +61,7 @@ cal push 256K 1G mode=push
 cal copy 4M 1G mode=copy
 cal twoshot 64K 1G mode=twoshot
 cal twoshot_u4 256K 1G mode=twoshot,twoshot_unroll=4
-cal twoshot_push 64K 1G mode=twoshot,twoshot_push=1
+cal twoshot_load 64K 1G mode=twoshot,twoshot_push=0,twoshot_unroll=1
 if [ "$GPUS" -le 2 ]; then  # the register flash engine and these variants are 2-GPU ones
   cal flash_ldg 64K 1G mode=flash,flash_engine=ldg
   cal flash_ldg2 256K 64M mode=flash,flash_engine=ldg,flash_ldg_unroll=2
@@ -104,8 +104,14 @@ COPY_MIN=$([ "$GPUS" -le 2 ] && echo 8 || echo 4M)
 GROUP_S=$([ "$GPUS" -le 2 ] && echo 200 || echo 120)  # seconds a group of algorithms may take
 ALLREDUCES="allreduce.nccl,allreduce.bidir,allreduce.bidir.ll allreduce.bidir.twoshot allreduce.bidir.flash,allreduce.bidir.lamport"
 ALLREDUCES+=" allreduce.bidir.push,allreduce.bidir.stream sol.bidir_copy,allreduce.ring"
+# More GPUs: the one-shot modes (every rank receives n-1 times the message) to 64 MiB, where they have lost.
+if [ "$GPUS" -gt 2 ]; then
+  ALLREDUCES="allreduce.nccl,allreduce.bidir,allreduce.bidir.ll allreduce.bidir.twoshot allreduce.bidir.lamport"
+  ALLREDUCES+=" sol.bidir_copy,allreduce.ring"
+fi
 stamp "sweep: all-reduces and sol.bidir_copy, float, 8 B .. 1 GiB x2"
 sweep allreduce_float.csv 2 float 8 1G $ALLREDUCES
+[ "$GPUS" -gt 2 ] && sweep allreduce_float.csv 2 float 8 64M allreduce.bidir.flash,allreduce.bidir.push,allreduce.bidir.stream
 sweep allreduce_float.csv 2 float "$COPY_MIN" 1G allreduce.bidir.copy
 stamp "sweep: every other algorithm and its NCCL baseline, float, 8 B .. 1 GiB x4"
 sweep others_float.csv 4 float 8 1G allgather.nccl,reducescatter.nccl,broadcast.nccl,reduce.nccl,alltoall.nccl \

@@ -368,19 +368,23 @@ TEST(LowerCollective, WideBidirChoosesTwoshotAboveItsCrossovers) {
   const LoweredPlan large = lower_collective(bidir, four(int64_t(1) << 30), Machine{});
   EXPECT_EQ(large.path, Path::kernel);
   EXPECT_EQ(large.kernel.mode, BidirMode::twoshot);
-  EXPECT_EQ(large.kernel.grid, 132);
-  // A slice smaller than the grid's first round takes fewer CTAs: 1 MiB over 4 ranks, 512 threads x 1 vector.
-  EXPECT_EQ(lower_collective(find_algorithm("allreduce.bidir.twoshot"), four(1 << 20), Machine{}).kernel.grid, 32);
-  // The store-only variant: half of each CTA's threads reduce, so a round is 256 vectors, and 2 CTAs per SM.
-  AlgoArgs pushed = four(1 << 20);
-  pushed.tune = "twoshot_push=1";
-  const LoweredPlan push = lower_collective(find_algorithm("allreduce.bidir.twoshot"), pushed, Machine{});
-  EXPECT_TRUE(push.kernel.push);
-  EXPECT_EQ(push.kernel.grid, 64);
-  pushed.count = (int64_t(1) << 30) / 4;
-  EXPECT_EQ(lower_collective(find_algorithm("allreduce.bidir.twoshot"), pushed, Machine{}).kernel.grid, 264);
-  pushed.tune = "twoshot_push=1,twoshot_threads=96";
-  EXPECT_THROW(lower_collective(find_algorithm("allreduce.bidir.twoshot"), pushed, Machine{}), Error);
+  // The store-only variant by default: 2 CTAs per SM, and half of each CTA's threads reduce.
+  EXPECT_TRUE(large.kernel.push);
+  EXPECT_EQ(large.kernel.grid, 264);
+  // A slice smaller than the grid's first round takes fewer CTAs: 1 MiB over 4 ranks, 256 reducing threads x 2
+  // vectors a round.
+  const Algorithm& twoshot = find_algorithm("allreduce.bidir.twoshot");
+  EXPECT_EQ(lower_collective(twoshot, four(1 << 20), Machine{}).kernel.grid, 32);
+  // The load variant: one CTA per SM, every thread reduces (512 threads x 1 vector a round).
+  AlgoArgs loads = four(1 << 20);
+  loads.tune = "twoshot_push=0,twoshot_unroll=1";
+  const LoweredPlan load = lower_collective(twoshot, loads, Machine{});
+  EXPECT_FALSE(load.kernel.push);
+  EXPECT_EQ(load.kernel.grid, 32);
+  loads.count = (int64_t(1) << 30) / 4;
+  EXPECT_EQ(lower_collective(twoshot, loads, Machine{}).kernel.grid, 132);
+  loads.tune = "twoshot_threads=96";  // half store, half reduce: a multiple of 64
+  EXPECT_THROW(lower_collective(twoshot, loads, Machine{}), Error);
   // The crossovers come from --tune like the 2-rank ones.
   AlgoArgs tuned = four(4 << 20);
   tuned.tune = "wide_mid_max=8M,wide_mid=push";
