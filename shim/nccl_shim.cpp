@@ -23,6 +23,7 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "shim/api.hpp"
 #include "shim/clique.hpp"
@@ -125,6 +126,14 @@ F lookup(std::atomic<void*>& slot, const char* name) {
 
 thread_local int group_depth = 0;
 
+// ncclCommInitRank inside a group returns before the ranks have met (the group's end initialises them): its
+// join completes at the outermost ncclGroupEnd, with the group's result.
+struct DeferredJoin {
+  cclab::shim::Joining j;
+  ncclComm_t* comm;
+};
+thread_local std::vector<DeferredJoin> deferred_joins;
+
 // Whether the shim follows communicators and may run the cclab path: a real NCCL to forward the rest to, and
 // CCLAB_DISABLE unset.
 bool follow() {
@@ -226,7 +235,10 @@ ncclResult_t init_rank(const char* name, ncclComm_t* comm, int nranks, ncclUniqu
   if (follows) j = cclab::shim::join(id, nranks, rank);
   const ncclResult_t r = with_config ? reinterpret_cast<FnConfig>(f)(comm, nranks, id, rank, config)
                                      : reinterpret_cast<Fn>(f)(comm, nranks, id, rank);
-  if (follows) cclab::shim::joined(j, r, r == ncclSuccess ? *comm : nullptr);
+  if (follows && group_depth > 0 && r == ncclSuccess)
+    deferred_joins.push_back({j, comm});
+  else if (follows)
+    cclab::shim::joined(j, r, r == ncclSuccess ? *comm : nullptr);
   return r;
 }
 
@@ -261,6 +273,10 @@ ncclResult_t group_call(const char* name, std::atomic<void*>& slot, int step) {
   const ncclResult_t r = f();
   if (step > 0 && (r == ncclSuccess || r == ncclInProgress)) ++group_depth;
   if (step < 0 && group_depth > 0) --group_depth;
+  if (step < 0 && group_depth == 0 && !deferred_joins.empty()) {
+    for (const DeferredJoin& d : deferred_joins) cclab::shim::joined(d.j, r, r == ncclSuccess ? *d.comm : nullptr);
+    deferred_joins.clear();
+  }
   return r;
 }
 

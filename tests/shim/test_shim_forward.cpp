@@ -371,6 +371,30 @@ TEST(ShimForward, RanksInOtherProcessesForward) {
       << c.err;
 }
 
+// ncclCommInitRank for every rank from one thread inside a group (NCCL initialises them at ncclGroupEnd): the
+// shim decides at the group's end, when every rank has joined, so the ranks are not taken for ranks in other
+// processes. (Both land on the current GPU here: no cclab path either way.)
+TEST(ShimForward, CommInitRankInAGroupIsDecidedAtTheGroupsEnd) {
+  const Child c = in_child({{"CCLAB_NCCL_LIB", CCLAB_STUB_PATH}, {"CCLAB_DEBUG", "1"}}, [] {
+    void* h = open_shim();
+    Stub stub;
+    ncclUniqueId id;
+    std::memset(id.internal, 4, sizeof(id.internal));
+    ncclComm_t comms[2] = {};
+    auto init = sym<ncclResult_t (*)(ncclComm_t*, int, ncclUniqueId, int)>(h, "ncclCommInitRank");
+    CHILD_CHECK(sym<ncclResult_t (*)()>(h, "ncclGroupStart")() == ncclSuccess);
+    CHILD_CHECK(init(&comms[0], 2, id, 0) == ncclSuccess);
+    CHILD_CHECK(init(&comms[1], 2, id, 1) == ncclSuccess);
+    std::fprintf(stderr, "before the group's end\n");
+    CHILD_CHECK(sym<ncclResult_t (*)()>(h, "ncclGroupEnd")() == ncclSuccess);
+    CHILD_CHECK(stub.calls() == 4);
+  });
+  EXPECT_TRUE(c.exited_ok()) << c.err;
+  EXPECT_EQ(count_lines(c.err, "cclab: communicator of 2 ranks"), 1) << c.err;
+  EXPECT_GT(c.err.find("cclab: communicator of 2 ranks"), c.err.find("before the group's end")) << c.err;
+  EXPECT_EQ(c.err.find("ranks in other processes"), std::string::npos) << c.err;
+}
+
 // ncclCommInitAll on one GPU twice: never the cclab path (on a machine without GPUs the setup fails, on one with
 // GPUs the ranks share one), and the all-reduce forwards unchanged.
 TEST(ShimForward, CommInitAllWithoutDistinctGpusForwards) {
