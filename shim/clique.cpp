@@ -6,6 +6,7 @@
 #include <array>
 #include <atomic>
 #include <bit>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -62,6 +63,8 @@ struct LamportGen {
   int64_t start = 0;  // the first lamport launch (counted per rank) that uses them
   int64_t stride = 0;
   std::vector<exec::DeviceBuffer> bufs;  // per rank
+  bool ready = false;                    // allocated and all sentinel (under the clique's mutex)
+  std::string error;                     // the allocation failed
 };
 
 struct Clique {
@@ -91,8 +94,11 @@ struct Clique {
   // in the same order, so every rank picks the same buffers for one all-reduce, whichever rank comes first.
   // Old generations stay allocated until the clique goes: a captured graph, or a peer's launch still in
   // flight, may address them.
-  std::vector<LamportGen> gens;
+  // A generation is allocated outside the mutex (the allocation may wait for the GPU, whose kernels may wait for
+  // a peer's launch that needs the mutex for an earlier generation); launches that need it wait on gen_ready.
+  std::vector<std::unique_ptr<LamportGen>> gens;
   std::vector<int64_t> lamport_calls;
+  std::condition_variable gen_ready;
 
   std::atomic<bool> failed{false}, reported{false};
   std::mutex fail_mu;
@@ -246,14 +252,8 @@ void decide(Clique& c, bool all_here) {
   }
 }
 
-// A new generation of lamport buffers for launches from `call` on (under c.mu).
-LamportGen grow(Clique& c, int64_t call, int64_t need) {
-  const auto& p = settings().params;
-  LamportGen g;
-  g.start = call;
-  // Powers of two from 1 MiB, up to lamport_max_bytes: a sweep of sizes allocates a few times, not per size.
-  const int64_t cap = std::max(need, (p.lamport_max_bytes + 255) / 256 * 256);
-  g.stride = std::min(std::max<int64_t>(int64_t(std::bit_ceil(uint64_t(need))), int64_t(1) << 20), cap);
+// Allocates generation `g` of the lamport buffers (outside the clique's mutex: one at a time, see below).
+void allocate_gen(Clique& c, LamportGen& g) {
   const size_t bytes = size_t(2) * size_t(c.nranks - 1) * size_t(g.stride);
   // This thread may be capturing a graph: allocating is then refused (and ends the capture) unless the
   // thread's capture mode is relaxed, as it is here for the allocation only.
@@ -275,25 +275,49 @@ LamportGen grow(Clique& c, int64_t call, int64_t need) {
   if (settings().debug)
     std::fprintf(stderr, "cclab: lamport receive buffers of %lld bytes per peer and parity on GPUs %s\n",
                  static_cast<long long>(g.stride), devices_text(c).c_str());
-  return g;
 }
 
 // The lamport buffers rank r's next launch uses, for a message of `bytes`.
 void lamport_buffers(Clique& c, int r, int64_t bytes, exec::BidirRankPeers& peers) {
-  std::lock_guard lk(c.mu);
+  std::unique_lock lk(c.mu);
   const int64_t call = c.lamport_calls[size_t(r)]++;
   const int64_t need = std::max<int64_t>(256, (bytes + 255) / 256 * 256);
-  const LamportGen* g = nullptr;
-  for (auto it = c.gens.rbegin(); it != c.gens.rend() && g == nullptr; ++it)
-    if (it->start <= call) g = &*it;
+  LamportGen* g = nullptr;
+  for (;;) {
+    g = nullptr;
+    for (auto it = c.gens.rbegin(); it != c.gens.rend() && g == nullptr; ++it)
+      if ((*it)->start <= call) g = it->get();
+    if (g == nullptr || g->ready || !g->error.empty()) break;
+    c.gen_ready.wait(lk);  // another rank is allocating the generation this launch uses
+  }
+  if (g != nullptr && !g->error.empty()) throw std::runtime_error(g->error);
   if (g == nullptr || g->stride < need) {
-    // Only the first rank to reach this launch can find its buffers too small, and no rank is past it yet.
-    // Otherwise the ranks' sequences of all-reduces differ (a program error NCCL would hang on too).
-    if (!c.gens.empty() && c.gens.back().start >= call)
+    // Only the first rank to reach this launch can find its buffers too small, and no rank is past it yet
+    // (a rank past it would have waited for these buffers). Otherwise the ranks' sequences of all-reduces
+    // differ: a program error that NCCL would hang on too.
+    if (!c.gens.empty() && c.gens.back()->start >= call)
       throw std::runtime_error("ranks issued different sequences of all-reduces (lamport launch " +
                                std::to_string(call) + " differs in size)");
-    c.gens.push_back(grow(c, call, need));
-    g = &c.gens.back();
+    const auto& p = settings().params;
+    auto fresh = std::make_unique<LamportGen>();
+    fresh->start = call;
+    // Powers of two from 1 MiB, up to lamport_max_bytes: a sweep of sizes allocates a few times, not per size.
+    const int64_t cap = std::max(need, (p.lamport_max_bytes + 255) / 256 * 256);
+    fresh->stride = std::min(std::max<int64_t>(int64_t(std::bit_ceil(uint64_t(need))), int64_t(1) << 20), cap);
+    g = fresh.get();
+    c.gens.push_back(std::move(fresh));
+    lk.unlock();
+    std::string error;
+    try {
+      allocate_gen(c, *g);
+    } catch (const std::exception& e) {
+      error = std::string("lamport buffers: ") + e.what();
+    }
+    lk.lock();
+    g->ready = error.empty();
+    g->error = error;
+    c.gen_ready.notify_all();
+    if (!error.empty()) throw std::runtime_error(error);
   }
   for (int q = 0; q < c.nranks; ++q) peers.lamport[q] = g->bufs[size_t(q)].get();
   peers.lamport_stride = g->stride;
