@@ -2,15 +2,18 @@
 # libcclab_nccl.so under nccl-tests, on a GPU machine (issue 22), from the repository root:
 #   1. builds the shim (or uses CCLAB_SHIM_LIB) and nccl-tests from the copy in NCCL_TESTS_DIR (none is
 #      committed; the copy is left untouched: binaries go to a scratch folder);
-#   2. checks that LD_PRELOAD reaches the shim (CCLAB_DEBUG=1 on one small run);
-#   3. all_reduce_perf -b 8 -e 1G -f 2 -g $NGPUS with NCCL alone and through the shim, eager and with -G 100;
+#   2. checks that LD_PRELOAD reaches the shim and that the all-reduce takes the cclab route (CCLAB_DEBUG=1 on one
+#      small run: ll at 8 B, lamport at 1 MiB);
+#   3. all_reduce_perf -b 8 -e 1G -f 2 -g $NGPUS with NCCL alone and through the shim, eager and with -G 100
+#      (through the shim: cclab's ll and lamport up to 256 MiB, NCCL above);
 #   4. all_gather_perf, reduce_scatter_perf, broadcast_perf, alltoall_perf, sendrecv_perf, NCCL alone and
 #      through the shim (eager);
 #   5. writes every log, summary.csv (one row per run and size, nccl-tests' columns) and allreduce_compare.csv
 #      (NCCL alone against the shim, per size and launch style) to $OUT, and prints the #wrong totals last.
 # Environment: NCCL_TESTS_DIR (required), OUT (default /tmp/cclab_shim_out), NGPUS (2), CCLAB_SHIM_LIB,
 # CUDA_HOME (/usr/local/cuda), NCCL_HOME (nccl-tests' default when unset), MAX_BYTES (1G), DEADLINE (560 s).
-# Exit status: 0 when every run finished with #wrong 0, 1 otherwise, 2 when it could not start.
+# Exit status: 0 when both routes were cclab and every run finished with #wrong 0, 1 otherwise, 2 when it could
+# not start.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 if [ -z "${NCCL_TESTS_DIR:-}" ]; then
@@ -60,9 +63,9 @@ if ! ldd "$NT_BUILD/all_reduce_perf" | grep -q "libnccl"; then
 fi
 ldd "$NT_BUILD/all_reduce_perf" | grep -E "nccl|cudart" | tee "$LOGS/ldd.txt"
 
-# 2. the preload reaches the shim: its CCLAB_DEBUG lines appear
+# 2. the preload reaches the shim: its CCLAB_DEBUG lines appear (8 B and 1 MiB: ll and lamport sizes)
 stamp "LD_PRELOAD check"
-CCLAB_DEBUG=1 LD_PRELOAD="$SHIM" timeout 120 "$NT_BUILD/all_reduce_perf" -b 1M -e 1M -g "$NGPUS" -n 1 -w 1 \
+CCLAB_DEBUG=1 LD_PRELOAD="$SHIM" timeout 120 "$NT_BUILD/all_reduce_perf" -b 8 -e 1M -f 131072 -g "$NGPUS" -n 1 -w 1 \
   >"$LOGS/preload_check.log" 2>&1
 if ! grep -q "^cclab: forwarding to the real NCCL" "$LOGS/preload_check.log" ||
   ! grep -q "^cclab: ncclAllReduce" "$LOGS/preload_check.log"; then
@@ -70,10 +73,19 @@ if ! grep -q "^cclab: forwarding to the real NCCL" "$LOGS/preload_check.log" ||
   tail -20 "$LOGS/preload_check.log" >&2
   exit 2
 fi
-grep "^cclab:" "$LOGS/preload_check.log" | sort | uniq -c | head -8
+grep "^cclab:" "$LOGS/preload_check.log" | sort | uniq -c | head -12
+# The cclab path itself: one process driving $NGPUS GPUs (ncclCommInitAll) runs ll at 8 B and lamport at 1 MiB.
+# A machine without P2P between its GPUs forwards instead (the setup line says why): recorded as a failure.
+FAILED_RUNS=()
+for want in "bytes=8 -> cclab (allreduce.bidir ll)" "bytes=1048576 -> cclab (allreduce.bidir lamport)"; do
+  if ! grep -qF "dtype=float op=sum $want" "$LOGS/preload_check.log"; then
+    echo "shim_check: no all-reduce took the route \"$want\" (see $LOGS/preload_check.log)"
+    grep -E "^cclab: communicator|-> nccl" "$LOGS/preload_check.log" | sort | uniq -c | head -4
+    FAILED_RUNS+=("route:${want// /_}")
+  fi
+done
 
 # 3-4. the runs: name binary library(nccl|cclab) launch(eager|graph) extra args
-FAILED_RUNS=()
 run() {
   local name=$1 bin=$2 lib=$3 launch=$4
   shift 4

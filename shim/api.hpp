@@ -1,6 +1,8 @@
 // NCCL's C API as the shim forwards it: X(return type, name, (parameters), (arguments)) for every
 // function of the nccl.h the build finds, apart from those the shim writes by hand (see nccl_shim.cpp:
-// ncclAllReduce, ncclGroupStart, ncclGroupEnd, ncclGetErrorString, ncclGetLastError). Each name is
+// ncclAllReduce, ncclGroupStart, ncclGroupEnd, ncclGetErrorString, ncclGetLastError, and the communicator's
+// life: ncclCommInitAll, ncclCommInitRank, ncclCommInitRankConfig, ncclCommDestroy, ncclCommAbort,
+// ncclCommGetAsyncError). Each name is
 // exported twice, as ncclX and as its PMPI-style twin pncclX. Entries newer than NCCL 2.19 are guarded
 // by the version that introduced them, so the list follows the header it is compiled against.
 #pragma once
@@ -59,18 +61,9 @@
   X(ncclResult_t, ncclMemFree, (void* ptr), (ptr))                                                                     \
   X(ncclResult_t, ncclGetVersion, (int* version), (version))                                                           \
   X(ncclResult_t, ncclGetUniqueId, (ncclUniqueId * uniqueId), (uniqueId))                                              \
-  X(ncclResult_t, ncclCommInitRankConfig,                                                                              \
-    (ncclComm_t * comm, int nranks, ncclUniqueId commId, int rank, ncclConfig_t* config),                              \
-    (comm, nranks, commId, rank, config))                                                                              \
-  X(ncclResult_t, ncclCommInitRank, (ncclComm_t * comm, int nranks, ncclUniqueId commId, int rank),                    \
-    (comm, nranks, commId, rank))                                                                                      \
-  X(ncclResult_t, ncclCommInitAll, (ncclComm_t * comm, int ndev, const int* devlist), (comm, ndev, devlist))           \
   X(ncclResult_t, ncclCommFinalize, (ncclComm_t comm), (comm))                                                         \
-  X(ncclResult_t, ncclCommDestroy, (ncclComm_t comm), (comm))                                                          \
-  X(ncclResult_t, ncclCommAbort, (ncclComm_t comm), (comm))                                                            \
   X(ncclResult_t, ncclCommSplit, (ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config),     \
     (comm, color, key, newcomm, config))                                                                               \
-  X(ncclResult_t, ncclCommGetAsyncError, (ncclComm_t comm, ncclResult_t * asyncError), (comm, asyncError))             \
   X(ncclResult_t, ncclCommCount, (const ncclComm_t comm, int* count), (comm, count))                                   \
   X(ncclResult_t, ncclCommCuDevice, (const ncclComm_t comm, int* device), (comm, device))                              \
   X(ncclResult_t, ncclCommUserRank, (const ncclComm_t comm, int* rank), (comm, rank))                                  \

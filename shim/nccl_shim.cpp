@@ -1,10 +1,14 @@
 // libcclab_nccl.so: NCCL's C API, forwarded to the real NCCL loaded with dlopen, with one exception
-// (ncclAllReduce, decided by route.hpp). Loaded with LD_PRELOAD in front of, or instead of, libnccl.so.2.
+// (ncclAllReduce, decided by route.hpp, run by clique.hpp where the route says cclab). Loaded with LD_PRELOAD
+// in front of, or instead of, libnccl.so.2. The communicator calls (init, destroy, abort, async error) are
+// forwarded too, and tell clique.hpp which communicators exist and where their ranks are.
 //
 // Environment:
 //   CCLAB_NCCL_LIB  the real NCCL to load (default libnccl.so.2); this library itself is refused
-//   CCLAB_DISABLE=1 forward every call, the all-reduce included
-//   CCLAB_DEBUG=1   one line on stderr per decision (the library loaded, each ncclAllReduce's route)
+//   CCLAB_DISABLE=1 forward every call, the all-reduce included (and set nothing up)
+//   CCLAB_DEBUG=1   one line on stderr per decision (the library loaded, each communicator's setup, each
+//                   ncclAllReduce's route)
+//   CCLAB_TUNE      allreduce.bidir's settings, as `cclab run --tune` takes them (e.g. lamport_max_bytes=64M)
 //
 // Symbols of the real library are resolved on first use; a function the real library lacks returns
 // ncclSystemError with one line on stderr. When the real library cannot be loaded every call returns
@@ -19,8 +23,10 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "shim/api.hpp"
+#include "shim/clique.hpp"
 #include "shim/route.hpp"
 
 #if NCCL_VERSION_CODE < 21900
@@ -79,6 +85,7 @@ void load(Shim& s) {
       s.real = h;
     }
   }
+  if (s.real != nullptr && !s.disabled) cclab::shim::configure(s.debug);
   if (s.real == nullptr) {
     std::fprintf(stderr, "cclab: %s\n", s.error.c_str());
   } else if (s.debug) {
@@ -119,10 +126,20 @@ F lookup(std::atomic<void*>& slot, const char* name) {
 
 thread_local int group_depth = 0;
 
-// Whether this library contains the cclab all-reduce path (per-communicator setup and launch). Until it
-// does the route can only be NCCL, so without CCLAB_DEBUG the all-reduce skips the decision and adds
-// nothing to a forwarded call.
-constexpr bool kPathBuilt = false;
+// ncclCommInitRank inside a group returns before the ranks have met (the group's end initialises them): its
+// join completes at the outermost ncclGroupEnd, with the group's result.
+struct DeferredJoin {
+  cclab::shim::Joining j;
+  ncclComm_t* comm;
+};
+thread_local std::vector<DeferredJoin> deferred_joins;
+
+// Whether the shim follows communicators and may run the cclab path: a real NCCL to forward the rest to, and
+// CCLAB_DISABLE unset.
+bool follow() {
+  const Shim& s = loaded();
+  return s.real != nullptr && !s.disabled;
+}
 
 const char* own_error_string(ncclResult_t r) {
   switch (r) {
@@ -153,29 +170,100 @@ ncclResult_t allreduce(const char* name, const void* sendbuff, void* recvbuff, s
   static std::atomic<void*> slot[2];
   const bool pmpi = name[0] == 'p';
   Shim& s = loaded();
-  if (s.debug || (kPathBuilt && !s.disabled)) {
-    cclab::shim::RouteInput in;
-    in.dtype = datatype;
-    in.op = op;
-    in.bytes = count * cclab::shim::dtype_size(datatype);
-    in.aligned = (reinterpret_cast<uintptr_t>(sendbuff) | reinterpret_cast<uintptr_t>(recvbuff)) % 16 == 0;
-    in.in_group = group_depth > 0;
-    in.disabled = s.disabled;
-    // Not yet in this library (issue 22): the per-communicator probe (node, P2P, peer buffers), stream
-    // capture detection, and the launch of allreduce.bidir. Until they are, every call routes to NCCL.
-    in.comm_probed = false;
-    in.capturing = false;
-    in.path_built = kPathBuilt;
-    const cclab::shim::Route r = cclab::shim::route_allreduce(in);
-    if (s.debug) {
-      std::fprintf(stderr, "cclab: %s count=%zu dtype=%s op=%s bytes=%zu -> %s (%s)\n", name, count,
-                   cclab::shim::dtype_name(datatype).c_str(), cclab::shim::op_name(op).c_str(), in.bytes,
-                   r.path == cclab::shim::Path::cclab ? "cclab" : "nccl", r.reason.c_str());
+  if (s.debug || follow()) {
+    cclab::shim::CommView v;
+    if (follow()) v = cclab::shim::view(comm);
+    // A communicator the shim could not set up (ranks in other processes, created by a call it does not
+    // follow) forwards at once: without CCLAB_DEBUG the call costs one lookup more than NCCL's own.
+    if (s.debug || v.probed) {
+      cclab::shim::RouteInput in;
+      in.dtype = datatype;
+      in.op = op;
+      in.bytes = count * cclab::shim::dtype_size(datatype);
+      in.aligned = (reinterpret_cast<uintptr_t>(sendbuff) | reinterpret_cast<uintptr_t>(recvbuff)) % 16 == 0;
+      in.in_group = group_depth > 0;
+      in.disabled = s.disabled;
+      in.comm_probed = v.probed;
+      in.comm_note = v.note;
+      in.nranks = v.nranks;
+      in.one_node_p2p = v.ready;
+      // Each rank's kernel is launched as its own call arrives (it needs no peer's user buffer), on the
+      // caller's stream, with its epochs in device memory: groups and graph capture need nothing more.
+      in.path_built = true;
+      in.group_supported = true;
+      in.capture_supported = true;
+      const cclab::lower::BidirMode mode = cclab::shim::size_mode(in.bytes);
+      in.mode = cclab::lower::bidir_mode_name(mode);
+      const cclab::shim::Route r = cclab::shim::route_allreduce(in);
+      if (s.debug) {
+        std::fprintf(stderr, "cclab: %s count=%zu dtype=%s op=%s bytes=%zu -> %s (%s)\n", name, count,
+                     cclab::shim::dtype_name(datatype).c_str(), cclab::shim::op_name(op).c_str(), in.bytes,
+                     r.path == cclab::shim::Path::cclab ? "cclab" : "nccl", r.reason.c_str());
+      }
+      if (r.path == cclab::shim::Path::cclab)
+        return cclab::shim::run_allreduce(v, mode, sendbuff, recvbuff, count, datatype, stream);
     }
   }
   Fn f = lookup<Fn>(slot[pmpi ? 1 : 0], name);
   if (f == nullptr) return ncclSystemError;
   return f(sendbuff, recvbuff, count, datatype, op, comm, stream);
+}
+
+// The communicator's life, forwarded, with what clique.hpp needs to know around it.
+ncclResult_t init_all(const char* name, ncclComm_t* comm, int ndev, const int* devlist) {
+  using Fn = ncclResult_t (*)(ncclComm_t*, int, const int*);
+  static std::atomic<void*> slot[2];
+  Fn f = lookup<Fn>(slot[name[0] == 'p' ? 1 : 0], name);
+  if (f == nullptr) return ncclSystemError;
+  const ncclResult_t r = f(comm, ndev, devlist);
+  if (r == ncclSuccess && follow()) cclab::shim::comms_created(comm, ndev, devlist);
+  return r;
+}
+
+ncclResult_t init_rank(const char* name, ncclComm_t* comm, int nranks, ncclUniqueId id, int rank, ncclConfig_t* config,
+                       bool with_config) {
+  using Fn = ncclResult_t (*)(ncclComm_t*, int, ncclUniqueId, int);
+  using FnConfig = ncclResult_t (*)(ncclComm_t*, int, ncclUniqueId, int, ncclConfig_t*);
+  static std::atomic<void*> slot[2], slot_config[2];
+  const int which = name[0] == 'p' ? 1 : 0;
+  void* f = with_config ? reinterpret_cast<void*>(lookup<FnConfig>(slot_config[which], name))
+                        : reinterpret_cast<void*>(lookup<Fn>(slot[which], name));
+  if (f == nullptr) return ncclSystemError;
+  // A non-blocking communicator returns before its ranks have met: the shim does not follow it.
+  const bool follows = follow() && comm != nullptr && (config == nullptr || config->blocking != 0);
+  cclab::shim::Joining j;
+  if (follows) j = cclab::shim::join(id, nranks, rank);
+  const ncclResult_t r = with_config ? reinterpret_cast<FnConfig>(f)(comm, nranks, id, rank, config)
+                                     : reinterpret_cast<Fn>(f)(comm, nranks, id, rank);
+  if (follows && group_depth > 0 && r == ncclSuccess)
+    deferred_joins.push_back({j, comm});
+  else if (follows)
+    cclab::shim::joined(j, r, r == ncclSuccess ? *comm : nullptr);
+  return r;
+}
+
+ncclResult_t end_comm(const char* name, std::atomic<void*>* slot, ncclComm_t comm) {
+  using Fn = ncclResult_t (*)(ncclComm_t);
+  Fn f = lookup<Fn>(slot[name[0] == 'p' ? 1 : 0], name);
+  if (f == nullptr) return ncclSystemError;
+  // A kernel that timed out is reported here at the latest (once per clique).
+  if (follow()) cclab::shim::failed(comm, name);
+  const ncclResult_t r = f(comm);
+  if (r == ncclSuccess && follow()) cclab::shim::forget(comm);
+  return r;
+}
+
+ncclResult_t async_error(const char* name, ncclComm_t comm, ncclResult_t* async) {
+  using Fn = ncclResult_t (*)(ncclComm_t, ncclResult_t*);
+  static std::atomic<void*> slot[2];
+  Fn f = lookup<Fn>(slot[name[0] == 'p' ? 1 : 0], name);
+  if (f == nullptr) return ncclSystemError;
+  const ncclResult_t r = f(comm, async);
+  // The error word lives in host memory: reading it costs no GPU call. A failed cclab all-reduce is the
+  // communicator's asynchronous error, as a failed NCCL kernel would be.
+  if (r == ncclSuccess && async != nullptr && *async == ncclSuccess && follow() && cclab::shim::failed(comm, name))
+    *async = ncclInternalError;
+  return r;
 }
 
 ncclResult_t group_call(const char* name, std::atomic<void*>& slot, int step) {
@@ -185,6 +273,10 @@ ncclResult_t group_call(const char* name, std::atomic<void*>& slot, int step) {
   const ncclResult_t r = f();
   if (step > 0 && (r == ncclSuccess || r == ncclInProgress)) ++group_depth;
   if (step < 0 && group_depth > 0) --group_depth;
+  if (step < 0 && group_depth == 0 && !deferred_joins.empty()) {
+    for (const DeferredJoin& d : deferred_joins) cclab::shim::joined(d.j, r, r == ncclSuccess ? *d.comm : nullptr);
+    deferred_joins.clear();
+  }
   return r;
 }
 
@@ -215,6 +307,49 @@ CCLAB_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, si
 CCLAB_EXPORT ncclResult_t pncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                          ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
   return allreduce("pncclAllReduce", sendbuff, recvbuff, count, datatype, op, comm, stream);
+}
+
+CCLAB_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comm, int ndev, const int* devlist) {
+  return init_all("ncclCommInitAll", comm, ndev, devlist);
+}
+CCLAB_EXPORT ncclResult_t pncclCommInitAll(ncclComm_t* comm, int ndev, const int* devlist) {
+  return init_all("pncclCommInitAll", comm, ndev, devlist);
+}
+CCLAB_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
+  return init_rank("ncclCommInitRank", comm, nranks, commId, rank, nullptr, false);
+}
+CCLAB_EXPORT ncclResult_t pncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
+  return init_rank("pncclCommInitRank", comm, nranks, commId, rank, nullptr, false);
+}
+CCLAB_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
+                                                 ncclConfig_t* config) {
+  return init_rank("ncclCommInitRankConfig", comm, nranks, commId, rank, config, true);
+}
+CCLAB_EXPORT ncclResult_t pncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
+                                                  ncclConfig_t* config) {
+  return init_rank("pncclCommInitRankConfig", comm, nranks, commId, rank, config, true);
+}
+CCLAB_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  static std::atomic<void*> slot[2];
+  return end_comm("ncclCommDestroy", slot, comm);
+}
+CCLAB_EXPORT ncclResult_t pncclCommDestroy(ncclComm_t comm) {
+  static std::atomic<void*> slot[2];
+  return end_comm("pncclCommDestroy", slot, comm);
+}
+CCLAB_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
+  static std::atomic<void*> slot[2];
+  return end_comm("ncclCommAbort", slot, comm);
+}
+CCLAB_EXPORT ncclResult_t pncclCommAbort(ncclComm_t comm) {
+  static std::atomic<void*> slot[2];
+  return end_comm("pncclCommAbort", slot, comm);
+}
+CCLAB_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
+  return async_error("ncclCommGetAsyncError", comm, asyncError);
+}
+CCLAB_EXPORT ncclResult_t pncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
+  return async_error("pncclCommGetAsyncError", comm, asyncError);
 }
 
 CCLAB_EXPORT ncclResult_t ncclGroupStart() {

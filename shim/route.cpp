@@ -15,15 +15,19 @@ Route route_allreduce(const RouteInput& in) {
   if (in.op != ncclSum) return nccl("op " + op_name(in.op) + " (cclab covers sum)");
   if (in.bytes == 0) return nccl("empty message");
   if (!in.aligned) return nccl("buffers not 16-byte aligned");
-  if (in.in_group) return nccl("inside ncclGroupStart/ncclGroupEnd");
+  if (in.in_group && !in.group_supported) return nccl("inside ncclGroupStart/ncclGroupEnd");
   if (in.capturing && !in.capture_supported) return nccl("stream capture not supported by the cclab path");
-  if (!in.comm_probed) return nccl("communicator not probed (node, P2P, peer buffers)");
+  if (!in.comm_probed)
+    return nccl("communicator not probed (" + (in.comm_note.empty() ? "node, P2P, peer buffers" : in.comm_note) + ")");
   if (in.nranks < 2) return nccl("single rank");
   if (in.nranks > in.max_ranks)
     return nccl(std::to_string(in.nranks) + " ranks (cclab covers up to " + std::to_string(in.max_ranks) + ")");
   if (!in.one_node_p2p) return nccl("ranks not all on one node with NVLink P2P");
   if (!in.path_built) return nccl("cclab path not built in this library");
-  return {Path::cclab, "allreduce.bidir"};
+  if (in.mode != "ll" && in.mode != "lamport")
+    return nccl("mode " + (in.mode.empty() ? std::string("none") : in.mode) +
+                " at this size (the shim runs ll and lamport)");
+  return {Path::cclab, "allreduce.bidir " + in.mode};
 }
 
 std::string dtype_name(int dtype) {

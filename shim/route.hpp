@@ -21,18 +21,23 @@ struct RouteInput {
   bool capturing = false;  // the stream is being captured into a CUDA graph
   // the communicator
   bool comm_probed = false;   // the facts below were established for this communicator
+  std::string comm_note;      // why not, when the shim knows (ranks in other processes, a failed setup)
   int nranks = 0;             // ranks in the communicator
-  bool one_node_p2p = false;  // every rank on one node, NVLink P2P between every pair
+  bool one_node_p2p = false;  // every rank in this process on its own GPU, P2P between every pair, buffers ready
   // the shim
   bool disabled = false;           // CCLAB_DISABLE=1
   bool path_built = false;         // the cclab path (per-communicator buffers, launch) is in this library
   bool capture_supported = false;  // the cclab path may be captured into CUDA graphs
+  bool group_supported = false;    // the cclab path may run inside ncclGroupStart/ncclGroupEnd
   int max_ranks = 8;               // the largest communicator the cclab path covers
+  // allreduce.bidir's kernel mode for this size (lower::choose_bidir_mode's name for it, from the 2-rank
+  // table): the shim runs the rank-local modes only, "ll" and "lamport"; any other forwards.
+  std::string mode;
 };
 
 struct Route {
   Path path = Path::nccl;
-  std::string reason;  // one phrase, for CCLAB_DEBUG
+  std::string reason;  // one phrase, for CCLAB_DEBUG ("allreduce.bidir <mode>" on the cclab path)
 };
 
 // Checks in a fixed order and returns the first reason to forward, else cclab.

@@ -1285,4 +1285,61 @@ std::string BidirWorkload::note() const {
          (g_pdl_refused ? " pdl=refused" : "");
 }
 
+// ---------------------------------------------------------------------------------------------
+// One rank's launch (bidir.hpp, launch_bidir_rank): the arguments BidirWorkload::enqueue builds, for one rank
+// of a clique whose buffers the caller owns.
+
+size_t bidir_ctrl_bytes() { return sizeof(Ctrl); }
+size_t bidir_ll_bytes(const BidirParams& p) { return ll_buffer_bytes(p); }
+size_t bidir_error_bytes() { return sizeof(ErrWord); }
+
+cudaError_t launch_bidir_rank(const BidirLaunch& l, const BidirParams& p, const BidirRankPeers& peers, int rank,
+                              const void* in, void* out, int64_t count, DType dtype, RedOp op, cudaStream_t stream) {
+  const int n = peers.nranks;
+  const int64_t bytes = count * dtype_size(dtype);
+  if (n < 2 || n > kMaxRanks || rank < 0 || rank >= n || count <= 0 || peers.err == nullptr)
+    return cudaErrorInvalidValue;
+  const bool fits =
+      l.mode == BidirMode::ll ? bytes <= p.ll_max_bytes : l.mode == BidirMode::lamport && bytes <= peers.lamport_stride;
+  if (!fits) return cudaErrorInvalidValue;
+  BidirArgs a;
+  a.rank = rank;
+  a.nranks = n;
+  a.count = count;
+  a.bytes = bytes;
+  a.divisor = op == RedOp::avg ? float(n) : 1.f;
+  a.in[rank] = static_cast<const uint8_t*>(in);  // the rank-local modes read only their own input
+  a.out = static_cast<uint8_t*>(out);
+  for (int q = 0; q < n; ++q) {
+    a.ctrl[q] = static_cast<Ctrl*>(peers.ctrl[q]);
+    a.ll[q] = static_cast<uint64_t*>(peers.ll[q]);
+    a.lamport[q] = static_cast<uint8_t*>(peers.lamport[q]);
+  }
+  a.ll_words = ll_words(p);
+  a.lamport_stride = peers.lamport_stride;
+  a.ahead = p.lamport_ahead;
+  a.split_roles = p.lamport_split;
+  a.in_place = in == out;
+  a.unroll = l.unroll;
+  a.err = static_cast<ErrWord*>(peers.err);
+  a.timeout_ns = uint64_t(peers.timeout_s * 1e9);
+  if (l.mode == BidirMode::ll)
+    dev::dispatch<LaunchLL>(dtype, op, a, l.grid, l.threads, l.pdl, stream);
+  else
+    dev::dispatch<LaunchLamport>(dtype, op, a, l.grid, l.threads, l.unroll, l.pdl, stream);
+  return cudaGetLastError();
+}
+
+std::string bidir_timeout_text(const void* err_host) {
+  const auto* w = static_cast<const volatile ErrWord*>(err_host);
+  if (w == nullptr || w->code == 0) return "";
+  const uint32_t code = w->code;
+  const std::string what = code == kWaitLL        ? "ll receive flag"
+                           : code == kWaitLamport ? "lamport receive (data still the sentinel; slot = vector index)"
+                                                  : "wait code " + std::to_string(code);
+  return "kernel spin-wait timed out (" + what + ") on rank " + std::to_string(w->rank) + " block/lane " +
+         std::to_string(w->block) + " slot " + std::to_string(w->slot) + ": wanted " + std::to_string(w->want) +
+         ", saw " + std::to_string(w->got);
+}
+
 }  // namespace cclab::exec

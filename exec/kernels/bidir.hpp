@@ -121,6 +121,38 @@ class BidirWorkload : public Workload {
   BidirLaunch launch_;
 };
 
+// ---- One rank at a time, for callers that own the ranks' state themselves (the NCCL shim, shim/). Only
+// the rank-local modes, ll and lamport: a rank's kernel stores into the peers' receive buffers and reads
+// no peer's user buffer, so it is launched as that rank's own call arrives, on the caller's stream.
+
+// Bytes of one rank's control words and ll receive buffer (both zeroed before first use), and of the
+// error word (mapped host memory, zeroed), as BidirContext allocates them.
+size_t bidir_ctrl_bytes();
+size_t bidir_ll_bytes(const BidirParams& p);
+size_t bidir_error_bytes();
+
+// Every rank's state as one rank's kernel sees it. lamport[q]: 2 parities x (nranks - 1) sources x
+// lamport_stride bytes, all 0xFF when allocated (null and 0 while no lamport launch needs them).
+struct BidirRankPeers {
+  int nranks = 0;
+  void* ctrl[lower::kBidirMaxRanks] = {};
+  void* ll[lower::kBidirMaxRanks] = {};
+  void* lamport[lower::kBidirMaxRanks] = {};
+  int64_t lamport_stride = 0;
+  void* err = nullptr;  // the error word as kernels address it
+  double timeout_s = 10.0;
+};
+
+// Enqueues rank `rank`'s kernel of `launch` (ll or lamport, from lower::bidir_launch) on `stream`, which
+// belongs to the current device. `in` may equal `out`; both 16-byte aligned. Returns the launch's error, or
+// cudaErrorInvalidValue for another mode, a size the buffers cannot hold, or a bad rank.
+cudaError_t launch_bidir_rank(const BidirLaunch& launch, const BidirParams& p, const BidirRankPeers& peers, int rank,
+                              const void* in, void* out, int64_t count, DType dtype, RedOp op, cudaStream_t stream);
+
+// The kernel timeout an error word (host address) records, in BidirContext::check_errors' words; "" if none.
+// The word is left as it is.
+std::string bidir_timeout_text(const void* err_host);
+
 using lower::bidir_copy_schedule;
 using lower::sol_bidir_copy_schedule;
 

@@ -323,7 +323,7 @@ TEST(ShimForward, AllReduceForwardsAndDebugSaysWhy) {
     void* h = open_shim();
     Stub stub;
     auto ar = sym<AllReduceFn>(h, "ncclAllReduce");
-    // A case the cclab path covers: it still forwards (the path is not built), with the reason.
+    // A call the cclab path covers, on a communicator the shim did not see created: it forwards, with the reason.
     CHILD_CHECK(ar(kSend, kRecv, 1 << 20, ncclFloat, ncclSum, kComm, kStream) == ncclSuccess);
     CHILD_CHECK(stub.calls() == 1 && stub.last().count == size_t(1) << 20);
     CHILD_CHECK(ar(kSend, kRecv, 10, ncclInt32, ncclSum, kComm, kStream) == ncclSuccess);
@@ -341,7 +341,98 @@ TEST(ShimForward, AllReduceForwardsAndDebugSaysWhy) {
       << c.err;
   EXPECT_NE(c.err.find("dtype=int32 op=sum bytes=40 -> nccl (dtype int32"), std::string::npos) << c.err;
   EXPECT_NE(c.err.find("-> nccl (op max"), std::string::npos) << c.err;
-  EXPECT_NE(c.err.find("-> nccl (inside ncclGroupStart/ncclGroupEnd)"), std::string::npos) << c.err;
+  // Inside a group the route is the same (the cclab path runs in groups).
+  EXPECT_NE(c.err.find("dtype=half op=sum bytes=20 -> nccl (communicator not probed (not created by ncclCommInitAll"),
+            std::string::npos)
+      << c.err;
+}
+
+// ncclCommInitRank with fewer ranks in this process than the communicator has: the ranks are in other
+// processes (one process per GPU), which the cclab path does not cover yet, so every all-reduce forwards.
+TEST(ShimForward, RanksInOtherProcessesForward) {
+  const Child c = in_child({{"CCLAB_NCCL_LIB", CCLAB_STUB_PATH}, {"CCLAB_DEBUG", "1"}}, [] {
+    void* h = open_shim();
+    Stub stub;
+    ncclUniqueId id;
+    std::memset(id.internal, 3, sizeof(id.internal));
+    ncclComm_t comm = nullptr;
+    CHILD_CHECK(sym<ncclResult_t (*)(ncclComm_t*, int, ncclUniqueId, int)>(h, "ncclCommInitRank")(&comm, 2, id, 1) ==
+                ncclSuccess);
+    CHILD_CHECK(sym<AllReduceFn>(h, "ncclAllReduce")(kSend, kRecv, 1 << 18, ncclFloat, ncclSum, comm, kStream) ==
+                ncclSuccess);
+    CHILD_CHECK(std::strcmp(stub.last().name, "ncclAllReduce") == 0 && stub.last().comm == comm);
+    CHILD_CHECK(sym<ncclResult_t (*)(ncclComm_t)>(h, "ncclCommDestroy")(comm) == ncclSuccess);
+    CHILD_CHECK(stub.calls() == 3);  // the shim adds no NCCL call of its own
+  });
+  EXPECT_TRUE(c.exited_ok()) << c.err;
+  EXPECT_EQ(count_lines(c.err, "cclab: communicator of 2 ranks on GPUs -1,"), 1) << c.err;
+  EXPECT_NE(c.err.find("not probed (ranks in other processes"), std::string::npos) << c.err;
+  EXPECT_NE(c.err.find("bytes=1048576 -> nccl (communicator not probed (ranks in other processes"), std::string::npos)
+      << c.err;
+}
+
+// ncclCommInitRank for every rank from one thread inside a group (NCCL initialises them at ncclGroupEnd): the
+// shim decides at the group's end, when every rank has joined, so the ranks are not taken for ranks in other
+// processes. (Both land on the current GPU here: no cclab path either way.)
+TEST(ShimForward, CommInitRankInAGroupIsDecidedAtTheGroupsEnd) {
+  const Child c = in_child({{"CCLAB_NCCL_LIB", CCLAB_STUB_PATH}, {"CCLAB_DEBUG", "1"}}, [] {
+    void* h = open_shim();
+    Stub stub;
+    ncclUniqueId id;
+    std::memset(id.internal, 4, sizeof(id.internal));
+    ncclComm_t comms[2] = {};
+    auto init = sym<ncclResult_t (*)(ncclComm_t*, int, ncclUniqueId, int)>(h, "ncclCommInitRank");
+    CHILD_CHECK(sym<ncclResult_t (*)()>(h, "ncclGroupStart")() == ncclSuccess);
+    CHILD_CHECK(init(&comms[0], 2, id, 0) == ncclSuccess);
+    CHILD_CHECK(init(&comms[1], 2, id, 1) == ncclSuccess);
+    std::fprintf(stderr, "before the group's end\n");
+    CHILD_CHECK(sym<ncclResult_t (*)()>(h, "ncclGroupEnd")() == ncclSuccess);
+    CHILD_CHECK(stub.calls() == 4);
+  });
+  EXPECT_TRUE(c.exited_ok()) << c.err;
+  EXPECT_EQ(count_lines(c.err, "cclab: communicator of 2 ranks"), 1) << c.err;
+  EXPECT_GT(c.err.find("cclab: communicator of 2 ranks"), c.err.find("before the group's end")) << c.err;
+  EXPECT_EQ(c.err.find("ranks in other processes"), std::string::npos) << c.err;
+}
+
+// ncclCommInitAll on one GPU twice: never the cclab path (on a machine without GPUs the setup fails, on one with
+// GPUs the ranks share one), and the all-reduce forwards unchanged.
+TEST(ShimForward, CommInitAllWithoutDistinctGpusForwards) {
+  const Child c = in_child({{"CCLAB_NCCL_LIB", CCLAB_STUB_PATH}, {"CCLAB_DEBUG", "1"}}, [] {
+    void* h = open_shim();
+    Stub stub;
+    // The stub writes no communicators: these stand in for them.
+    ncclComm_t comms[2] = {reinterpret_cast<ncclComm_t>(0x3000), reinterpret_cast<ncclComm_t>(0x3001)};
+    const int devs[2] = {0, 0};
+    CHILD_CHECK(sym<ncclResult_t (*)(ncclComm_t*, int, const int*)>(h, "ncclCommInitAll")(comms, 2, devs) ==
+                ncclSuccess);
+    for (ncclComm_t comm : comms) {
+      CHILD_CHECK(sym<AllReduceFn>(h, "ncclAllReduce")(kSend, kRecv, 4096, ncclHalf, ncclSum, comm, kStream) ==
+                  ncclSuccess);
+      CHILD_CHECK(std::strcmp(stub.last().name, "ncclAllReduce") == 0 && stub.last().comm == comm);
+    }
+    ncclResult_t async = ncclInProgress;
+    using AsyncFn = ncclResult_t (*)(ncclComm_t, ncclResult_t*);
+    stub.set_result(ncclSuccess);
+    // The stub has no ncclCommGetAsyncError: the shim says so and returns ncclSystemError, as for any name.
+    CHILD_CHECK(sym<AsyncFn>(h, "ncclCommGetAsyncError")(comms[0], &async) == ncclSystemError);
+    CHILD_CHECK(stub.calls() == 3);
+  });
+  EXPECT_TRUE(c.exited_ok()) << c.err;
+  EXPECT_EQ(count_lines(c.err, "cclab: communicator of 2 ranks on GPUs 0,0: "), 1) << c.err;
+  EXPECT_EQ(count_lines(c.err, "cclab path ready"), 0) << c.err;
+  EXPECT_EQ(count_lines(c.err, "dtype=half op=sum bytes=8192 -> nccl ("), 2) << c.err;
+}
+
+TEST(ShimForward, DisableSetsNothingUp) {
+  const Child c = in_child({{"CCLAB_NCCL_LIB", CCLAB_STUB_PATH}, {"CCLAB_DISABLE", "1"}, {"CCLAB_DEBUG", "1"}}, [] {
+    void* h = open_shim();
+    ncclComm_t comms[2] = {reinterpret_cast<ncclComm_t>(0x3000), reinterpret_cast<ncclComm_t>(0x3001)};
+    CHILD_CHECK(sym<ncclResult_t (*)(ncclComm_t*, int, const int*)>(h, "ncclCommInitAll")(comms, 2, nullptr) ==
+                ncclSuccess);
+  });
+  EXPECT_TRUE(c.exited_ok()) << c.err;
+  EXPECT_EQ(count_lines(c.err, "cclab: communicator of"), 0) << c.err;
 }
 
 TEST(ShimForward, QuietWithoutDebug) {

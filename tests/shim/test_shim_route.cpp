@@ -11,7 +11,7 @@ using cclab::shim::RouteInput;
 
 namespace {
 
-// Every condition met: float sum, 4 MiB, two ranks on one NVLink node, the path built.
+// Every condition met: float sum, 4 MiB (lamport), two ranks on one NVLink node, the path built.
 RouteInput covered() {
   RouteInput in;
   in.dtype = ncclFloat32;
@@ -23,6 +23,8 @@ RouteInput covered() {
   in.one_node_p2p = true;
   in.path_built = true;
   in.capture_supported = true;
+  in.group_supported = true;
+  in.mode = "lamport";
   return in;
 }
 
@@ -43,13 +45,17 @@ TEST(ShimRoute, CoveredCallsRunCclab) {
         in.bytes = bytes;
         const auto r = route_allreduce(in);
         EXPECT_EQ(r.path, Path::cclab) << dtype << " " << nranks << " " << bytes << ": " << r.reason;
-        EXPECT_EQ(r.reason, "allreduce.bidir");
+        EXPECT_EQ(r.reason, "allreduce.bidir lamport");
       }
     }
   }
   RouteInput in = covered();
   in.capturing = true;  // capturable where the path says so
   EXPECT_EQ(route_allreduce(in).path, Path::cclab);
+  in.in_group = true;  // and inside a group where it says so
+  EXPECT_EQ(route_allreduce(in).path, Path::cclab);
+  in.mode = "ll";
+  EXPECT_EQ(route_allreduce(in).reason, "allreduce.bidir ll");
 }
 
 TEST(ShimRoute, EachUncoveredConditionForwardsWithItsReason) {
@@ -71,7 +77,12 @@ TEST(ShimRoute, EachUncoveredConditionForwardsWithItsReason) {
       {"premulsum", [](RouteInput& in) { in.op = ncclNumOps; }, "op custom5 (cclab covers sum)"},
       {"empty", [](RouteInput& in) { in.bytes = 0; }, "empty message"},
       {"misaligned", [](RouteInput& in) { in.aligned = false; }, "buffers not 16-byte aligned"},
-      {"group", [](RouteInput& in) { in.in_group = true; }, "inside ncclGroupStart/ncclGroupEnd"},
+      {"group unsupported",
+       [](RouteInput& in) {
+         in.in_group = true;
+         in.group_supported = false;
+       },
+       "inside ncclGroupStart/ncclGroupEnd"},
       {"capture unsupported",
        [](RouteInput& in) {
          in.capturing = true;
@@ -80,10 +91,21 @@ TEST(ShimRoute, EachUncoveredConditionForwardsWithItsReason) {
        "stream capture not supported by the cclab path"},
       {"not probed", [](RouteInput& in) { in.comm_probed = false; },
        "communicator not probed (node, P2P, peer buffers)"},
+      {"not probed, with the shim's finding",
+       [](RouteInput& in) {
+         in.comm_probed = false;
+         in.comm_note = "ranks in other processes";
+       },
+       "communicator not probed (ranks in other processes)"},
       {"one rank", [](RouteInput& in) { in.nranks = 1; }, "single rank"},
       {"16 ranks", [](RouteInput& in) { in.nranks = 16; }, "16 ranks (cclab covers up to 8)"},
       {"no p2p", [](RouteInput& in) { in.one_node_p2p = false; }, "ranks not all on one node with NVLink P2P"},
       {"not built", [](RouteInput& in) { in.path_built = false; }, "cclab path not built in this library"},
+      {"copy-engine size", [](RouteInput& in) { in.mode = "copy"; },
+       "mode copy at this size (the shim runs ll and lamport)"},
+      {"flash tuned in", [](RouteInput& in) { in.mode = "flash"; },
+       "mode flash at this size (the shim runs ll and lamport)"},
+      {"no mode", [](RouteInput& in) { in.mode.clear(); }, "mode none at this size (the shim runs ll and lamport)"},
   };
   for (const Case& c : cases) {
     RouteInput in = covered();
@@ -102,13 +124,18 @@ TEST(ShimRoute, TheFirstReasonWins) {
   EXPECT_EQ(reason_of(in), "op max (cclab covers sum)");
   in.disabled = true;
   EXPECT_EQ(reason_of(in), "CCLAB_DISABLE=1");
-  // What the shim passes today (nothing probed, nothing built) forwards a covered call.
-  RouteInput today;
-  today.dtype = ncclFloat32;
-  today.op = ncclSum;
-  today.bytes = 1 << 20;
-  today.aligned = true;
-  EXPECT_EQ(reason_of(today), "communicator not probed (node, P2P, peer buffers)");
+  // A communicator the shim could not set up forwards before its size is looked at.
+  in = covered();
+  in.comm_probed = false;
+  in.mode = "copy";
+  EXPECT_EQ(reason_of(in), "communicator not probed (node, P2P, peer buffers)");
+  // A communicator the shim knows nothing about forwards a covered call.
+  RouteInput unknown;
+  unknown.dtype = ncclFloat32;
+  unknown.op = ncclSum;
+  unknown.bytes = 1 << 20;
+  unknown.aligned = true;
+  EXPECT_EQ(reason_of(unknown), "communicator not probed (node, P2P, peer buffers)");
 }
 
 TEST(ShimRoute, NamesAndSizes) {
