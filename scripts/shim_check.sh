@@ -141,7 +141,7 @@ awk -F, 'NR > 1 && $2 == "all_reduce_perf" { key = $4 "," $5; t[$3, key] = $10; 
       printf "%s,%s,%s,%.3f,%s,%s,%.3f\n", k, t["nccl", k], t["cclab", k], tr, bw["nccl", k], bw["cclab", k], br
     }
   }' "$SUMMARY" | sort -t, -k1,1 -k2,2n >>"$COMPARE"
-column -s, -t "$COMPARE" | head -70
+tr , '\t' <"$COMPARE" | head -70  # (column(1) is not on every machine)
 
 wrong=$(awk -F, 'NR > 1 { w = 0; if ($13 ~ /^[0-9]+$/) w += $13; if ($17 ~ /^[0-9]+$/) w += $17; if (w > 0) print $1 " size " $5 ": #wrong " w }' "$SUMMARY")
 rows=$(($(wc -l <"$SUMMARY") - 1))

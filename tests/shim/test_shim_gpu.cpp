@@ -305,12 +305,17 @@ TEST(ShimGpu, AllReduceReplayedFromCudaGraphsMatchesTheHostReference) {
           CUDA_OK(cudaStreamBeginCapture(g.streams[r], cudaStreamCaptureModeThreadLocal));
         }
         g.issue(t, count, in_place);
+        // Every capture ends before the first instantiation: instantiating is not permitted while this thread
+        // still captures another stream.
+        cudaGraph_t graph[TwoGpus::kRanks] = {};
         for (int r = 0; r < TwoGpus::kRanks; ++r) {
           CUDA_OK(cudaSetDevice(r));
-          cudaGraph_t graph = nullptr;
-          CUDA_OK(cudaStreamEndCapture(g.streams[r], &graph));
-          CUDA_OK(cudaGraphInstantiate(&exec[r], graph, 0));
-          CUDA_OK(cudaGraphDestroy(graph));
+          CUDA_OK(cudaStreamEndCapture(g.streams[r], &graph[r]));
+        }
+        for (int r = 0; r < TwoGpus::kRanks; ++r) {
+          CUDA_OK(cudaSetDevice(r));
+          CUDA_OK(cudaGraphInstantiate(&exec[r], graph[r], 0));
+          CUDA_OK(cudaGraphDestroy(graph[r]));
         }
         // Several replays: the kernels' epochs (and lamport's buffer parity) advance in device memory.
         for (int replay = 0; replay < 3; ++replay) {
