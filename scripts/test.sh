@@ -62,4 +62,10 @@ fi
 if compgen -G "results/h100x4/*.csv" >/dev/null; then
   ./build/cli/cclab compare --measured results/h100x4 --topo profiles/h100x4.json --csv build/compare/h100x4.csv
 fi
+# Another GPU: 2 x H100 from its own profile, and from the 2 x H200 profile on the DGX H100 preset
+if compgen -G "results/h100x2/*.csv" >/dev/null; then
+  ./build/cli/cclab compare --measured results/h100x2 --topo profiles/h100x2.json --csv build/compare/h100x2.csv
+  ./build/cli/cclab compare --measured results/h100x2 --topo dgx-h100 --profile profiles/h200x2.json \
+    --csv build/compare/h100x2_from_h200x2.csv
+fi
 step "done"

@@ -13,6 +13,7 @@
 // Symbols of the real library are resolved on first use; a function the real library lacks returns
 // ncclSystemError with one line on stderr. When the real library cannot be loaded every call returns
 // ncclSystemError (ncclGetErrorString and ncclGetLastError still answer).
+#include <cuda_runtime.h>
 #include <dlfcn.h>
 #include <nccl.h>
 
@@ -188,12 +189,16 @@ ncclResult_t allreduce(const char* name, const void* sendbuff, void* recvbuff, s
       in.nranks = v.nranks;
       in.one_node_p2p = v.ready;
       // Each rank's kernel is launched as its own call arrives (it needs no peer's user buffer), on the
-      // caller's stream, with its epochs in device memory: groups and graph capture need nothing more.
+      // caller's stream, with its epochs in device memory: groups need nothing more.
       in.path_built = true;
       in.group_supported = true;
-      in.capture_supported = true;
       const cclab::lower::BidirMode mode = cclab::shim::size_mode(in.bytes);
       in.mode = cclab::lower::bidir_mode_name(mode);
+      // Under graph capture only ll is verified: lamport's graph replays gave wrong elements in the GPU test
+      // (tests/shim/test_shim_gpu.cpp, 2 x H100), so captured lamport sizes go to NCCL until that is understood.
+      cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+      in.capturing = cudaStreamIsCapturing(stream, &capture) == cudaSuccess && capture != cudaStreamCaptureStatusNone;
+      in.capture_supported = mode == cclab::lower::BidirMode::ll;
       const cclab::shim::Route r = cclab::shim::route_allreduce(in);
       if (s.debug) {
         std::fprintf(stderr, "cclab: %s count=%zu dtype=%s op=%s bytes=%zu -> %s (%s)\n", name, count,
