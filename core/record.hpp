@@ -53,7 +53,8 @@ void write_csv_atomic(const std::string& path, const std::vector<Record>& rows);
 // naming file:line on malformed rows.
 std::vector<Record> read_csv(const std::string& path);
 // Every *.csv under a folder (recursively) or one file.
-std::vector<Record> read_records(const std::string& file_or_folder);
+// In a folder, only the files whose names start with `name_prefix` (publish_measure.sh names a sweep's exec_*.csv).
+std::vector<Record> read_records(const std::string& file_or_folder, std::string_view name_prefix = "");
 
 // nccl-tests-style table: size count type redop root time algbw busbw #wrong [pred_time pred_busbw error].
 void print_table_header(std::ostream& os, bool with_prediction);

@@ -3,7 +3,6 @@
 // prices for that row, and every row that names the plan it ran ran the plan priced.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <filesystem>
@@ -41,22 +40,6 @@ struct Machine {
   std::string records, profile, topo;
 };
 
-// The sweep's records (scripts/publish_measure.sh names them exec_*.csv). Probes and smoke checks beside them ran
-// at other commits, some under other defaults (twoshot's variant), so compare rightly flags their plans.
-std::vector<Record> sweep_records(const std::string& folder) {
-  std::vector<std::string> files;
-  for (const auto& e : fs::directory_iterator(folder))
-    if (e.path().extension() == ".csv" && e.path().filename().string().starts_with("exec_"))
-      files.push_back(e.path().string());
-  std::sort(files.begin(), files.end());
-  std::vector<Record> rows;
-  for (const auto& f : files) {
-    auto part = read_csv(f);
-    rows.insert(rows.end(), part.begin(), part.end());
-  }
-  return rows;
-}
-
 // The committed records with the profile and preset that predict them (results/h100x4: the profile of the same
 // call on the DGX H100 preset). results/h200x4 ran an older lowering (before the wide fused crossover and
 // twoshot's store-only default), so compare flags its plans: it is compared in scripts/test.sh, not here.
@@ -79,9 +62,10 @@ TEST(OnePredictionPath, SimWithARowsInputsPrintsComparesPrediction) {
     model::Target target = model::resolve_target(m.topo);
     target.params = model::load_profile(m.profile, target.params);
     sim::RowPredictor predictor(target);
-    const sim::Comparison c = sim::compare(sweep_records(m.records), predictor);
+    const sim::Comparison c = sim::compare(read_records(m.records, "exec_"), predictor);
     ASSERT_FALSE(c.rows.empty()) << m.records;
-    // Every row that names its plan ran the plan priced.
+    // Every row that names its plan ran the plan priced (the sweep's records: probes and smoke checks beside
+    // them ran at other commits, some under other defaults, so compare rightly flags their plans).
     for (const auto& [row, diff] : c.plan_mismatches) ADD_FAILURE() << m.topo << ": " << row << ": " << diff;
     // One out-of-place row per algorithm and dtype (the middle size of its sweep), through `cclab sim`.
     std::map<std::pair<std::string, std::string>, std::vector<const Record*>> series;
