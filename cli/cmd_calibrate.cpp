@@ -2,7 +2,7 @@
 //
 // Microbenchmarks on the GPUs (exec/microbench/microbench.cu), a least-squares fit of each (model/calibrate.cpp),
 // and a profile that the simulator reads (model/profile.cpp). With --from, no GPU is touched: the fit is
-// redone from saved measurements (a measurements JSON or an earlier profile, which embeds its samples).
+// redone from saved measurements (a measurements JSON, or a profile: the measurements file it names).
 // No collective is ever timed or read here.
 #include <chrono>
 #include <cstdio>
@@ -99,7 +99,9 @@ int cmd_calibrate(const Argv& argv) {
              {{"--from"}, true, "refit saved measurements (a measurements JSON or a profile) instead of measuring"},
              {{"--max-bytes"}, true, "largest transfer of the bandwidth sweeps (default 1G)"},
              {{"--budget"}, true, "seconds the microbenchmarks may take (default 75)"},
-             {{"--measurements"}, true, "also write the raw measurements to this JSON file"}});
+             {{"--measurements"},
+              true,
+              "write the raw measurements to this JSON file (default: beside the profile, NAME.measurements.json)"}});
   if (args.has("--help")) {
     std::cout << "usage: cclab calibrate [-g N] --out profiles/NAME.json [--topo PRESET] [--from FILE]\n"
                  "  Microbenchmarks (peer copies by copy engine and by SM, both directions, local reductions,\n"
@@ -147,7 +149,11 @@ int cmd_calibrate(const Argv& argv) {
   }
 
   // The raw samples first: a fit or topology that fails below must not lose the GPU time behind them.
-  if (auto mf = args.get("--measurements")) write_file_atomic(*mf, model::measurements_to_json(m) + "\n");
+  // The raw samples live in their own file (default: beside the profile, <name>.measurements.json), which the
+  // profile names; the profile holds the fitted terms only.
+  const std::string measurements_path = args.get_or(
+      "--measurements", (std::filesystem::path(*out).replace_extension("").string() + ".measurements.json"));
+  write_file_atomic(measurements_path, model::measurements_to_json(m) + "\n");
   const model::Calibration cal = model::calibrate(m);
   // Guessed only without --topo (an unknown machine that names its topology must not fail the guess).
   const std::string topo_name = args.has("--topo")   ? *args.get("--topo")
@@ -156,7 +162,14 @@ int cmd_calibrate(const Argv& argv) {
   if (topo_name.empty()) throw_input("name the topology with --topo");
   const topo::Topology t = topo::load_topology(topo_name);
   const std::string name = args.get_or("--name", std::filesystem::path(*out).stem().string());
-  const std::string json = model::make_profile_json(cal, t, topo_name, name);
+  // Named relative to the profile's folder, so the pair can move together.
+  std::error_code rel_ec;
+  const std::string measurements_name =
+      std::filesystem::relative(std::filesystem::absolute(measurements_path),
+                                std::filesystem::absolute(std::filesystem::path(*out)).parent_path(), rel_ec)
+          .string();
+  const std::string json =
+      model::make_profile_json(cal, t, topo_name, name, rel_ec ? measurements_path : measurements_name);
   const model::Derived d = model::derive_params(cal, t);
 
   std::error_code ec;

@@ -373,7 +373,15 @@ MicroMeasurements measurements_from_json_text(const std::string& text, const std
   } catch (const json::parse_error& e) {
     throw_input(where + ": not valid JSON (" + e.what() + ")");
   }
-  if (j.is_object() && j.contains("measurements")) j = j["measurements"];  // a profile
+  if (j.is_object() && j.contains("measurements")) {  // a profile
+    // It names the file beside it that holds its samples (older profiles embedded them).
+    if (j["measurements"].is_string()) {
+      const std::filesystem::path file =
+          std::filesystem::path(where).parent_path() / j["measurements"].get<std::string>();
+      return load_measurements(file.string());
+    }
+    j = j["measurements"];
+  }
   if (!j.is_object() || !j.contains("series") || !j["series"].is_array())
     throw_input(where + ": no microbenchmark measurements (expected an object with a \"series\" array)");
   MicroMeasurements m;

@@ -88,7 +88,7 @@ void validate(const MicroMeasurements& m);
 // JSON form of the measurements (embedded in every profile so that a fit can be redone offline).
 std::string measurements_to_json(const MicroMeasurements& m);  // a JSON object
 MicroMeasurements measurements_from_json_text(const std::string& text, const std::string& where);
-// Reads measurements from a measurements JSON file or a profile (its "measurements" object). Throws an
+// Reads measurements from a measurements JSON file or a profile (the file its "measurements" names). Throws an
 // input error when the path is a records CSV or a folder: calibration never reads collective records.
 MicroMeasurements load_measurements(const std::string& path);
 

@@ -313,7 +313,7 @@ Derived derive_params(const Calibration& cal, const topo::Topology& topology) {
 }
 
 std::string make_profile_json(const Calibration& cal, const topo::Topology& topology, const std::string& topology_name,
-                              const std::string& profile_name) {
+                              const std::string& profile_name, const std::string& measurements_file) {
   const MicroMeasurements& m = cal.measured;
   const Derived d = derive_params(cal, topology);
   ojson j;
@@ -390,7 +390,7 @@ std::string make_profile_json(const Calibration& cal, const topo::Topology& topo
                       {"points", l.fit.points}};
   j["fits"] = fits;
   j["notes"] = d.notes;
-  j["measurements"] = ojson::parse(measurements_to_json(m));
+  if (!measurements_file.empty()) j["measurements"] = measurements_file;
   return j.dump(2) + "\n";
 }
 

@@ -7,7 +7,8 @@
 //   "machine", "gpu", "driver", "cuda_runtime", "nccl_version", "date", "commit", "origin": provenance
 //   "params": each {"value", "source", "from" (the microbenchmark series), "rms_residual", "max_residual"}
 //   "fits": every fitted curve (alpha, beta, efficiency curve, residuals)
-//   "measurements": the raw microbenchmark samples (so a fit can be redone: cclab calibrate --from)
+//   "measurements": the file beside the profile that holds the raw microbenchmark samples (so a fit can be
+//                   redone: cclab calibrate --from); the samples live only there
 #pragma once
 
 #include <optional>
@@ -55,7 +56,7 @@ Target resolve_target(const std::string& preset_file_or_profile);
 // with the series it came from and its residual), the fits, provenance and the raw measurements.
 // `topology_name` is written as the profile's topology (a preset name, or a path to a topology file).
 std::string make_profile_json(const Calibration& cal, const topo::Topology& topology, const std::string& topology_name,
-                              const std::string& profile_name);
+                              const std::string& profile_name, const std::string& measurements_file = "");
 
 // The parameter overrides alone (name -> value, source, series, residual), for tests and reports.
 struct DerivedParam {

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "core/error.hpp"
 #include "model/calibrate.hpp"
@@ -113,7 +114,11 @@ TEST(CalibrateProfile, ProfileRoundTripsThroughTheSimulatorsLoader) {
   const Calibration cal = calibrate(synthetic_machine());
   {
     std::ofstream f(path);
-    f << make_profile_json(cal, t, "h200x2", "test-h200x2");
+    f << make_profile_json(cal, t, "h200x2", "test-h200x2", "p.measurements.json");
+  }
+  {
+    std::ofstream f(dir / "p.measurements.json");
+    f << measurements_to_json(cal.measured);
   }
   ASSERT_TRUE(is_profile_file(path));
   const Profile p = load_profile_file(path);
@@ -138,9 +143,17 @@ TEST(CalibrateProfile, ProfileRoundTripsThroughTheSimulatorsLoader) {
   const SaturatingFit& fit = cal.curve("p2p.ce.uni")->fit;
   for (int64_t b : {int64_t(4096), int64_t(1) << 20, int64_t(256) << 20})
     EXPECT_NEAR(ce.efficiency_at(b), ce.efficiency.value * fit.efficiency(double(b)), 1e-6) << b;
-  // The raw measurements ride along, so the fit can be redone from the profile alone.
+  // The profile holds no samples: it names the measurements file beside it, so the fit can be redone from the
+  // profile (cclab calibrate --from profile.json reads that file).
+  {
+    std::ifstream f(path);
+    const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(text.find("\"samples\""), std::string::npos);
+  }
   const MicroMeasurements back = load_measurements(path);
   EXPECT_EQ(back.series.size(), cal.measured.series.size());
+  fs::remove(dir / "p.measurements.json");
+  EXPECT_THROW(load_measurements(path), Error);
   // And `--topo profile` resolves to the profile's topology and parameters.
   const Target tg = resolve_target(path);
   EXPECT_EQ(tg.topology.num_gpus(), 2);
