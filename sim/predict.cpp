@@ -75,6 +75,13 @@ Prediction predict(Simulator& sim, const Algorithm& algo, AlgoArgs args, const P
       mechanism = model::nccl_mechanism_cost(sim.params(), comm, plan, nccl_collective(algo), bytes, args.dtype);
     args.channels = plan.channels;
     args.chunk_bytes = plan.chunk_bytes;
+    // Broadcast and reduce run one pipeline per channel over the channel's share of the buffer: each loop
+    // moves nChannels x chunkSize, and a loop with less left splits it evenly, realChunkSize =
+    // min(chunkSize, divUp(size - offset, nChannels)) (NVIDIA/nccl src/device/broadcast.h, reduce.h). Below
+    // channels x chunk every channel moves S / channels; whole chunks there left most channels idle (2 MiB on 16
+    // channels of 512 KiB chunks: 4 busy, each at its per-channel cap).
+    if ((algo.collective == "broadcast" || algo.collective == "reduce") && plan.channels > 1)
+      args.chunk_bytes = std::min(args.chunk_bytes, (bytes + plan.channels - 1) / plan.channels);
     if (plan.algo == model::NcclAlgo::tree && algo.collective == "allreduce")
       builder = &find_algorithm("allreduce.tree");
     ro.proto = plan.proto;
