@@ -1,4 +1,5 @@
 // cclab topo <preset|file> [--matrix] [--gpus LIST] [--without nvlink] [--no-p2p] [--routes] [--save FILE]
+//            [--check PRESET]
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -52,7 +53,11 @@ int cmd_topo(const Argv& argv) {
               true,
               "nvidia-smi text: the GPU model (e.g. 'GeForce RTX 2080 Ti'; default: nvidia-smi -q "
               "output in the same file, else assumed)"},
-             {{"--pcie"}, true, "nvidia-smi text: the GPUs' PCIe link as GEN or GENxLANES (e.g. 3 or 3x16)"}},
+             {{"--pcie"}, true, "nvidia-smi text: the GPUs' PCIe link as GEN or GENxLANES (e.g. 3 or 3x16)"},
+             {{"--check"},
+              true,
+              "compare with PRESET's first GPUs (connections, GPU models, sockets; exit 1 where they differ), e.g. "
+              "cclab topo nccl-topo.xml --check hgx-h200"}},
             1);
   if (args.has("--help")) {
     std::cout << "usage: cclab topo <preset|file> [options]\n"
@@ -98,6 +103,15 @@ int cmd_topo(const Argv& argv) {
   std::cout << topo::describe(t);
   if (args.has("--routes") || opt.without_nvlink || opt.no_p2p) print_routes(t, opt);
   if (args.has("--matrix")) std::cout << "\n" << topo::matrix_text(t, opt);
+  if (auto preset_name = args.get("--check")) {
+    const topo::Topology preset = topo::load_topology(*preset_name);
+    const auto diffs = topo::topology_differences(t, preset);
+    std::cout << "\ntopology check: " << args.positional()[0] << " against " << *preset_name << " (its first "
+              << t.num_gpus() << " GPUs): "
+              << (diffs.empty() ? "agree (GPU pairs' connections, GPU models, sockets)" : "differ") << "\n";
+    for (const auto& d : diffs) std::cout << "  " << d << "\n";
+    if (!diffs.empty()) return 1;
+  }
   if (auto path = args.get("--save")) {
     topo::save_file(t, *path);
     std::cout << "\nsaved to " << *path << "\n";

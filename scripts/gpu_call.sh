@@ -7,7 +7,8 @@
 #   rm -rf .carry/src && mkdir -p .carry/src && git archive HEAD | tar -x -C .carry/src &&
 #     git rev-parse --short=12 HEAD > .carry/commit && cp scripts/gpu_call.sh .carry/
 # then run, carrying [".carry"]:  bash .carry/gpu_call.sh <name> calib [measure] [mmsp] [<script>]
-# Steps: smoke (scripts/gpu_smoke_twoshot.sh, ~30 s), calib (scripts/calibrate.sh, ~55 s), measure
+# Steps: topo (the machine's nvidia-smi matrix and NCCL's XML dump, cclab topo --check against the preset, ~10 s),
+# smoke (scripts/gpu_smoke_twoshot.sh, ~30 s), calib (scripts/calibrate.sh, ~55 s), measure
 # (scripts/measure.sh, ~110 s on 2 GPUs; its sweep stops at the call's limit), mmsp (scripts/gpu_mmsp.sh,
 # ~40 s), or the name of a script in .carry/ (run with the output folder; $W/bin/cclab is the build).
 # The build takes ~60-75 s. Everything lands in $OUT/<name>.tgz (packed again before each step) (unpack it here; publish with
@@ -70,6 +71,18 @@ for step in "$@"; do
       BIN=$BIN OUT=$W timeout 200 bash scripts/gpu_mmsp.sh >"$W/mmsp.out" 2>&1
       stamp "mmsp rc=$?"
       tail -12 "$W/mmsp.out"
+      ;;
+    topo)
+      # The machine's own descriptions (nvidia-smi's matrix and -q, NCCL's XML dump) checked against the preset.
+      stamp topo
+      mkdir -p "$W/topo"
+      { nvidia-smi topo -m && nvidia-smi -q; } >"$W/topo/nvidia-smi-topo-m.txt" 2>&1
+      NCCL_TOPO_DUMP_FILE=$W/topo/nccl-topo.xml timeout 60 "$BIN/cclab" run --algo allreduce.nccl -b 8 -e 8 -w 1 -n 1 \
+        >"$W/topo/nccl_run.log" 2>&1
+      for f in nvidia-smi-topo-m.txt nccl-topo.xml; do
+        timeout 30 "$BIN/cclab" topo "$W/topo/$f" --check "$TOPO" --matrix >"$W/topo/check_${f%%.*}.txt" 2>&1
+        echo "topo check of $f against $TOPO: rc=$? $(grep -A8 'topology check' "$W/topo/check_${f%%.*}.txt" | tr '\n' ' ')"
+      done | tee -a "$W/call.log"
       ;;
     smoke)
       stamp smoke

@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <map>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "core/error.hpp"
 #include "topology/topology.hpp"
@@ -151,6 +153,33 @@ std::string describe(const Topology& t) {
     out << line;
   }
   return out.str();
+}
+
+std::vector<std::string> topology_differences(const Topology& machine, const Topology& preset) {
+  std::vector<std::string> out;
+  const int n = machine.num_gpus();
+  if (preset.num_gpus() < n) {
+    out.push_back("GPUs: the machine has " + std::to_string(n) + ", the preset " + std::to_string(preset.num_gpus()));
+    return out;
+  }
+  for (int a = 0; a < n; ++a)
+    for (int b = a + 1; b < n; ++b) {
+      const std::string m = connection_label(machine, a, b), p = connection_label(preset, a, b);
+      if (m != p)
+        out.push_back("GPU" + std::to_string(a) + "-GPU" + std::to_string(b) + ": machine " + m + ", preset " + p);
+    }
+  for (int g = 0; g < n; ++g) {
+    const Node& m = machine.node(machine.gpu(g));
+    const Node& p = preset.node(preset.gpu(g));
+    // An nvidia-smi matrix names no model: the import assumes one and says so in the GPU's source.
+    const bool model_stated = !m.model.empty() && m.source.find("assumed") == std::string::npos;
+    if (model_stated && m.model != p.model)
+      out.push_back("GPU" + std::to_string(g) + " model: machine " + m.model + ", preset " + p.model);
+    if (m.socket >= 0 && p.socket >= 0 && m.socket != p.socket)
+      out.push_back("GPU" + std::to_string(g) + " socket: machine " + std::to_string(m.socket) + ", preset " +
+                    std::to_string(p.socket));
+  }
+  return out;
 }
 
 }  // namespace cclab::topo

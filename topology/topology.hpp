@@ -172,6 +172,12 @@ std::string matrix_text(const Topology& t);
 std::string matrix_text(const Topology& t, const RouteOptions& opt);
 std::string describe(const Topology& t);  // summary for `cclab topo`
 
+// Where a machine's topology (imported from its `nvidia-smi topo -m` or NCCL's XML dump) and a preset's first GPUs
+// disagree: the GPU count, each GPU pair's connection (the matrix label: NV18, NODE, SYS ...), each GPU's model where
+// the import states it (not assumed), and each GPU's CPU socket where both say. Rates are not compared: an import
+// states nominal ones, presets the measured ones. Empty: they agree.
+std::vector<std::string> topology_differences(const Topology& machine, const Topology& preset);
+
 std::string_view node_kind_name(NodeKind k);
 std::string_view link_kind_name(LinkKind k);
 NodeKind parse_node_kind(std::string_view s);  // throws input error

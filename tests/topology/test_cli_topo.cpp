@@ -137,6 +137,24 @@ TEST(CliTopo, SaveLoadAndImportedFiles) {
   EXPECT_NE(xml.out.find("H200 SXM 141GB"), std::string::npos);
 }
 
+// The machines' own descriptions (nvidia-smi's matrix, NCCL's XML dump) agree with the preset that predicts them;
+// another preset's GPU model is named as a difference, with exit 1.
+TEST(CliTopo, CheckComparesAMachinesDumpWithAPreset) {
+  for (const char* dump : {"h200x4-nvidia-smi-topo-m.txt", "h200x4-nccl-topo.xml", "h200x2-nvidia-smi-topo-m.txt"}) {
+    const Result r = cclab("topo " + data(dump) + " --check hgx-h200");
+    EXPECT_EQ(r.rc, 0) << dump << "\n" << r.out << r.err;
+    EXPECT_NE(r.out.find("topology check: "), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(": agree"), std::string::npos) << r.out;
+  }
+  const Result h100 = cclab("topo " + data("h200x4-nccl-topo.xml") + " --check dgx-h100");
+  EXPECT_EQ(h100.rc, 1) << h100.out << h100.err;
+  EXPECT_NE(h100.out.find("GPU0 model: machine H200 SXM 141GB, preset H100 SXM5 80GB"), std::string::npos) << h100.out;
+  // The PCIe box's matrix is not a DGX's: its GPU pairs differ.
+  const Result pcie = cclab("topo " + data("pcie-box-nvidia-smi-topo-m.txt") + " --check dgx-h100");
+  EXPECT_EQ(pcie.rc, 1) << pcie.out << pcie.err;
+  EXPECT_NE(pcie.out.find("GPU0-GPU1: machine "), std::string::npos) << pcie.out;
+}
+
 TEST(CliTopo, BadInputIsOneLineAndExitOne) {
   expect_one_line_error(cclab("topo dgx-h900"), "unknown topology preset 'dgx-h900'");
   expect_one_line_error(cclab("topo /no/such/file.json"), "does not exist");
