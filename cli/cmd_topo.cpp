@@ -107,8 +107,9 @@ int cmd_topo(const Argv& argv) {
     const topo::Topology preset = topo::load_topology(*preset_name);
     const auto diffs = topo::topology_differences(t, preset);
     std::cout << "\ntopology check: " << args.positional()[0] << " against " << *preset_name << " (its first "
-              << t.num_gpus() << " GPUs): "
-              << (diffs.empty() ? "agree (GPU pairs' connections, GPU models, sockets)" : "differ") << "\n";
+              << t.num_gpus()
+              << " GPUs): " << (diffs.empty() ? "agree (GPU pairs' connections, GPU models, sockets)" : "differ")
+              << "\n";
     for (const auto& d : diffs) std::cout << "  " << d << "\n";
     if (!diffs.empty()) return 1;
   }
