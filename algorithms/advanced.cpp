@@ -14,10 +14,12 @@ void add_advanced_algorithms(std::vector<Algorithm>& list) {
   list.push_back({.name = "alltoall.hier",
                   .collective = "alltoall",
                   .summary = "two-level: layout transform, intra-node all-to-all, transform, inter-node all-to-all",
+                  .hierarchical = true,
                   .build = build_alltoall_hier});
   list.push_back({.name = "reducescatter.hier",
                   .collective = "reducescatter",
                   .summary = "two-level with node swizzle: intra-node reduce-scatter per destination node, then p2p",
+                  .hierarchical = true,
                   .build = build_reducescatter_hier});
   list.push_back({.name = "allreduce.bidir",
                   .collective = "allreduce",

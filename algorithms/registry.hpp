@@ -68,6 +68,7 @@ struct Algorithm {
   bool library = false;  // a library baseline: the executor calls the library; the schedule is the
                          // library's algorithm as the model sees it (e.g. NCCL's ring)
   bool rooted = false;
+  bool hierarchical = false;  // reads AlgoArgs::node_size (ranks form nodes)
   bool needs_shape = false;   // collective matmul
   bool needs_sparse = false;  // sparse all-reduce
   // Emits the schedule into t (whose Schedule already has nranks, count, dtype, ... set from args).

@@ -32,6 +32,7 @@ std::vector<FlagSpec> run_flags() {
       {{"-d", "--datatype"}, true, "float|half|bfloat16 (default float)"},
       {{"-o", "--op"}, true, "sum|prod|min|max|avg (default sum)"},
       {{"-r", "--root"}, true, "root rank of rooted collectives (default 0)"},
+      {{"--node-size"}, true, "ranks per node for hierarchical algorithms (default: all ranks form one node)"},
       {{"--graph", "-G"}, true, "CUDA-graph replay: 1 (default) or 0 (op by op)"},
       {{"--inplace"}, true, "0: out-of-place only, 1: in-place only, 2: both (default)"},
       {{"--share-gpus"}, false, "allow more ranks than GPUs (timings then not meaningful)"},
@@ -101,6 +102,7 @@ int cmd_run(const Argv& argv) {
   o.nccl_algo = args.get_or("--nccl-algo", "");
   o.nccl_proto = args.get_or("--nccl-proto", "");
   o.tune = args.get_or("--tune", "");
+  if (auto ns = args.get("--node-size")) o.node_size = int(parse_int("--node-size", *ns, 1, 1 << 20));
   o.topology = args.get_or("--topology", "local");
   if (auto t = args.get("--timeout")) o.timeout_s = parse_double("--timeout", *t, 0.1, 86400);
   o.shape = args.get_or("--shape", "");

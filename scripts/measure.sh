@@ -90,8 +90,11 @@ sweep() {  # file factor dtype min max groups... (a group: comma-separated algor
       echo "  $(echo "$g" | cut -c1-70) ($lo..$hi): skipped (deadline)" | tee -a "$LOG"
       continue
     fi
+    # More than 2 GPUs: the hierarchical algorithms run as 2 nodes (4 GPUs: 2 nodes of 2).
+    local nodes=""
+    [[ "$g" == *.hier* && "$GPUS" -gt 2 ]] && nodes="--node-size $((GPUS / 2))"
     timeout "$limit" "$CCLAB" run --algo "$g" -b "$lo" -e "$hi" -f "$f" -w "$WARMUP" -d "$dt" ${TUNE:+--tune "$TUNE"} \
-      --csv "$TMP/part.csv" >>"$LOG" 2>&1
+      $nodes --csv "$TMP/part.csv" >>"$LOG" 2>&1
     local rc=$?
     echo "  $(echo "$g" | cut -c1-70) ($lo..$hi): rc=$rc, $(($(date +%s) - t0)) s" | tee -a "$LOG"
     [ -f "$TMP/part.csv" ] || continue

@@ -51,8 +51,10 @@ AlgoArgs args_for(const Record& r, const Algorithm& algo, const topo::Topology& 
   a.in_place = r.in_place;
   // The settings the row ran under, as `cclab sim --tune` takes them.
   if (const std::string* tune = extra(r, "tune")) a.tune = *tune;
-  // As `cclab sim` does: hierarchical algorithms see the topology's servers.
+  // The node size the row ran with (cclab run --node-size), else as `cclab sim` does: the topology's servers.
   a.node_size = std::max(1, std::min(t.gpus_per_server(), r.ranks));
+  if (const std::string* ns = extra(r, "node_size"); ns && !ns->empty())
+    a.node_size = int(parse_int("node_size", *ns, 1, r.ranks));
   a.count = r.count > 0 ? r.count : count_for_bytes(algo, r.bytes, a.dtype, r.ranks);
   if (algo.needs_shape) {
     if (r.shape.empty()) throw_input(what + ": " + algo.name + " needs the shape column (M,K,N)");

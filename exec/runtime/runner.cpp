@@ -313,6 +313,7 @@ int run_sweep(const RunOptions& o, std::ostream& out) {
         args.root = o.root;
         args.in_place = ip == 1;
         args.tune = o.tune;
+        if (ap->hierarchical) args.node_size = o.node_size;
         lower::LoweredPlan plan;
         std::unique_ptr<Workload> w;
         try {
@@ -355,7 +356,8 @@ int run_sweep(const RunOptions& o, std::ostream& out) {
                    {"iters", std::to_string(iters)},
                    {"cuda", ss.comm.versions()},
                    {"driver", ss.driver},
-                   {"tune", o.tune}};
+                   {"tune", o.tune},
+                   {"node_size", ap->hierarchical && o.node_size > 0 ? std::to_string(o.node_size) : ""}};
         // The plan that ran, as columns: `cclab compare` checks that it is the plan it priced.
         plan.launches = iters;
         for (auto& col : plan.columns()) r.extra.push_back(std::move(col));

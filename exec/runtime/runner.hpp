@@ -23,6 +23,9 @@ struct RunOptions {
   int64_t step_factor = 2;  // -f
   int64_t step_bytes = 0;   // -i (additive step), when non-zero
   int warmup = 5, iters = 20;
+  // Ranks per node for the hierarchical algorithms (--node-size; 0: all ranks form one node), so that one machine
+  // runs them as several nodes (4 GPUs as 2 nodes of 2). Recorded in their rows' node_size column.
+  int node_size = 0;
   // -n given: every operation is timed over `iters` launches; otherwise over its plan's launches per
   // replayed graph (lower::LoweredPlan::launches), as the simulator prices it.
   bool iters_given = false;

@@ -298,6 +298,35 @@ TEST(Compare, NcclOwnEstimateBesideCclabs) {
   EXPECT_EQ(e.out.substr(e.out.find('\n')), o.out.substr(o.out.find('\n')));  // all but the file name line
 }
 
+// A row run with cclab run --node-size (4 GPUs as 2 nodes of 2) is priced with that node size, as `cclab sim
+// --node-size` prices it; a row without the column gets the topology's servers.
+TEST(Compare, ARowsNodeSizeIsTheOneItRanWith) {
+  sim::RowPredictor p(model::resolve_target("dgx-h100"));
+  Record r;
+  r.algo = "reducescatter.hier";
+  r.collective = "reducescatter";
+  r.backend = "gpu";
+  r.topology = "dgx-h100";
+  r.ranks = 4;
+  r.bytes = 64 << 20;
+  r.count = r.bytes / 4;
+  r.dtype = "float";
+  r.device = "synthetic";
+  const double one_node = p.predict(r).time_us;
+  Record two_nodes = r;
+  two_nodes.extra = {{"node_size", "2"}};
+  const double priced = p.predict(two_nodes).time_us;
+  EXPECT_GT(std::abs(priced / one_node - 1), 0.01) << one_node << " " << priced;
+
+  TempDir dir("cclab_test_compare_node_size");
+  const CmdResult sim = run("sim --topo dgx-h100 --algo reducescatter.hier -g 4 --node-size 2 -b 64M -e 64M --csv " +
+                            dir.file("sim.csv"));
+  ASSERT_EQ(sim.rc, 0) << sim.out;
+  const std::vector<Record> simulated = read_csv(dir.file("sim.csv"));
+  ASSERT_EQ(simulated.size(), 1u);
+  EXPECT_NEAR(priced, simulated[0].time_us, 1e-3 * simulated[0].time_us);
+}
+
 TEST(Compare, AProfileIsATopology) {
   const std::string profile = std::string(CCLAB_SOURCE_DIR) + "/profiles/h200x2.json";
   if (!fs::exists(profile)) GTEST_SKIP() << "no profiles/h200x2.json";
