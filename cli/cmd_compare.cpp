@@ -103,7 +103,7 @@ int cmd_compare(const Argv& argv) {
   model::Target target = model::resolve_target(*topo_arg);
   if (auto prof = args.get("--profile")) {
     if (target.profile) throw_input("--topo is already a profile; --profile applies to presets");
-    target.params = model::load_profile(*prof, target.params);
+    target.params = model::load_profile_onto(*prof, target.topology, target.params);
     target.label += " (profile " + *prof + ")";
   }
   const std::vector<Record> measured = read_records(*measured_path);

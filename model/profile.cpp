@@ -8,6 +8,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <string_view>
 
 #include "core/error.hpp"
 
@@ -445,6 +446,79 @@ Profile load_profile_file(const std::string& path) {
     throw_input(path + ": topology '" + p.topology + "': " + e.what());
   }
   p.params = load_profile(path, defaults_for(t));
+  return p;
+}
+
+namespace {
+
+// The series whose size part is local memory traffic on one GPU (bytes read and written in its HBM): copies and
+// reductions within a GPU and the sparse kernels that stream rows. Their large sizes run at the HBM rate on both
+// Hopper parts measured (copy.local at 1 GiB: 2131 GB/s copied on the H200, 1503 on the H100, 1.42 x apart where
+// the datasheets' 4.8 / 3.35 TB/s are 1.43 x apart). Peer transfers, flags, launches and matmuls are not here:
+// they ran at the same rate on both (NVLink 4, the same tensor-core peak). Returns the bytes of traffic per byte
+// of the table's size while its data can stay in L2 (the series repeat one source and destination: copies 2,
+// reductions 3), 0 where every size reaches HBM (fresh data each iteration, or sizes far beyond L2), -1 when the
+// series is not local memory traffic.
+int hbm_traffic_per_byte(std::string_view series) {
+  if (series == "copy.local" || series == "copy.local.graph") return 2;
+  if (series.starts_with("reduce.local.")) return 3;
+  if (series == "copy.local.graph.cold" || series == "sparse.segment_sum" || series == "sparse.fill_rows") return 0;
+  return -1;
+}
+
+// Data that repeated copies keep in L2 does not reach HBM: H100 SXM5's L2 is 50 MB in two partitions, each caching
+// for the SMs next to it (NVIDIA H100 Tensor Core GPU Architecture whitepaper), so a buffer read by every SM is
+// held twice and 25 MB of working set stays resident. Measured so on both: copy.local 8 MiB (16 MiB of traffic)
+// 1.10 x slower on the H100, as its fixed cost; 16 MiB (32 MiB) 1.33 x, as HBM.
+constexpr double kL2ResidentBytes = 25e6;
+
+// The topology a profile was measured on (its "topology": a preset, or a topology file, found beside the profile
+// when named relative to it).
+topo::Topology profile_topology(const std::string& profile_path, const std::string& ref) {
+  std::error_code ec;
+  if (!topo::is_preset(ref) && !std::filesystem::exists(ref, ec)) {
+    const auto beside = std::filesystem::path(profile_path).parent_path() / ref;
+    if (std::filesystem::exists(beside, ec)) return topo::load_topology(beside.string());
+  }
+  return topo::load_topology(ref);
+}
+
+BytesPerSec first_gpu_hbm(const topo::Topology& t) {
+  return t.num_gpus() > 0 ? t.node(t.gpu(0)).mem_bw : BytesPerSec(0);
+}
+
+}  // namespace
+
+ModelParams load_profile_onto(const std::string& path, const topo::Topology& target, ModelParams base) {
+  ModelParams p = load_profile(path, std::move(base));
+  // A plain parameter file names no machine: its tables apply as they are.
+  if (!is_profile_file(path)) return p;
+  const Profile prof = load_profile_file(path);
+  const topo::Topology measured_on = profile_topology(path, prof.topology);
+  const double from = first_gpu_hbm(measured_on).value, to = first_gpu_hbm(target).value;
+  if (from <= 0 || to <= 0 || std::abs(from / to - 1) < 1e-3) return p;
+  // The time a size adds on top of a local operation's fixed cost is its memory traffic over the HBM rate once
+  // its data leaves L2, so on the target GPU it takes from / to as long. The fixed cost (a launch, a copy issue)
+  // is the host's and stays.
+  const double scale = from / to;
+  const std::string why = "; size part x " + fmt(scale) + " for the target's HBM (" +
+                          measured_on.node(measured_on.gpu(0)).model + " " + fmt(from / 1e9) + " GB/s -> " +
+                          target.node(target.gpu(0)).model + " " + fmt(to / 1e9) + " GB/s, datasheets)";
+  for (auto& [series, table] : p.tables) {
+    const int traffic = hbm_traffic_per_byte(series);
+    if (traffic < 0 || table.points.empty()) continue;
+    // Each step between measured sizes takes `scale` as long where its larger size's data reaches HBM, and as
+    // measured while it stays in L2.
+    double prev = table.points.front().second, moved = prev;
+    for (auto& [bytes, sec] : table.points) {
+      const double step = sec - prev;
+      prev = sec;
+      const bool in_l2 = traffic > 0 && double(traffic) * double(bytes) <= kL2ResidentBytes;
+      moved += in_l2 ? step : step * scale;
+      sec = moved;
+    }
+    table.source += why;
+  }
   return p;
 }
 

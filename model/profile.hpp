@@ -42,6 +42,14 @@ bool is_profile_file(const std::string& path);
 // input error naming the file for a missing file, malformed JSON, a missing "topology" or an unknown one.
 Profile load_profile_file(const std::string& path);
 
+// A profile applied over `target`'s defaults (`--topo dgx-h100 --profile profiles/h200x2.json`): load_profile,
+// then where the profile's GPU and the target's differ in HBM bandwidth (their topologies' datasheet figures), the
+// tables of local memory traffic (copies and reductions within a GPU) have their size part scaled by the ratio, so
+// that a profile measured on one Hopper part predicts another. Everything else applies as measured: the fixed
+// costs (launches, flags, graph edges) are the host's and no datasheet states them. A file that is not a cclab
+// profile (no "format", no "topology") is applied as load_profile does.
+ModelParams load_profile_onto(const std::string& path, const topo::Topology& target, ModelParams base);
+
 // What `--topo <preset|topology file|profile>` resolves to: the topology and the model parameters
 // (a preset or topology file gets defaults_for(topology); a profile its own).
 struct Target {

@@ -6,6 +6,7 @@
 #include "core/error.hpp"
 #include "lower/lowering.hpp"
 #include "model/params.hpp"
+#include "model/profile.hpp"
 #include "sim/simulator.hpp"
 
 namespace cclab::sim {
@@ -120,7 +121,7 @@ SweepResult simulate_sweep(SweepRequest req, SweepObserver* observer) {
                 std::to_string(topo.num_gpus()) + " GPUs");
 
   model::ModelParams params = model::defaults_for(topo);
-  if (req.profile) params = model::load_profile(*req.profile, params);
+  if (req.profile) params = model::load_profile_onto(*req.profile, topo, params);
   topo.name = topo_label;
   Simulator simulator(std::move(topo), params, route);
   out.topo_label = topo_label;

@@ -267,7 +267,7 @@ model::Target target_of(const std::optional<topo::Topology>& topology, const std
   }
   if (!profile.empty()) {
     if (target.profile) throw_input("--topo is already a profile; --profile applies to presets");
-    target.params = model::load_profile(profile, target.params);
+    target.params = model::load_profile_onto(profile, target.topology, target.params);
     target.label += " (profile " + profile + ")";
   }
   return target;
