@@ -72,10 +72,11 @@ Reached cross_compare(const std::string& records, const std::string& preset, con
     else
       out.large_missed.push_back(algo);
   }
-  std::printf("%s from %s on %s: %d of %d algorithms meet median <= 8%%, max <= 25%% (overall median %.1f%%); "
-              "from 8 MiB %d of %d\n",
-              records.c_str(), profile.c_str(), preset.c_str(), out.met, out.algos, 100 * out.median, out.large_met,
-              out.large_algos);
+  std::printf(
+      "%s from %s on %s: %d of %d algorithms meet median <= 8%%, max <= 25%% (overall median %.1f%%); "
+      "from 8 MiB %d of %d\n",
+      records.c_str(), profile.c_str(), preset.c_str(), out.met, out.algos, 100 * out.median, out.large_met,
+      out.large_algos);
   return out;
 }
 
@@ -89,7 +90,7 @@ TEST(CrossGpu, LocalMemoryTablesFollowTheTargetsHbm) {
   const model::PathTable &was = own.params.tables.at("copy.local"), &now = onto.tables.at("copy.local");
   ASSERT_EQ(was.points.size(), now.points.size());
   EXPECT_DOUBLE_EQ(now.points.front().second, was.points.front().second);  // the launch: the host's
-  EXPECT_DOUBLE_EQ(now.time(4 << 20).value, was.time(4 << 20).value);       // 8 MiB of traffic: in L2
+  EXPECT_DOUBLE_EQ(now.time(4 << 20).value, was.time(4 << 20).value);      // 8 MiB of traffic: in L2
   // 1 GiB: the size part 4.8 / 3.35 as long beyond L2 (H100 measured 714 us where the H200 took 504).
   const double big = double(int64_t(1) << 30);
   EXPECT_NEAR(now.size_part(big).value / was.size_part(big).value, 4800.0 / 3350.0, 0.02);
