@@ -73,7 +73,9 @@ TEST(SimScale, RingAllReduce1GiBOn131072GpusCompletes) {
   const std::string json = testing::TempDir() + "sim_scale_131072.json";
   const double s = timed_sim("--topo 16384xdgx-h100 --algo allreduce.ring -b 1G -e 1G --json " + json, &out);
   ASSERT_GT(s, 0) << out;
+#if !defined(__SANITIZE_ADDRESS__)  // AddressSanitizer runs it several times slower: no time bound there
   EXPECT_LT(s, 60.0) << out;
+#endif
   // The topology alone holds 1.5 million links; the ring folds onto one server's 8 ranks.
   EXPECT_LT(children_max_rss_bytes(), 4e9);
   EXPECT_NE(out.find("131072 ranks"), std::string::npos) << out;
