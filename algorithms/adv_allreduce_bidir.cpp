@@ -117,24 +117,36 @@ void build_allreduce_stream(const AlgoArgs& args, Transport& t) {
   std::vector<std::vector<OpId>> consumed(n);
   for (int r = 0; r < n; ++r) consumed[r].resize(size_t(pieces(r)) * (n - 1), kNoOp);
 
-  std::vector<OpId> arrived(n - 1);
+  // Each rank's ops are emitted in an order relative to the rank (puts by lane, then its reductions, then its
+  // gathers), so that rank r + K's ops are rank r's moved by K: the simulator folds symmetric machines on that.
+  // arrived[r][lane]: the put of piece k into r's slot of that lane.
+  std::vector<std::vector<OpId>> arrived(n, std::vector<OpId>(n - 1, kNoOp));
+  auto piece_of = [&](int r, int64_t k, int64_t* off) {
+    const int64_t first = chunks.begin(r) + k * piece;
+    *off = first * e;
+    return std::min(piece, chunks.begin(r) + chunks.size(r) - first) * e;
+  };
   for (int64_t k = 0; k < max_pieces; ++k) {
     t.set_step(int(k));
+    // Producers fill their lane's slot once the consumer read what was there kStreamSlots pieces ago.
+    for (int q = 0; q < n; ++q)
+      for (int lane = 0; lane < n - 1; ++lane) {
+        const int r = adv::mod(q - lane - 1, n);  // q is lane `lane` of consumer r
+        if (k >= pieces(r)) continue;
+        int64_t off = 0;
+        const int64_t bytes = piece_of(r, k, &off);
+        const OpId war = k >= kStreamSlots ? consumed[r][(k - kStreamSlots) * (n - 1) + lane] : kNoOp;
+        arrived[r][lane] = t.put(q, in(q, off), slot(r, lane, k), bytes, {war}, slot_channel(adv::mod(r - q - 1, n)));
+      }
     for (int r = 0; r < n; ++r) {
       if (k >= pieces(r)) continue;
-      const int64_t first = chunks.begin(r) + k * piece;
-      const int64_t bytes = std::min(piece, chunks.begin(r) + chunks.size(r) - first) * e, off = first * e;
-      // Producers fill their lane's slot once r consumed what was there kStreamSlots pieces ago.
-      for (int lane = 0; lane < n - 1; ++lane) {
-        const int q = (r + lane + 1) % n;
-        const OpId war = k >= kStreamSlots ? consumed[r][(k - kStreamSlots) * (n - 1) + lane] : kNoOp;
-        arrived[lane] = t.put(q, in(q, off), slot(r, lane, k), bytes, {war}, slot_channel(adv::mod(r - q - 1, n)));
-      }
+      int64_t off = 0;
+      const int64_t bytes = piece_of(r, k, &off);
       // r reduces the piece from every lane, in lane order, into its output.
       Ref lhs = in(r, off);
       OpId last = kNoOp;
       for (int lane = 0; lane < n - 1; ++lane) {
-        last = t.reduce(r, lhs, slot(r, lane, k), out(r, off), bytes, {arrived[lane]});
+        last = t.reduce(r, lhs, slot(r, lane, k), out(r, off), bytes, {arrived[r][lane]});
         consumed[r][k * (n - 1) + lane] = last;
         lhs = out(r, off);
       }

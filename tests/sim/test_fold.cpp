@@ -72,7 +72,12 @@ TEST(SimFold, FoldedRunsEqualFullRunsOnOneLeafGroup) {
                                             {"alltoall.hier", int64_t(16) << 20, true, 8},
                                             {"allgather.ring", int64_t(8) << 20, false, 8},
                                             {"reducescatter.ring", int64_t(8) << 20, false, 8},
-                                            {"reducescatter.hier", int64_t(8) << 20, false, 8}});
+                                            {"reducescatter.hier", int64_t(8) << 20, false, 8},
+                                            // The bidirectional modes' schedules beyond one server (no fused
+                                            // kernel there): each rank's ops in an order relative to the rank.
+                                            {"allreduce.bidir.flash", int64_t(256) << 10, false, 8},
+                                            {"allreduce.bidir.stream", int64_t(8) << 20, false, 8},
+                                            {"allreduce.bidir.stream", int64_t(8) << 20, true, 8}});
 }
 
 TEST(SimFold, FoldedRunsEqualFullRunsOnTwoLeafGroups) {
