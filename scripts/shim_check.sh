@@ -8,8 +8,8 @@
 #      (through the shim: cclab's ll and lamport up to 256 MiB, NCCL above);
 #   4. all_gather_perf, reduce_scatter_perf, broadcast_perf, alltoall_perf, sendrecv_perf, NCCL alone and
 #      through the shim (eager);
-#   5. writes every log, summary.csv (one row per run and size, nccl-tests' columns) and allreduce_compare.csv
-#      (NCCL alone against the shim, per size and launch style) to $OUT, and prints the #wrong totals last.
+#   5. writes every log, summary.csv (one row per run and size, nccl-tests' columns), allreduce_compare.csv
+#      (NCCL alone against the shim, per size and launch style) and its plot allreduce.png to $OUT, and prints the #wrong totals last.
 # Environment: NCCL_TESTS_DIR (required), OUT (default /tmp/cclab_shim_out), NGPUS (2), CCLAB_SHIM_LIB,
 # CUDA_HOME (/usr/local/cuda), NCCL_HOME (nccl-tests' default when unset), MAX_BYTES (1G), DEADLINE (560 s).
 # Exit status: 0 when both routes were cclab and every run finished with #wrong 0, 1 otherwise, 2 when it could
@@ -142,6 +142,8 @@ awk -F, 'NR > 1 && $2 == "all_reduce_perf" { key = $4 "," $5; t[$3, key] = $10; 
     }
   }' "$SUMMARY" | sort -t, -k1,1 -k2,2n >>"$COMPARE"
 tr , '\t' <"$COMPARE" | head -70  # (column(1) is not on every machine)
+# The same as a plot, where matplotlib is installed (scripts/setup.sh installs it; the GPU machines may lack it)
+python3 scripts/plot_shim.py "$COMPARE" "$OUT/allreduce.png" || echo "no plot: plot_shim.py failed (is matplotlib installed?)"
 
 wrong=$(awk -F, 'NR > 1 { w = 0; if ($13 ~ /^[0-9]+$/) w += $13; if ($17 ~ /^[0-9]+$/) w += $17; if (w > 0) print $1 " size " $5 ": #wrong " w }' "$SUMMARY")
 rows=$(($(wc -l <"$SUMMARY") - 1))
