@@ -238,7 +238,11 @@ SimResult run_general(Simulator& sim, const lower::LoweredPlan& plan, std::strin
       : other_gpu && P.exec.fork_both_mix.value.value > 0
           ? Seconds(std::max(0.0, (P.exec.fork_both_mix.value - P.exec.fork_streams[0].value).value))
           : P.exec.fork_local_mix.value;
-  ro.start_latency = (other_gpu                            ? fork_both_gpus(P.exec, copy_streams, kernel_streams)
+  // The fork and join reach every GPU the plan runs on: the graph.fork_both.* shapes measured them to one
+  // other GPU; each further GPU adds its own cross-GPU fork and join edges, resolved one after another (4 x H100
+  // and 4 x H200: sol.bidir_copy's four copies take 41 us at 8 B where two GPUs' take 16 us).
+  const int other_gpus = int(streams.size()) - (streams.count(0) ? 1 : 0);
+  ro.start_latency = (other_gpu ? fork_both_gpus(P.exec, copy_streams, kernel_streams) * double(std::max(1, other_gpus))
                       : copy_streams + kernel_streams >= 2 ? P.exec.fork_local2.value
                                                            : P.exec.fork_local.value) +
                      mix_extra;

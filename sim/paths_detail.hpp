@@ -18,6 +18,13 @@ namespace cclab::sim {
 std::optional<Seconds> nccl_two_gpus(const model::ModelParams& P, std::string_view coll, int64_t bytes, int nranks,
                                      std::string& how, int iters = 0);
 
+// NCCL's fixed cost per collective on this machine at protocol `proto` (LL or Simple), beside the steps and
+// bytes the tuning model prices: its send/recv of the smallest size measured, one way at that protocol pinned
+// (nccl.p2p.<proto>.graph.uni.n100, as the records' 20 launches per graph), less the one flag hop that moved
+// it (sync_latency). The launch is the GPU's own, whatever the rank count: it carries to n GPUs of the machine.
+// nullopt without the series.
+std::optional<Seconds> nccl_measured_launch(const model::ModelParams& P, model::Proto proto);
+
 struct ExecPath;
 
 // One bidir all-reduce kernel (mode ll, flash, push or stream; sim/paths_bidir.cpp) moving `bytes` per GPU:

@@ -138,6 +138,17 @@ std::optional<Seconds> nccl_two_gpus_pinned(const model::ModelParams& P, std::st
 
 }  // namespace
 
+std::optional<Seconds> nccl_measured_launch(const model::ModelParams& P, model::Proto proto) {
+  using model::Proto;
+  if (proto != Proto::ll && proto != Proto::simple) return std::nullopt;
+  const model::PathTable* t =
+      P.table(std::string("nccl.p2p.") + (proto == Proto::ll ? "ll" : "simple") + ".graph.uni.n100");
+  if (!t || t->empty() || !(P.sync_latency.value.value > 0)) return std::nullopt;
+  std::string h;
+  const double first = t->points.front().second + replay_correction(P, 20, h).value - replay_correction(P, 100, h).value;
+  return Seconds(std::max(0.0, first - P.sync_latency.value.value));
+}
+
 std::optional<Seconds> nccl_two_gpus(const model::ModelParams& P, std::string_view coll, int64_t bytes, int nranks,
                                      std::string& how, int iters) {
   if (nranks != 2) return std::nullopt;

@@ -4,6 +4,7 @@
 
 #include "core/error.hpp"
 #include "sim/paths.hpp"
+#include "sim/paths_detail.hpp"
 #include "sim/symmetric.hpp"
 
 namespace cclab::sim {
@@ -86,6 +87,13 @@ Prediction predict(Simulator& sim, const Algorithm& algo, AlgoArgs args, const P
       builder = &find_algorithm("allreduce.tree");
     ro.proto = plan.proto;
     ro.start_latency = plan.base_latency;
+    // NCCL's baseLat is its own estimate of the launch; where the profile measured NCCL's launch on this
+    // machine (on 2 of its GPUs), that stands for it on one node's NVLink, the steps' hops priced apart.
+    if (comm.nnodes == 1 && comm.transport == model::NcclTransport::nvlink)
+      if (auto launch = nccl_measured_launch(sim.params(), plan.proto)) {
+        ro.start_latency = *launch;
+        nccl_how += ", launch as measured (nccl.p2p." + std::string(model::proto_name(plan.proto)) + ")";
+      }
     ro.step_latency = plan.step_latency;
     ro.net_step_latency = plan.net_step_latency;
     if (plan.per_channel_cap.value > 0) ro.per_flow_cap = plan.per_channel_cap;
