@@ -1,6 +1,7 @@
 #include "sim/paths.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <map>
 #include <optional>
@@ -353,6 +354,12 @@ struct FusedLayout {
   std::vector<int> lane_ctas;            // per lane
   std::vector<std::vector<OpId>> waits;  // per op: the ops whose flags it waits for (start flags left out)
   std::vector<char> publishes;           // per op: stores a flag (something waits for it, or an end wait)
+  // One thread releases a flag to several GPUs one store after another (the start flag to every peer, a
+  // publish to each GPU of its mask), each system-scope release ordered after the previous one: per op, for
+  // each of `waits` the waiter's place in its publisher's releases (0: the first, as the 2-GPU probes timed it),
+  // and the latest place among the start flags it waits for (-1: none).
+  std::vector<std::vector<int>> wait_release_pos;
+  std::vector<int> start_release_pos;
   int flag_waits = 0;                    // waits for ops' flags plus end waits
   int max_device_ctas = 0;               // the largest launch
 };
@@ -376,11 +383,15 @@ FusedLayout layout_of(const Schedule& s, const lower::FusedProgram& p) {
   f.lane.assign(n, 0);
   f.waits.assign(n, {});
   f.publishes.assign(n, 0);
+  f.wait_release_pos.assign(n, {});
+  f.start_release_pos.assign(n, -1);
   for (const auto& l : p.lanes) {
     f.lane_gpu.push_back(l.rank);
     f.lane_ctas.push_back(l.ctas);
   }
-  for (const auto& dv : p.devices) {
+  for (size_t di = 0; di < p.devices.size(); ++di) {
+    const auto& dv = p.devices[di];
+    const int me = int(di);
     f.max_device_ctas = std::max(f.max_device_ctas, int(dv.ctas));
     f.flag_waits += int(dv.finals.size());
     for (const auto& op : dv.ops) {
@@ -390,9 +401,19 @@ FusedLayout layout_of(const Schedule& s, const lower::FusedProgram& p) {
       for (uint32_t w = 0; w < op.wait_count; ++w) {
         const int32_t slot = dv.waits[op.wait_begin + w];
         const auto& owner = p.slot_owner[size_t(slot)];
-        if (owner.op < 0) continue;  // a start flag
-        const OpId from = p.devices[size_t(owner.device)].ops[size_t(owner.op)].op;
-        if (from != kNoOp) f.waits[size_t(op.op)].push_back(from);
+        if (owner.op < 0) {  // a start flag: its device releases it to its peers in device order
+          const int pos = me < owner.device ? me : me - 1;
+          f.start_release_pos[size_t(op.op)] = std::max(f.start_release_pos[size_t(op.op)], pos);
+          continue;
+        }
+        const auto& from_op = p.devices[size_t(owner.device)].ops[size_t(owner.op)];
+        if (from_op.op != kNoOp) {
+          f.waits[size_t(op.op)].push_back(from_op.op);
+          // Among the releases into other GPUs (each waits for a round trip across NVLink); a waiter on the
+          // publisher's own GPU is priced as the 2-GPU probes timed it.
+          const uint32_t before = from_op.publish_mask & ((1u << me) - 1u) & ~(1u << owner.device);
+          f.wait_release_pos[size_t(op.op)].push_back(me == owner.device ? 0 : std::popcount(before));
+        }
         ++f.flag_waits;
       }
     }
@@ -562,6 +583,8 @@ std::optional<Seconds> fused_from_probes(const model::ModelParams& P, const Sche
   const double reduce_first = red1 ? std::max(0.0, *red1 - *ex0) : reduce,
                reduce_next = red1 ? std::max(0.0, (*red8 - *red1) / 7) : reduce;
   const double hop = P.exec.flag_hop.value.value;
+  // One more system-scope release after another from the same thread: the previous store's round trip.
+  const double release = P.exec.flag_rtt.value.value;
   double publish[3] = {0, 0, 0};
   for (int m = 0; m < 3; ++m)
     if (const model::PathTable* st = table(P, std::string("fused.step.") + moves[m]); st && !st->points.empty())
@@ -588,12 +611,15 @@ std::optional<Seconds> fused_from_probes(const model::ModelParams& P, const Sche
     const Op& op = s.ops[i];
     const int l = f.lane[i], g = f.lane_gpu[size_t(l)], k = f.lane_ctas[size_t(l)];
     double t = lane_free[size_t(l)];
+    // A start flag released after others by its GPU (the probe's one peer got it first).
+    t = std::max(t, std::max(0, f.start_release_pos[i]) * release);
     bool own_wait = false;
-    for (OpId d : f.waits[i]) {
+    for (size_t w = 0; w < f.waits[i].size(); ++w) {
+      const OpId d = f.waits[i][w];
       const int dl = f.lane[size_t(d)];
       own_wait = own_wait || dl == l;
       if (dl != l) lane_waited[size_t(l)] = 1;
-      t = std::max(t, end[size_t(d)] + (dl == l ? 0.0 : hop));
+      t = std::max(t, end[size_t(d)] + (dl == l ? 0.0 : hop + f.wait_release_pos[i][w] * release));
     }
     const int m = move_of(op);
     const double bytes = double(op.bytes) * (m == 2 && op.kind == OpKind::reduce ? 1.5 : 1.0);
@@ -764,6 +790,7 @@ ExecPath exec_path_of(const lower::LoweredPlan& plan, const AlgoArgs& args) {
       p.threads = plan.kernel.threads;
       p.unroll = plan.kernel.unroll;
       p.ldg = plan.kernel.ldg;
+      p.push = plan.kernel.push;
       p.pdl = plan.kernel.pdl;
       p.split = set.bidir.lamport_split && !args.in_place;
       p.slots = set.bidir.slots;

@@ -31,6 +31,7 @@ struct ExecPath {
   int unroll = 0;          // bidir kernels: 16-byte vectors per thread per tile
   bool ldg = true;         // flash: the register engine (else shared memory through cp.async)
   bool split = false;      // lamport: half the threads send, half receive
+  bool push = false;       // twoshot: the store-only variant
   int slots = 0;           // stream: ring slots per lane
   int64_t slot_bytes = 0;  // stream: ring slot
   bool pdl = false;        // kernels launched with programmatic dependent launch

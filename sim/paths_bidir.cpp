@@ -98,7 +98,14 @@ Seconds from_general_pieces(const model::ModelParams& P, const ExecPath& path, i
   if (path.mode == "twoshot") {
     // Reduce-scatter and all-gather in one kernel: each GPU loads its slice (S/2) from the peer and stores the
     // reduced slice into it, so S bytes come in per GPU (loads and the peer's stores), both ways at once as in
-    // the both-ways load series; between a start and a finish handshake, each a flag round trip.
+    // the both-ways load series; between a start and a finish handshake, each a flag round trip. The
+    // store-only variant pushes the peer's slices with a flag per tile instead of the start handshake (the
+    // owner waits one flag hop, as push does), then the finish handshake.
+    if (path.push) {
+      const Seconds t = node + body("p2p.sm.bidir", "p2p.sm.bidir", S, used) + P.exec.flag_hop.value + flag;
+      how = "twoshot (store-only): node + " + used + "(S) body + a tile flag's hop + the finish round trip";
+      return t;
+    }
     const Seconds t = node + body("p2p.sm.bidir", "p2p.sm.bidir", S, used) + 2.0 * flag;
     how = "twoshot: node + " + used + "(S) body + 2 flag round trips";
     return t;
