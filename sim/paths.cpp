@@ -360,8 +360,8 @@ struct FusedLayout {
   // and the latest place among the start flags it waits for (-1: none).
   std::vector<std::vector<int>> wait_release_pos;
   std::vector<int> start_release_pos;
-  int flag_waits = 0;                    // waits for ops' flags plus end waits
-  int max_device_ctas = 0;               // the largest launch
+  int flag_waits = 0;       // waits for ops' flags plus end waits
+  int max_device_ctas = 0;  // the largest launch
 };
 
 struct Access {

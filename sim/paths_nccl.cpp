@@ -145,7 +145,8 @@ std::optional<Seconds> nccl_measured_launch(const model::ModelParams& P, model::
       P.table(std::string("nccl.p2p.") + (proto == Proto::ll ? "ll" : "simple") + ".graph.uni.n100");
   if (!t || t->empty() || !(P.sync_latency.value.value > 0)) return std::nullopt;
   std::string h;
-  const double first = t->points.front().second + replay_correction(P, 20, h).value - replay_correction(P, 100, h).value;
+  const double first =
+      t->points.front().second + replay_correction(P, 20, h).value - replay_correction(P, 100, h).value;
   return Seconds(std::max(0.0, first - P.sync_latency.value.value));
 }
 
