@@ -1,6 +1,7 @@
 #include "algorithms/adv_allreduce_bidir.hpp"
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "algorithms/adv_common.hpp"
@@ -121,10 +122,10 @@ void build_allreduce_stream(const AlgoArgs& args, Transport& t) {
   // gathers), so that rank r + K's ops are rank r's moved by K: the simulator folds symmetric machines on that.
   // arrived[r][lane]: the put of piece k into r's slot of that lane.
   std::vector<std::vector<OpId>> arrived(n, std::vector<OpId>(n - 1, kNoOp));
-  auto piece_of = [&](int r, int64_t k, int64_t* off) {
+  // Piece k of r's chunk: (byte offset, bytes).
+  auto piece_of = [&](int r, int64_t k) {
     const int64_t first = chunks.begin(r) + k * piece;
-    *off = first * e;
-    return std::min(piece, chunks.begin(r) + chunks.size(r) - first) * e;
+    return std::pair{first * e, std::min(piece, chunks.begin(r) + chunks.size(r) - first) * e};
   };
   for (int64_t k = 0; k < max_pieces; ++k) {
     t.set_step(int(k));
@@ -133,15 +134,13 @@ void build_allreduce_stream(const AlgoArgs& args, Transport& t) {
       for (int lane = 0; lane < n - 1; ++lane) {
         const int r = adv::mod(q - lane - 1, n);  // q is lane `lane` of consumer r
         if (k >= pieces(r)) continue;
-        int64_t off = 0;
-        const int64_t bytes = piece_of(r, k, &off);
+        const auto [off, bytes] = piece_of(r, k);
         const OpId war = k >= kStreamSlots ? consumed[r][(k - kStreamSlots) * (n - 1) + lane] : kNoOp;
         arrived[r][lane] = t.put(q, in(q, off), slot(r, lane, k), bytes, {war}, slot_channel(adv::mod(r - q - 1, n)));
       }
     for (int r = 0; r < n; ++r) {
       if (k >= pieces(r)) continue;
-      int64_t off = 0;
-      const int64_t bytes = piece_of(r, k, &off);
+      const auto [off, bytes] = piece_of(r, k);
       // r reduces the piece from every lane, in lane order, into its output.
       Ref lhs = in(r, off);
       OpId last = kNoOp;

@@ -204,13 +204,11 @@ SimResult run_general(Simulator& sim, const lower::LoweredPlan& plan, std::strin
   // The measured node costs include the wire: a transfer costs max(route, node) latency, not their sum.
   ro.step_covers_route = true;
   pr.apply(ro);
-  bool other_gpu = false;
   // rank -> its streams (a channel each in the plan's schedule): whether each issues copies, and whether
   // one of its streams copies both within its GPU and into another (a local copy beside a put).
   std::map<int, std::map<int, bool>> streams;
   std::map<std::pair<int, int>, int> copy_kinds;  // (rank, stream) -> bit 0 local copy, bit 1 peer copy
   for (const Op& op : s.ops) {
-    other_gpu = other_gpu || op.rank != 0;
     const int st = op.channel;
     bool& copies = streams[op.rank][st];
     copies = copies || is_copy_kind(op.kind);
@@ -219,6 +217,9 @@ SimResult run_general(Simulator& sim, const lower::LoweredPlan& plan, std::strin
     const int to = op.kind == OpKind::get ? op.rank : op.dst.rank;
     copy_kinds[{op.rank, st}] |= from == to ? 1 : 2;
   }
+  // The GPUs beyond GPU0 (the origin of the replay's fork) that the plan runs on.
+  const int other_gpus = int(streams.size()) - (streams.count(0) ? 1 : 0);
+  const bool other_gpu = other_gpus > 0;
   const bool mixed_stream =
       std::any_of(copy_kinds.begin(), copy_kinds.end(), [](const auto& kv) { return kv.second == 3; });
   int copy_streams = 0, kernel_streams = 0;
@@ -242,8 +243,7 @@ SimResult run_general(Simulator& sim, const lower::LoweredPlan& plan, std::strin
   // The fork and join reach every GPU the plan runs on: the graph.fork_both.* shapes measured them to one
   // other GPU; each further GPU adds its own cross-GPU fork and join edges, resolved one after another (4 x H100
   // and 4 x H200: sol.bidir_copy's four copies take 41 us at 8 B where two GPUs' take 16 us).
-  const int other_gpus = int(streams.size()) - (streams.count(0) ? 1 : 0);
-  ro.start_latency = (other_gpu ? fork_both_gpus(P.exec, copy_streams, kernel_streams) * double(std::max(1, other_gpus))
+  ro.start_latency = (other_gpu ? fork_both_gpus(P.exec, copy_streams, kernel_streams) * double(other_gpus)
                       : copy_streams + kernel_streams >= 2 ? P.exec.fork_local2.value
                                                            : P.exec.fork_local.value) +
                      mix_extra;

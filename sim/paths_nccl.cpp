@@ -13,6 +13,13 @@ namespace cclab::sim {
 // Larger rank counts, or a profile without those series, use the tuning model (sim/predict.cpp).
 namespace {
 
+// What a series timed with 100 launches per replayed graph (.n100) gains as the records time it (20 launches):
+// the replay's fixed cost spread over fewer launches.
+Seconds at_record_launches(const model::ModelParams& P) {
+  std::string unused;
+  return replay_correction(P, 20, unused) - replay_correction(P, 100, unused);
+}
+
 // The table that times `name` as a record of `iters` launches per replayed graph: the series measured at
 // that count (name.n<iters>) where it reaches `bytes`, else the 20-launch one plus the replay's fixed cost
 // spread over `iters` instead of 20 (bidir.replay; replay_correction). Only graph-timed series take it.
@@ -112,10 +119,7 @@ std::optional<Seconds> nccl_two_gpus_pinned(const model::ModelParams& P, std::st
   if (double(pinned->points.back().first) >= b && (iters == 100 || iters <= 0)) {
     how += base + ".n100";
     t = pinned->time(b).value;
-    if (iters <= 0) {
-      std::string h;
-      t += replay_correction(P, 20, h).value - replay_correction(P, 100, h).value;
-    }
+    if (iters <= 0) t += at_record_launches(P).value;
   } else if (!ll && P.table(std::string("nccl.p2p.graph.") + (one_way ? "uni" : "bidir"))) {
     t = p2p_time(P, std::string("nccl.p2p.graph.") + (one_way ? "uni" : "bidir"), b, iters, true, how).value;
   } else {
@@ -144,9 +148,7 @@ std::optional<Seconds> nccl_measured_launch(const model::ModelParams& P, model::
   const model::PathTable* t =
       P.table(std::string("nccl.p2p.") + (proto == Proto::ll ? "ll" : "simple") + ".graph.uni.n100");
   if (!t || t->empty() || !(P.sync_latency.value.value > 0)) return std::nullopt;
-  std::string h;
-  const double first =
-      t->points.front().second + replay_correction(P, 20, h).value - replay_correction(P, 100, h).value;
+  const double first = t->points.front().second + at_record_launches(P).value;
   return Seconds(std::max(0.0, first - P.sync_latency.value.value));
 }
 
