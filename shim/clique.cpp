@@ -1,6 +1,7 @@
 #include "shim/clique.hpp"
 
 #include <cuda_runtime.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -9,17 +10,20 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <map>
 #include <mutex>
 #include <shared_mutex>
 #include <stdexcept>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "core/dtype.hpp"
 #include "exec/kernels/bidir.hpp"
 #include "exec/runtime/device.hpp"
+#include "shim/mp.hpp"
 
 namespace cclab::shim {
 
@@ -30,7 +34,10 @@ namespace {
 struct Settings {
   bool debug = false;
   lower::BidirParams params;
-  std::string error;  // CCLAB_TUNE could not be applied
+  std::string error;       // CCLAB_TUNE could not be applied
+  uint64_t hash = 0;       // of CCLAB_TUNE: ranks in other processes must have the same
+  int64_t mp_lamport = 0;  // lamport bytes per peer and parity preallocated for ranks in other processes
+  RealNccl real;
 };
 // Never destroyed (as the registry below): cliques may be freed from static destructors of the program.
 Settings& settings() {
@@ -57,6 +64,24 @@ struct CurrentDevice {
 };
 
 }  // namespace
+
+// A peer's buffer mapped into this process with cudaIpcOpenMemHandle, closed when it goes.
+struct Imported {
+  void* ptr = nullptr;
+  int device = -1;
+  Imported() = default;
+  Imported(void* p, int d) : ptr(p), device(d) {}
+  Imported(Imported&& o) noexcept : ptr(std::exchange(o.ptr, nullptr)), device(o.device) {}
+  Imported& operator=(Imported&&) = delete;
+  ~Imported() {
+    if (ptr == nullptr) return;
+    int prev = -1;
+    cudaGetDevice(&prev);
+    cudaSetDevice(device);
+    cudaIpcCloseMemHandle(ptr);
+    if (prev >= 0) cudaSetDevice(prev);
+  }
+};
 
 // The lamport receive buffers of one size: every rank's 2 parities x (nranks - 1) sources x stride bytes.
 struct LamportGen {
@@ -103,6 +128,13 @@ struct Clique {
   std::atomic<bool> failed{false}, reported{false};
   std::mutex fail_mu;
   std::string failure;  // under fail_mu
+
+  // Ranks in other processes: this clique holds this process's one rank, its own buffers (ctrl, ll, one
+  // lamport generation of a fixed stride) and its peers' buffers opened from their CUDA IPC handles.
+  bool multi = false;
+  int64_t mp_stride = 0;
+  std::vector<std::string> buses;  // every rank's GPU (PCI bus id), for messages
+  std::vector<Imported> imported;  // closed before the clique's own buffers are freed (declared after them)
 };
 
 namespace {
@@ -179,16 +211,14 @@ void allocate(Clique& c) {
   c.peers.timeout_s = p.kernel_timeout_s;
 }
 
-// The clique's facts and state, decided once for all of its ranks.
-void decide(Clique& c, bool all_here) {
+// The facts and state of a clique whose ranks are all in this process, decided once for all of its ranks.
+void decide(Clique& c) {
   std::lock_guard lk(c.mu);
   if (c.decided) return;
   c.decided = true;
   std::string detail;
   if (!settings().error.empty()) {
     c.note = settings().error;
-  } else if (!all_here) {
-    c.note = "ranks in other processes: the shim runs cclab for ranks of one process (CUDA IPC not built)";
   } else {
     c.probed = true;
     if (c.nranks < 2 || c.nranks > lower::kBidirMaxRanks) {
@@ -345,15 +375,256 @@ void map_comm(ncclComm_t comm, const std::shared_ptr<Clique>& c, int rank) {
   registry().comms[comm] = {c, rank};
 }
 
+// ---- Ranks in other processes (mp.hpp): this process's one rank of the clique, set up collectively.
+
+std::string text_of(const char* s, size_t cap) { return std::string(s, strnlen(s, cap)); }
+
+void put_why(PeerInfo& info, const std::string& why) {
+  info.willing = 0;
+  std::snprintf(info.why, sizeof(info.why), "%s", why.c_str());
+}
+
+// Rank r's own state as allocate() makes it for one GPU, with the lamport buffers preallocated at a fixed
+// stride (growing them would need another handle exchange), and the record it publishes.
+PeerInfo mp_prepare(Clique& c, int r, bool alone) {
+  PeerInfo info;
+  info.magic = kPeerMagic;
+  info.version = kPeerVersion;
+  info.rank = r;
+  info.nranks = c.nranks;
+  info.host = host_id();
+  info.settings = settings().hash;
+  info.lamport_stride = settings().mp_lamport;
+  info.pid = int32_t(getpid());
+  info.device = c.devices[size_t(r)];
+  info.willing = 1;
+  {
+    std::lock_guard lk(c.mu);  // ranks of one process in several threads (refused below) share the clique
+    c.multi = true;
+    c.mp_stride = settings().mp_lamport;
+  }
+  if (!settings().error.empty()) {
+    put_why(info, settings().error);
+  } else if (!alone) {
+    put_why(info, "ranks in this process and in others (the shim covers one process per GPU, or all ranks in one)");
+  } else if (c.nranks < 2 || c.nranks > lower::kBidirMaxRanks) {
+    put_why(info, std::to_string(c.nranks) + " ranks (cclab covers 2 to 8)");
+  } else {
+    try {
+      const int d = c.devices[size_t(r)];
+      if (d < 0) throw std::runtime_error("no current GPU at ncclCommInitRank");
+      SHIM_CUDA(cudaDeviceGetPCIBusId(info.bus, int(sizeof(info.bus)), d));
+      const auto& p = settings().params;
+      CurrentDevice g(d);
+      c.ctrl.emplace_back(d, exec::bidir_ctrl_bytes());
+      c.ll.emplace_back(d, exec::bidir_ll_bytes(p));
+      c.side.emplace_back(d);
+      auto gen = std::make_unique<LamportGen>();
+      gen->stride = c.mp_stride;
+      gen->bufs.emplace_back(d, size_t(2) * size_t(c.nranks - 1) * size_t(c.mp_stride));
+      const cudaStream_t s = c.side.back().get();
+      SHIM_CUDA(cudaMemsetAsync(c.ctrl.back().get(), 0, exec::bidir_ctrl_bytes(), s));
+      SHIM_CUDA(cudaMemsetAsync(c.ll.back().get(), 0, exec::bidir_ll_bytes(p), s));
+      // All sentinel before any peer can store into them: peers launch only after the agreement below.
+      SHIM_CUDA(cudaMemsetAsync(gen->bufs.back().get(), 0xFF, gen->bufs.back().bytes(), s));
+      SHIM_CUDA(cudaStreamSynchronize(s));
+      SHIM_CUDA(cudaIpcGetMemHandle(&info.ll, c.ll.back().get()));
+      SHIM_CUDA(cudaIpcGetMemHandle(&info.lamport, gen->bufs.back().get()));
+      int sms = 0;
+      SHIM_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, d));
+      const int unroll =
+          lower::bidir_launch(BidirMode::lamport, 256, c.nranks, false, p, lower::LaunchLimits{sms, 1, {}}).unroll;
+      std::array<int, 3> res{};
+      for (DType t : {DType::f32, DType::f16, DType::bf16})
+        res[size_t(t)] = exec::bidir_resident_ctas(BidirMode::lamport, p.lamport_threads, unroll, t, RedOp::sum, d);
+      // Indexed by rank as in a clique of one process; only this rank's entries are read.
+      c.sms.assign(size_t(c.nranks), sms);
+      c.lamport_resident.assign(size_t(c.nranks), res);
+      c.err = std::make_unique<exec::MappedHost>(exec::bidir_error_bytes());
+      c.peers.nranks = c.nranks;
+      c.peers.ctrl[r] = c.ctrl.back().get();  // the rank-local kernels touch only their own control words
+      c.peers.ll[r] = c.ll.back().get();
+      c.peers.lamport[r] = gen->bufs.back().get();
+      c.peers.lamport_stride = gen->stride;
+      c.peers.err = c.err->device();  // this process's own: a kernel records its own waits' timeouts
+      c.peers.timeout_s = p.kernel_timeout_s;
+      gen->ready = true;
+      c.gens.push_back(std::move(gen));
+    } catch (const std::exception& e) {
+      cudaGetLastError();
+      put_why(info, std::string("setup failed: ") + e.what());
+    }
+  }
+  return info;
+}
+
+// Rank r opens its peers' buffers; "" when every peer's GPU is reachable with P2P from its own.
+std::string mp_open(Clique& c, int r, const std::vector<PeerInfo>& all) {
+  const int d = c.devices[size_t(r)];
+  c.buses.clear();
+  for (const PeerInfo& p : all) c.buses.push_back(text_of(p.bus, sizeof(p.bus)));
+  try {
+    CurrentDevice g(d);
+    for (int q = 0; q < c.nranks; ++q) {
+      if (q == r) continue;
+      const PeerInfo& p = all[size_t(q)];
+      const std::string bus = text_of(p.bus, sizeof(p.bus));
+      int pd = -1;
+      if (cudaDeviceGetByPCIBusId(&pd, bus.c_str()) != cudaSuccess) {
+        cudaGetLastError();
+        // P2P between two GPUs is a property of the pair; without the peer's ordinal it cannot be asked.
+        return "rank " + std::to_string(q) + "'s GPU " + bus +
+               " is not visible in this process (CUDA_VISIBLE_DEVICES): P2P access unknown";
+      }
+      if (pd == d) return "rank " + std::to_string(q) + " is on this rank's GPU " + bus;
+      int can = 0;
+      SHIM_CUDA(cudaDeviceCanAccessPeer(&can, d, pd));
+      if (!can) return "no P2P access from GPU " + c.buses[size_t(r)] + " to GPU " + bus;
+      void* ll = nullptr;
+      SHIM_CUDA(cudaIpcOpenMemHandle(&ll, p.ll, cudaIpcMemLazyEnablePeerAccess));
+      c.imported.emplace_back(ll, d);
+      void* lamport = nullptr;
+      SHIM_CUDA(cudaIpcOpenMemHandle(&lamport, p.lamport, cudaIpcMemLazyEnablePeerAccess));
+      c.imported.emplace_back(lamport, d);
+      c.peers.ll[q] = ll;
+      c.peers.lamport[q] = lamport;
+      c.devices[size_t(q)] = p.device;
+    }
+    return "";
+  } catch (const std::exception& e) {
+    cudaGetLastError();
+    return std::string("opening peers' buffers: ") + e.what();
+  }
+}
+
+// The handle exchange: one allgather per entry, on its own communicator and a private stream, in one NCCL
+// group (one thread drives every entry), waited for here.
+struct Exchange {
+  ncclComm_t comm = nullptr;
+  int device = -1;
+  int nranks = 0;
+  exec::Stream stream;
+  exec::DeviceBuffer buf;  // nranks records, then this rank's own
+};
+
+bool mp_allgather(std::vector<Exchange>& xs, size_t bytes, const std::vector<const void*>& send,
+                  const std::vector<void*>& recv) {
+  const RealNccl& real = settings().real;
+  if (real.allgather == nullptr || real.group_start == nullptr || real.group_end == nullptr) return false;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    auto* base = static_cast<uint8_t*>(xs[i].buf.get());
+    CurrentDevice g(xs[i].device);
+    SHIM_CUDA(cudaMemcpyAsync(base + size_t(xs[i].nranks) * bytes, send[i], bytes, cudaMemcpyHostToDevice,
+                              xs[i].stream.get()));
+  }
+  ncclResult_t r = real.group_start();
+  for (size_t i = 0; i < xs.size() && r == ncclSuccess; ++i) {
+    auto* base = static_cast<uint8_t*>(xs[i].buf.get());
+    CurrentDevice g(xs[i].device);
+    r = real.allgather(base + size_t(xs[i].nranks) * bytes, base, bytes, ncclUint8, xs[i].comm, xs[i].stream.get());
+  }
+  const ncclResult_t end = real.group_end();
+  if (r != ncclSuccess || end != ncclSuccess) return false;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    CurrentDevice g(xs[i].device);
+    SHIM_CUDA(cudaMemcpyAsync(recv[i], xs[i].buf.get(), size_t(xs[i].nranks) * bytes, cudaMemcpyDeviceToHost,
+                              xs[i].stream.get()));
+    SHIM_CUDA(cudaStreamSynchronize(xs[i].stream.get()));
+  }
+  return true;
+}
+
+std::string mp_head(const Clique& c, int r) {
+  const std::string bus = r < int(c.buses.size()) && !c.buses[size_t(r)].empty() ? " (" + c.buses[size_t(r)] + ")" : "";
+  return "cclab: communicator of " + std::to_string(c.nranks) + " ranks, rank " + std::to_string(r) +
+         " in this process on GPU " + std::to_string(c.devices[size_t(r)]) + bus + ", the others in other processes: ";
+}
+
+// The collective setup of the multi-process cliques this thread completes (mp.hpp's agree), and their
+// decisions: cclab for every rank of a communicator or for none.
+void mp_setup(const std::vector<Joining>& js, const std::vector<ncclComm_t>& comms) {
+  std::vector<PeerInfo> mine;
+  std::vector<Exchange> xs;
+  for (size_t i = 0; i < js.size(); ++i) {
+    Clique& c = *js[i].clique;
+    bool alone = false;
+    {
+      std::shared_lock lk(registry().mu);
+      alone = c.joins == 1;
+    }
+    mine.push_back(mp_prepare(c, js[i].rank, alone));
+    Exchange x;
+    x.comm = comms[i];
+    x.device = c.devices[size_t(js[i].rank)];
+    x.nranks = c.nranks;
+    xs.push_back(std::move(x));
+  }
+  std::vector<Agreement> agreed;
+  try {
+    for (Exchange& x : xs) {
+      if (x.device < 0) throw std::runtime_error("no current GPU at ncclCommInitRank");
+      CurrentDevice g(x.device);
+      x.stream = exec::Stream(x.device);
+      x.buf = exec::DeviceBuffer(x.device, size_t(x.nranks + 1) * sizeof(PeerInfo));
+    }
+    agreed = agree(
+        mine,
+        [&](size_t bytes, const std::vector<const void*>& send, const std::vector<void*>& recv) {
+          return mp_allgather(xs, bytes, send, recv);
+        },
+        [&](size_t i, const std::vector<PeerInfo>& all) { return mp_open(*js[i].clique, js[i].rank, all); });
+  } catch (const std::exception& e) {
+    // Without the exchange this rank cannot agree with its peers: it forwards (a peer that did reach the
+    // exchange waits in NCCL's allgather for it, as it would for a rank that never called NCCL).
+    cudaGetLastError();
+    agreed.assign(js.size(), Agreement{});
+    for (auto& a : agreed) a.why = std::string("the exchange of setup records failed: ") + e.what();
+  }
+  for (size_t i = 0; i < js.size(); ++i) {
+    Clique& c = *js[i].clique;
+    const int r = js[i].rank;
+    {
+      std::lock_guard lk(c.mu);
+      c.decided = true;
+      if (agreed[i].ok) {
+        c.probed = true;
+        c.ready = true;
+      } else {
+        c.imported.clear();
+        c.gens.clear();
+        c.ctrl.clear();
+        c.ll.clear();
+        c.side.clear();
+        c.err.reset();
+        c.note = "multi-process setup: " + agreed[i].why;
+      }
+    }
+    if (settings().debug) {
+      if (c.ready)
+        std::fprintf(stderr,
+                     "%scclab path ready (CUDA IPC, P2P to every peer, lamport buffers of %lld bytes per peer "
+                     "and parity)\n",
+                     mp_head(c, r).c_str(), static_cast<long long>(c.mp_stride));
+      else
+        std::fprintf(stderr, "%sforwarded to NCCL (%s)\n", mp_head(c, r).c_str(), c.note.c_str());
+    }
+    map_comm(comms[i], js[i].clique, r);
+  }
+}
+
 }  // namespace
 
-void configure(bool debug) {
+void configure(bool debug, const RealNccl& real) {
   Settings& s = settings();
   s.debug = debug;
+  s.real = real;
   const char* tune = std::getenv("CCLAB_TUNE");
+  s.hash = hash_text(tune != nullptr ? tune : "");
+  s.mp_lamport = mp_lamport_bytes(tune, s.params.lamport_max_bytes);
   if (tune == nullptr || tune[0] == '\0') return;
   try {
     s.params.apply(tune);
+    s.mp_lamport = mp_lamport_bytes(tune, s.params.lamport_max_bytes);
   } catch (const std::exception& e) {
     s.error = std::string("CCLAB_TUNE: ") + e.what();
     std::fprintf(stderr, "cclab: %s (every all-reduce forwards)\n", s.error.c_str());
@@ -371,7 +642,7 @@ void comms_created(const ncclComm_t* comms, int ndev, const int* devlist) {
       c->joined[size_t(i)] = true;
     }
     c->joins = ndev;
-    decide(*c, true);
+    decide(*c);
     for (int i = 0; i < ndev; ++i) map_comm(comms[i], c, i);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "cclab: ncclCommInitAll: %s (its all-reduces forward)\n", e.what());
@@ -414,8 +685,45 @@ void joined(const Joining& j, ncclResult_t result, ncclComm_t comm) {
       }
     }
     if (result != ncclSuccess) return;  // no communicator (or a non-blocking one still in progress)
-    decide(*j.clique, all_here);
-    map_comm(comm, j.clique, j.rank);
+    if (all_here) {
+      decide(*j.clique);
+      map_comm(comm, j.clique, j.rank);
+    } else {
+      mp_setup({j}, {comm});
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "cclab: ncclCommInitRank: %s (its all-reduces forward)\n", e.what());
+  }
+}
+
+void joined_group(const std::vector<Joining>& js, ncclResult_t result, const std::vector<ncclComm_t>& comms) {
+  std::vector<Joining> mp;
+  std::vector<ncclComm_t> mp_comms;
+  for (size_t i = 0; i < js.size(); ++i) {
+    if (!js[i].clique) continue;
+    bool all_here = false;
+    {
+      std::shared_lock lk(registry().mu);
+      all_here = js[i].clique->joins == js[i].clique->nranks;
+    }
+    if (all_here || result != ncclSuccess) {
+      joined(js[i], result, comms[i]);
+    } else {
+      // Its pending entry is retired as joined() does; the setup runs below with the group's others.
+      {
+        std::unique_lock lk(registry().mu);
+        if (++js[i].clique->returns == js[i].clique->joins) {
+          auto it = registry().pending.find(js[i].clique->key);
+          if (it != registry().pending.end() && it->second == js[i].clique) registry().pending.erase(it);
+        }
+      }
+      mp.push_back(js[i]);
+      mp_comms.push_back(comms[i]);
+    }
+  }
+  if (mp.empty()) return;
+  try {
+    mp_setup(mp, mp_comms);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "cclab: ncclCommInitRank: %s (its all-reduces forward)\n", e.what());
   }
@@ -438,6 +746,7 @@ CommView view(ncclComm_t comm) {
   v.probed = c.probed;
   v.ready = c.ready;
   v.note = c.note;
+  v.lamport_cap = c.multi ? c.mp_stride : 0;
   return v;
 }
 
@@ -458,7 +767,8 @@ ncclResult_t run_allreduce(const CommView& v, BidirMode mode, const void* send, 
                                   [resident](BidirMode m, int, int) { return m == BidirMode::lamport ? resident : 0; }};
     const lower::BidirLaunch l = lower::bidir_launch(mode, bytes, c.nranks, send == recv, p, gpu);
     exec::BidirRankPeers peers = c.peers;
-    if (mode == BidirMode::lamport) lamport_buffers(c, r, bytes, peers);
+    // Ranks in other processes use the one generation preallocated at setup (c.peers has it).
+    if (mode == BidirMode::lamport && !c.multi) lamport_buffers(c, r, bytes, peers);
     cudaError_t e;
     {
       CurrentDevice g(c.devices[size_t(r)]);

@@ -5,13 +5,16 @@
 // ll and lamport receive buffers, an error word) and ncclAllReduce runs the rank-local modes (ll, lamport):
 // each rank's kernel stores into its peers' receive buffers and reduces into its own output, so it is
 // launched on the caller's stream as that rank's call arrives, in a group or not, captured or not.
-// Ranks in other processes (one process per GPU) leave the clique "not probed": every call forwards.
+// Ranks in other processes on one node (one process per GPU) take the multi-process path (mp.hpp): each process
+// allocates its own rank's buffers, exports them with CUDA IPC, and the ranks agree collectively, through the
+// real NCCL on the communicator itself, whether every rank can run cclab; otherwise every call forwards.
 #pragma once
 
 #include <nccl.h>
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "lower/bidir.hpp"
 
@@ -24,15 +27,23 @@ struct CommView {
   std::shared_ptr<Clique> clique;  // null: a communicator the shim did not see created
   int rank = -1;
   int nranks = 0;
-  bool probed = false;  // the facts were established (ranks, devices, P2P)
-  bool ready = false;   // every pair has P2P and the clique's buffers exist: the cclab path may run
-  std::string note;     // why not probed
+  bool probed = false;      // the facts were established (ranks, devices, P2P)
+  bool ready = false;       // every pair has P2P and the clique's buffers exist: the cclab path may run
+  std::string note;         // why not probed
+  int64_t lamport_cap = 0;  // ranks in other processes: the preallocated lamport bytes (0: they grow)
+};
+
+// The real NCCL's functions the multi-process setup calls (the handle exchange), resolved by nccl_shim.cpp.
+struct RealNccl {
+  ncclResult_t (*allgather)(const void*, void*, size_t, ncclDataType_t, ncclComm_t, cudaStream_t) = nullptr;
+  ncclResult_t (*group_start)() = nullptr;
+  ncclResult_t (*group_end)() = nullptr;
 };
 
 // Once per process, before any other call here: CCLAB_DEBUG's setting, and CCLAB_TUNE (allreduce.bidir's
 // settings as `cclab run --tune` takes them; a bad value is one line on stderr and leaves every
 // communicator not probed).
-void configure(bool debug);
+void configure(bool debug, const RealNccl& real);
 // The kernel mode allreduce.bidir's 2-rank table picks for `bytes` (lower::choose_bidir_mode).
 lower::BidirMode size_mode(size_t bytes);
 
@@ -47,8 +58,13 @@ struct Joining {
   std::shared_ptr<Clique> clique;
   int rank = -1;
 };
+// A clique with ranks in other processes runs the collective setup (mp.hpp) here, on the communicator: every
+// rank of every process must get here, which the real NCCL's blocking init guarantees.
 Joining join(const ncclUniqueId& id, int nranks, int rank);
 void joined(const Joining& j, ncclResult_t result, ncclComm_t comm);
+// The joins of one group (ncclCommInitRank inside ncclGroupStart/End, completed by the group's end), at once:
+// their collective setups run together, since one thread drives all of them.
+void joined_group(const std::vector<Joining>& js, ncclResult_t result, const std::vector<ncclComm_t>& comms);
 
 CommView view(ncclComm_t comm);
 

@@ -28,6 +28,7 @@
 
 #include "shim/api.hpp"
 #include "shim/clique.hpp"
+#include "shim/mp.hpp"
 #include "shim/route.hpp"
 
 #if NCCL_VERSION_CODE < 21900
@@ -86,7 +87,15 @@ void load(Shim& s) {
       s.real = h;
     }
   }
-  if (s.real != nullptr && !s.disabled) cclab::shim::configure(s.debug);
+  if (s.real != nullptr && !s.disabled) {
+    // The real library's own entry points for the shim's handle exchange (never this library's wrappers,
+    // which count groups and complete joins).
+    cclab::shim::RealNccl real;
+    real.allgather = reinterpret_cast<decltype(real.allgather)>(dlsym(s.real, "ncclAllGather"));
+    real.group_start = reinterpret_cast<decltype(real.group_start)>(dlsym(s.real, "ncclGroupStart"));
+    real.group_end = reinterpret_cast<decltype(real.group_end)>(dlsym(s.real, "ncclGroupEnd"));
+    cclab::shim::configure(s.debug, real);
+  }
   if (s.real == nullptr) {
     std::fprintf(stderr, "cclab: %s\n", s.error.c_str());
   } else if (s.debug) {
@@ -188,6 +197,7 @@ ncclResult_t allreduce(const char* name, const void* sendbuff, void* recvbuff, s
       in.comm_note = v.note;
       in.nranks = v.nranks;
       in.one_node_p2p = v.ready;
+      in.lamport_cap = size_t(v.lamport_cap);
       // Each rank's kernel is launched as its own call arrives (it needs no peer's user buffer), on the
       // caller's stream, with its epochs in device memory: groups need nothing more.
       in.path_built = true;
@@ -234,8 +244,10 @@ ncclResult_t init_rank(const char* name, ncclComm_t* comm, int nranks, ncclUniqu
   void* f = with_config ? reinterpret_cast<void*>(lookup<FnConfig>(slot_config[which], name))
                         : reinterpret_cast<void*>(lookup<Fn>(slot[which], name));
   if (f == nullptr) return ncclSystemError;
-  // A non-blocking communicator returns before its ranks have met: the shim does not follow it.
-  const bool follows = follow() && comm != nullptr && (config == nullptr || config->blocking != 0);
+  // A non-blocking communicator returns before its ranks have met: the shim does not follow it. Blocking is
+  // NCCL's default (PyTorch's ncclCommInitRankConfig), unless the config or NCCL_COMM_BLOCKING says otherwise.
+  const bool follows =
+      follow() && comm != nullptr && cclab::shim::config_blocking(config, std::getenv("NCCL_COMM_BLOCKING"));
   cclab::shim::Joining j;
   if (follows) j = cclab::shim::join(id, nranks, rank);
   const ncclResult_t r = with_config ? reinterpret_cast<FnConfig>(f)(comm, nranks, id, rank, config)
@@ -279,8 +291,16 @@ ncclResult_t group_call(const char* name, std::atomic<void*>& slot, int step) {
   if (step > 0 && (r == ncclSuccess || r == ncclInProgress)) ++group_depth;
   if (step < 0 && group_depth > 0) --group_depth;
   if (step < 0 && group_depth == 0 && !deferred_joins.empty()) {
-    for (const DeferredJoin& d : deferred_joins) cclab::shim::joined(d.j, r, r == ncclSuccess ? *d.comm : nullptr);
+    // At once: ranks of a communicator with ranks in other processes set up collectively, and this thread
+    // drives all of the group's.
+    std::vector<cclab::shim::Joining> js;
+    std::vector<ncclComm_t> comms;
+    for (const DeferredJoin& d : deferred_joins) {
+      js.push_back(d.j);
+      comms.push_back(r == ncclSuccess ? *d.comm : nullptr);
+    }
     deferred_joins.clear();
+    cclab::shim::joined_group(js, r, comms);
   }
   return r;
 }

@@ -23,7 +23,8 @@ struct RouteInput {
   bool comm_probed = false;   // the facts below were established for this communicator
   std::string comm_note;      // why not, when the shim knows (ranks in other processes, a failed setup)
   int nranks = 0;             // ranks in the communicator
-  bool one_node_p2p = false;  // every rank in this process on its own GPU, P2P between every pair, buffers ready
+  bool one_node_p2p = false;  // every rank on its own GPU of one node, P2P between every pair, buffers ready
+  size_t lamport_cap = 0;     // ranks in other processes: lamport bytes preallocated per peer (0: they grow)
   // the shim
   bool disabled = false;           // CCLAB_DISABLE=1
   bool path_built = false;         // the cclab path (per-communicator buffers, launch) is in this library

@@ -40,6 +40,12 @@ ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId id, int
   *comm = reinterpret_cast<ncclComm_t>(0xc033);
   return record("ncclCommInitRank", c);
 }
+ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank, ncclConfig_t* config) {
+  StubCall c{.nranks = nranks, .rank = rank, .stream = comm, .extra = config};
+  std::memcpy(c.id, id.internal, sizeof(c.id));
+  *comm = reinterpret_cast<ncclComm_t>(0xc034);
+  return record("ncclCommInitRankConfig", c);
+}
 ncclResult_t ncclCommInitAll(ncclComm_t* comm, int ndev, const int* devlist) {
   return record("ncclCommInitAll", StubCall{.root = ndev, .comm = comm, .extra = devlist});
 }

@@ -51,6 +51,7 @@ Child in_child(const std::vector<std::pair<std::string, std::string>>& env, cons
     unsetenv("CCLAB_DISABLE");
     unsetenv("CCLAB_DEBUG");
     unsetenv("CCLAB_NCCL_LIB");
+    unsetenv("NCCL_COMM_BLOCKING");
     for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
     failures = 0;
     body();
@@ -184,7 +185,9 @@ TEST(ShimExports, EveryFunctionOfTheNcclHeaderIsExported) {
 }
 
 TEST(ShimForward, CallsArriveWithTheirArguments) {
-  const Child c = in_child(kStub, [] {
+  // Non-blocking communicators (NCCL_COMM_BLOCKING=0) are not followed: the shim adds no NCCL call of its own
+  // (a followed ncclCommInitRank with ranks elsewhere adds its setup's allgathers where a GPU is present).
+  const Child c = in_child({{"CCLAB_NCCL_LIB", CCLAB_STUB_PATH}, {"NCCL_COMM_BLOCKING", "0"}}, [] {
     void* h = open_shim();
     Stub stub;
     CHILD_CHECK(stub.h != nullptr);
@@ -348,8 +351,10 @@ TEST(ShimForward, AllReduceForwardsAndDebugSaysWhy) {
 }
 
 // ncclCommInitRank with fewer ranks in this process than the communicator has: the ranks are in other
-// processes (one process per GPU), which the cclab path does not cover yet, so every all-reduce forwards.
-TEST(ShimForward, RanksInOtherProcessesForward) {
+// processes (one process per GPU), set up collectively through the real NCCL. Here the stub stands in for it:
+// without a GPU the setup fails before the exchange, with one the stub's allgather returns no peer's record;
+// either way the communicator forwards, and the debug lines say why.
+TEST(ShimForward, RanksInOtherProcessesForwardWhenTheSetupFails) {
   const Child c = in_child({{"CCLAB_NCCL_LIB", CCLAB_STUB_PATH}, {"CCLAB_DEBUG", "1"}}, [] {
     void* h = open_shim();
     Stub stub;
@@ -358,17 +363,57 @@ TEST(ShimForward, RanksInOtherProcessesForward) {
     ncclComm_t comm = nullptr;
     CHILD_CHECK(sym<ncclResult_t (*)(ncclComm_t*, int, ncclUniqueId, int)>(h, "ncclCommInitRank")(&comm, 2, id, 1) ==
                 ncclSuccess);
+    CHILD_CHECK(comm == reinterpret_cast<ncclComm_t>(0xc033));
+    const int before = stub.calls();
     CHILD_CHECK(sym<AllReduceFn>(h, "ncclAllReduce")(kSend, kRecv, 1 << 18, ncclFloat, ncclSum, comm, kStream) ==
                 ncclSuccess);
     CHILD_CHECK(std::strcmp(stub.last().name, "ncclAllReduce") == 0 && stub.last().comm == comm);
+    CHILD_CHECK(stub.calls() == before + 1);
     CHILD_CHECK(sym<ncclResult_t (*)(ncclComm_t)>(h, "ncclCommDestroy")(comm) == ncclSuccess);
-    CHILD_CHECK(stub.calls() == 3);  // the shim adds no NCCL call of its own
+    CHILD_CHECK(std::strcmp(stub.last().name, "ncclCommDestroy") == 0);
   });
   EXPECT_TRUE(c.exited_ok()) << c.err;
-  EXPECT_EQ(count_lines(c.err, "cclab: communicator of 2 ranks on GPUs -1,"), 1) << c.err;
-  EXPECT_NE(c.err.find("not probed (ranks in other processes"), std::string::npos) << c.err;
-  EXPECT_NE(c.err.find("bytes=1048576 -> nccl (communicator not probed (ranks in other processes"), std::string::npos)
+  EXPECT_EQ(count_lines(c.err, "cclab: communicator of 2 ranks, rank 1 in this process on GPU "), 1) << c.err;
+  EXPECT_EQ(count_lines(c.err, "the others in other processes: forwarded to NCCL (multi-process setup: "), 1) << c.err;
+  EXPECT_EQ(count_lines(c.err, "cclab path ready"), 0) << c.err;
+  EXPECT_NE(c.err.find("bytes=1048576 -> nccl (communicator not probed (multi-process setup: "), std::string::npos)
       << c.err;
+}
+
+// ncclCommInitRankConfig (PyTorch's init): followed when the communicator is blocking, by the config or by
+// NCCL's default; a non-blocking one is forwarded without a setup.
+TEST(ShimForward, CommInitRankConfigIsFollowedWhenBlocking) {
+  using InitConfigFn = ncclResult_t (*)(ncclComm_t*, int, ncclUniqueId, int, ncclConfig_t*);
+  auto run = [](std::vector<std::pair<std::string, std::string>> env, int blocking, bool with_config) {
+    env.push_back({"CCLAB_NCCL_LIB", CCLAB_STUB_PATH});
+    env.push_back({"CCLAB_DEBUG", "1"});
+    return in_child(env, [blocking, with_config] {
+      void* h = open_shim();
+      ncclUniqueId id;
+      std::memset(id.internal, 9, sizeof(id.internal));
+      ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+      if (blocking >= 0) config.blocking = blocking;
+      ncclComm_t comm = nullptr;
+      CHILD_CHECK(sym<InitConfigFn>(h, "ncclCommInitRankConfig")(&comm, 2, id, 0, with_config ? &config : nullptr) ==
+                  ncclSuccess);
+      CHILD_CHECK(comm == reinterpret_cast<ncclComm_t>(0xc034));
+    });
+  };
+  const std::string followed = "cclab: communicator of 2 ranks, rank 0 in this process";
+  Child c = run({}, -1, true);  // NCCL_CONFIG_INITIALIZER: blocking unset, NCCL's default
+  EXPECT_TRUE(c.exited_ok()) << c.err;
+  EXPECT_EQ(count_lines(c.err, followed), 1) << c.err;
+  c = run({}, 1, true);
+  EXPECT_EQ(count_lines(c.err, followed), 1) << c.err;
+  c = run({}, -1, false);
+  EXPECT_EQ(count_lines(c.err, followed), 1) << c.err;
+  c = run({}, 0, true);
+  EXPECT_TRUE(c.exited_ok()) << c.err;
+  EXPECT_EQ(count_lines(c.err, "cclab: communicator of"), 0) << c.err;
+  c = run({{"NCCL_COMM_BLOCKING", "0"}}, -1, true);
+  EXPECT_EQ(count_lines(c.err, "cclab: communicator of"), 0) << c.err;
+  c = run({{"NCCL_COMM_BLOCKING", "0"}}, 1, true);  // the config's own setting wins
+  EXPECT_EQ(count_lines(c.err, followed), 1) << c.err;
 }
 
 // ncclCommInitRank for every rank from one thread inside a group (NCCL initialises them at ncclGroupEnd): the
