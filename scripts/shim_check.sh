@@ -9,18 +9,28 @@
 #   4. all_gather_perf, reduce_scatter_perf, broadcast_perf, alltoall_perf, sendrecv_perf, NCCL alone and
 #      through the shim (eager);
 #   5. writes every log, summary.csv (one row per run and size, nccl-tests' columns), allreduce_compare.csv
-#      (NCCL alone against the shim, per size and launch style) and its plot allreduce.png to $OUT, and prints the #wrong totals last.
-# Environment: NCCL_TESTS_DIR (required), OUT (default /tmp/cclab_shim_out), NGPUS (2), CCLAB_SHIM_LIB,
-# CUDA_HOME (/usr/local/cuda), NCCL_HOME (nccl-tests' default when unset), MAX_BYTES (1G), DEADLINE (560 s).
-# Exit status: 0 when both routes were cclab and every run finished with #wrong 0, 1 otherwise, 2 when it could
-# not start.
+#      (NCCL alone against the shim, per size and launch style) and its plot allreduce.png to $OUT;
+#   6. PyTorch, one process per GPU (the shim's multi-process path): scripts/torch_allreduce_check.py with NCCL
+#      alone and with LD_PRELOAD (CCLAB_NCCL_LIB = the libnccl torch loads), after one small CCLAB_DEBUG=1 run that
+#      must show the cclab route; writes $OUT/torch/torch_compare.csv (size, dtype, NCCL time, shim time, ratio).
+#      Skipped with a message where python3 cannot import torch;
+#   7. prints the #wrong totals (nccl-tests' and torch's) last.
+# Environment: NCCL_TESTS_DIR (required unless TORCH_ONLY=1), OUT (default /tmp/cclab_shim_out), NGPUS (2),
+# CCLAB_SHIM_LIB, CUDA_HOME (/usr/local/cuda), NCCL_HOME (nccl-tests' default when unset), MAX_BYTES (1G),
+# DEADLINE (560 s), TORCH_ONLY=1 (steps 1 and 6 only: no nccl-tests), TORCH_MAX (64M), TORCH_DTYPES
+# (float32,bfloat16,float16). NVLink multicast stays off in every run (NCCL_NVLS_ENABLE=0,
+# TORCH_SYMM_MEM_DISABLE_MULTICAST=1).
+# Exit status: 0 when every route checked was cclab and every run finished with no wrong element, 1 otherwise,
+# 2 when it could not start.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
-if [ -z "${NCCL_TESTS_DIR:-}" ]; then
+TORCH_ONLY=${TORCH_ONLY:-0}
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+if [ "$TORCH_ONLY" != 1 ] && [ -z "${NCCL_TESTS_DIR:-}" ]; then
   echo "shim_check: set NCCL_TESTS_DIR to a copy of https://github.com/NVIDIA/nccl-tests (none is committed)" >&2
   exit 2
 fi
-[ -f "$NCCL_TESTS_DIR/Makefile" ] || { echo "shim_check: no Makefile in NCCL_TESTS_DIR=$NCCL_TESTS_DIR" >&2; exit 2; }
+[ "$TORCH_ONLY" = 1 ] || [ -f "$NCCL_TESTS_DIR/Makefile" ] || { echo "shim_check: no Makefile in NCCL_TESTS_DIR=$NCCL_TESTS_DIR" >&2; exit 2; }
 OUT=${OUT:-/tmp/cclab_shim_out}
 NGPUS=${NGPUS:-2}
 MAX_BYTES=${MAX_BYTES:-1G}
@@ -48,7 +58,11 @@ if [ -z "$SHIM" ]; then
 fi
 [ -f "$SHIM" ] || { echo "shim_check: no shim library at $SHIM" >&2; exit 2; }
 SHIM=$(readlink -f "$SHIM")
+FAILED_RUNS=()
+wrong=""
+rows=0
 
+if [ "$TORCH_ONLY" != 1 ]; then
 stamp "building nccl-tests from $NCCL_TESTS_DIR"
 NT_BUILD=${NT_BUILD:-/tmp/cclab_nccl_tests_build}
 make_args=(-C "$NCCL_TESTS_DIR" -j "$(nproc)" BUILDDIR="$NT_BUILD" CUDA_HOME="$CUDA_HOME"
@@ -76,7 +90,6 @@ fi
 grep "^cclab:" "$LOGS/preload_check.log" | sort | uniq -c | head -12
 # The cclab path itself: one process driving $NGPUS GPUs (ncclCommInitAll) runs ll at 8 B and lamport at 1 MiB.
 # A machine without P2P between its GPUs forwards instead (the setup line says why): recorded as a failure.
-FAILED_RUNS=()
 for want in "bytes=8 -> cclab (allreduce.bidir ll)" "bytes=1048576 -> cclab (allreduce.bidir lamport)"; do
   if ! grep -qF "dtype=float op=sum $want" "$LOGS/preload_check.log"; then
     echo "shim_check: no all-reduce took the route \"$want\" (see $LOGS/preload_check.log)"
@@ -147,10 +160,95 @@ python3 scripts/plot_shim.py "$COMPARE" "$OUT/allreduce.png" || echo "no plot: p
 
 wrong=$(awk -F, 'NR > 1 { w = 0; if ($13 ~ /^[0-9]+$/) w += $13; if ($17 ~ /^[0-9]+$/) w += $17; if (w > 0) print $1 " size " $5 ": #wrong " w }' "$SUMMARY")
 rows=$(($(wc -l <"$SUMMARY") - 1))
-stamp "done: $rows rows in $SUMMARY"
+stamp "nccl-tests done: $rows rows in $SUMMARY"
+fi  # TORCH_ONLY
+
+# 6. PyTorch, one process per GPU: NCCL alone, then through the shim's multi-process path
+TORCH_WRONG=""
+torch_step() {
+  stamp "PyTorch (torch.distributed, 2 processes)"
+  if ! python3 -c "import torch" >/dev/null 2>&1; then
+    echo "## torch step skipped: python3 cannot import torch"
+    return
+  fi
+  # The NCCL torch loads: the nvidia-nccl wheel's (site-packages/nvidia/nccl/lib), else one beside torch's libraries.
+  local tnccl
+  tnccl=$(python3 -c '
+import glob, os
+c = []
+try:
+    import nvidia.nccl
+    for p in nvidia.nccl.__path__:
+        c += glob.glob(os.path.join(p, "lib", "libnccl.so*"))
+except Exception:
+    pass
+import torch
+c += glob.glob(os.path.join(os.path.dirname(torch.__file__), "lib", "libnccl*.so*"))
+print(sorted(c)[0] if c else "")' 2>/dev/null)
+  if [ -z "$tnccl" ]; then
+    echo "## torch step: no libnccl beside torch (linked statically?): LD_PRELOAD cannot reach its NCCL calls"
+    FAILED_RUNS+=("torch:no_libnccl")
+    return
+  fi
+  echo "   torch's NCCL: $tnccl"
+  local tout=$OUT/torch tmax=${TORCH_MAX:-64M} tdt=${TORCH_DTYPES:-float32,bfloat16,float16}
+  mkdir -p "$tout"
+  # The route: one small run with CCLAB_DEBUG=1 must set up the multi-process path and run ll and lamport.
+  CCLAB_DEBUG=1 CCLAB_NCCL_LIB="$tnccl" LD_PRELOAD="$SHIM" timeout 300 \
+    python3 scripts/torch_allreduce_check.py "$tout" --label debug --max 1M --dtypes float32 --iters 2 --warmup 1 \
+    >"$LOGS/torch_debug.log" 2>&1 || FAILED_RUNS+=("torch_debug:rc=$?")
+  grep -E "^cclab: (forwarding|communicator)" "$LOGS/torch_debug.log" | sort | uniq -c | head -6
+  for want in "the others in other processes: cclab path ready" "dtype=float op=sum bytes=8 -> cclab (allreduce.bidir ll)" \
+    "dtype=float op=sum bytes=1048576 -> cclab (allreduce.bidir lamport)"; do
+    if ! grep -qF "$want" "$LOGS/torch_debug.log"; then
+      echo "shim_check: torch run without \"$want\" (see $LOGS/torch_debug.log)"
+      grep -E "^cclab: communicator|-> nccl" "$LOGS/torch_debug.log" | sort | uniq -c | head -4
+      FAILED_RUNS+=("torch_route:${want// /_}")
+    fi
+  done
+  local lib
+  for lib in nccl shim; do
+    if [ "$(left)" -lt 60 ]; then
+      echo "## skipped (only $(left) s left): torch $lib"
+      FAILED_RUNS+=("torch_$lib:skipped")
+      continue
+    fi
+    local limit=$(($(left) - 10))
+    [ "$limit" -gt 300 ] && limit=300
+    stamp "torch $lib: all-reduce 8 B - $tmax, $tdt"
+    if [ "$lib" = shim ]; then
+      CCLAB_NCCL_LIB="$tnccl" LD_PRELOAD="$SHIM" timeout "$limit" python3 scripts/torch_allreduce_check.py "$tout" \
+        --label shim --max "$tmax" --dtypes "$tdt" >"$LOGS/torch_$lib.log" 2>&1
+    else
+      timeout "$limit" python3 scripts/torch_allreduce_check.py "$tout" --label nccl --max "$tmax" --dtypes "$tdt" \
+        >"$LOGS/torch_$lib.log" 2>&1
+    fi
+    local rc=$?
+    [ $rc -eq 0 ] || FAILED_RUNS+=("torch_$lib:rc=$rc")
+    tail -2 "$LOGS/torch_$lib.log" | sed "s/^/   /"
+  done
+  local a=$tout/torch_allreduce_nccl.csv b=$tout/torch_allreduce_shim.csv
+  if [ -f "$a" ] && [ -f "$b" ]; then
+    echo "size,dtype,nccl_time_us,shim_time_us,time_ratio,nccl_wrong,shim_wrong" >"$tout/torch_compare.csv"
+    awk -F, 'FNR == 1 { next } NR == FNR { t[$1 "," $2] = $3; w[$1 "," $2] = $5; next }
+      ($1 "," $2) in t { r = t[$1 "," $2] > 0 ? $3 / t[$1 "," $2] : 0
+        printf "%s,%s,%s,%s,%.3f,%s,%s\n", $1, $2, t[$1 "," $2], $3, r, w[$1 "," $2], $5 }' "$a" "$b" \
+      >>"$tout/torch_compare.csv"
+    tr , '\t' <"$tout/torch_compare.csv" | head -80
+  fi
+  TORCH_WRONG=$(awk -F, 'FNR > 1 && $5 > 0 { print FILENAME " size " $1 " " $2 ": wrong " $5 }' \
+    "$tout"/torch_allreduce_*.csv 2>/dev/null)
+}
+torch_step
+
+stamp "done"
+if [ -n "$TORCH_WRONG" ]; then
+  echo "torch: wrong elements:"
+  echo "$TORCH_WRONG" | head -20
+fi
 if [ -n "$wrong" ]; then
   echo "#wrong not 0:"
   echo "$wrong" | head -20
 fi
 if [ ${#FAILED_RUNS[@]} -gt 0 ]; then echo "runs that failed or were skipped: ${FAILED_RUNS[*]}"; fi
-[ -z "$wrong" ] && [ ${#FAILED_RUNS[@]} -eq 0 ] && [ "$rows" -gt 0 ]
+[ -z "$wrong" ] && [ -z "$TORCH_WRONG" ] && [ ${#FAILED_RUNS[@]} -eq 0 ] && { [ "$rows" -gt 0 ] || [ "$TORCH_ONLY" = 1 ]; }

@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""torch.distributed all-reduce on 2 GPUs, one process each (NCCL backend), as PyTorch programs run it.
+
+Checks every element against an exact reference (small integers, exact in every type) at each size from 8 B to
+--max (powers of 2), then times each size (CUDA events around each call after warm-up, the median of --iters)
+and writes <out>/torch_allreduce_<label>.csv: size,dtype,time_us,busbw_gbps,wrong. Run it as is for NCCL, and
+with LD_PRELOAD=libcclab_nccl.so (CCLAB_NCCL_LIB pointing at the NCCL torch loads) for the shim
+(scripts/shim_check.sh does both). Exit status 0 when every element was right, 1 otherwise.
+
+    python3 scripts/torch_allreduce_check.py OUT [--label nccl] [--max 64M] [--dtypes float32,bfloat16,float16]
+"""
+import argparse
+import csv
+import os
+import socket
+import statistics
+import sys
+
+
+def parse_bytes(text):
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    text = text.strip().upper().rstrip("B")
+    if text and text[-1] in units:
+        return int(float(text[:-1]) * units[text[-1]])
+    return int(text)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def pattern(torch, rank, count, dtype, device):
+    # Integers in [-8, 8]: a sum over 2 ranks is exact in float32, float16 and bfloat16.
+    i = torch.arange(count, device=device, dtype=torch.int64)
+    return ((i * 7 + rank * 13) % 17 - 8).to(dtype)
+
+
+def worker(rank, world, args, port):
+    import torch
+    import torch.distributed as dist
+
+    os.environ["MASTER_ADDR"] = "127.0.0.1"
+    os.environ["MASTER_PORT"] = str(port)
+    torch.cuda.set_device(rank)
+    device = torch.device("cuda", rank)
+    # device_id: the communicator is created at once, with ncclCommInitRankConfig, as PyTorch does.
+    dist.init_process_group("nccl", rank=rank, world_size=world, device_id=device)
+    dtypes = [getattr(torch, d) for d in args.dtypes.split(",")]
+    sizes = []
+    size = args.min
+    while size <= args.max:
+        sizes.append(size)
+        size *= 2
+    rows = []
+    for dtype in dtypes:
+        elem = torch.tensor([], dtype=dtype).element_size()
+        for size in sizes:
+            count = max(1, size // elem)
+            # correctness
+            x = pattern(torch, rank, count, dtype, device)
+            want = sum(pattern(torch, r, count, torch.float32, device) for r in range(world)).to(dtype)
+            dist.all_reduce(x)
+            torch.cuda.synchronize()
+            wrong = int((x != want).sum().item())
+            # timing: zeros stay zeros however often they are summed
+            y = torch.zeros(count, dtype=dtype, device=device)
+            for _ in range(args.warmup):
+                dist.all_reduce(y)
+            starts = [torch.cuda.Event(enable_timing=True) for _ in range(args.iters)]
+            ends = [torch.cuda.Event(enable_timing=True) for _ in range(args.iters)]
+            for k in range(args.iters):
+                starts[k].record()
+                dist.all_reduce(y)
+                ends[k].record()
+            torch.cuda.synchronize()
+            t_us = statistics.median(s.elapsed_time(e) * 1000.0 for s, e in zip(starts, ends))
+            # every rank's wrong count and time, summed and maxed on rank 0 (int64: never the cclab path)
+            stats = torch.tensor([wrong, int(t_us * 1000)], dtype=torch.int64, device=device)
+            total = stats.clone()
+            dist.all_reduce(total, op=dist.ReduceOp.SUM)
+            dist.all_reduce(stats, op=dist.ReduceOp.MAX)
+            bytes_ = count * elem
+            t = stats[1].item() / 1000.0
+            busbw = 2.0 * (world - 1) / world * bytes_ / (t * 1e-6) / 1e9 if t > 0 else 0.0
+            rows.append((bytes_, str(dtype).replace("torch.", ""), round(t, 3), round(busbw, 3), int(total[0].item())))
+    if rank == 0:
+        os.makedirs(args.out, exist_ok=True)
+        path = os.path.join(args.out, f"torch_allreduce_{args.label}.csv")
+        with open(path, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["size", "dtype", "time_us", "busbw_gbps", "wrong"])
+            w.writerows(rows)
+        bad = sum(r[4] for r in rows)
+        print(f"torch_allreduce_check ({args.label}): {len(rows)} sizes, {bad} wrong elements -> {path}", flush=True)
+    dist.destroy_process_group()
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("out", help="folder for the CSV")
+    p.add_argument("--label", default="nccl", help="names the CSV: torch_allreduce_<label>.csv")
+    p.add_argument("--min", type=parse_bytes, default=8)
+    p.add_argument("--max", type=parse_bytes, default=64 << 20)
+    p.add_argument("--dtypes", default="float32,bfloat16,float16")
+    p.add_argument("--iters", type=int, default=20)
+    p.add_argument("--warmup", type=int, default=5)
+    args = p.parse_args()
+    # Never NVLink multicast (NCCL's NVLS, PyTorch's symmetric memory).
+    os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
+    os.environ.setdefault("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
+    import torch
+    import torch.multiprocessing as mp
+
+    if torch.cuda.device_count() < 2:
+        print(f"torch_allreduce_check: needs 2 GPUs, found {torch.cuda.device_count()}", file=sys.stderr)
+        return 2
+    mp.spawn(worker, args=(2, args, free_port()), nprocs=2, join=True)
+    path = os.path.join(args.out, f"torch_allreduce_{args.label}.csv")
+    with open(path) as f:
+        bad = sum(int(r["wrong"]) for r in csv.DictReader(f))
+    return 0 if bad == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
