@@ -110,6 +110,8 @@ def main():
     # Never NVLink multicast (NCCL's NVLS, PyTorch's symmetric memory).
     os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
     os.environ.setdefault("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
+    # Blocking communicators: the shim follows only those (a non-blocking one forwards every call).
+    os.environ.setdefault("TORCH_NCCL_USE_COMM_NONBLOCKING", "0")
     import torch
     import torch.multiprocessing as mp
 
