@@ -67,6 +67,8 @@ if compgen -G "results/h100x2/*.csv" >/dev/null; then
   ./build/cli/cclab compare --measured results/h100x2 --topo profiles/h100x2.json --csv build/compare/h100x2.csv
   ./build/cli/cclab compare --measured results/h100x2 --topo dgx-h100 --profile profiles/h200x2.json \
     --csv build/compare/h100x2_from_h200x2.csv
+  [ -d results/h100x2_repeat ] && ./build/cli/cclab compare --measured results/h100x2_repeat \
+    --topo profiles/h100x2.json --csv build/compare/h100x2_repeat.csv
   # and the reverse: 2 x H200 from the 2 x H100 profile on the 2 x H200 preset
   ./build/cli/cclab compare --measured results/h200x2 --topo h200x2 --profile profiles/h100x2.json \
     --csv build/compare/h200x2_from_h100x2.csv
