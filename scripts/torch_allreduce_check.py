@@ -89,7 +89,7 @@ def worker(rank, world, args, port):
         os.makedirs(args.out, exist_ok=True)
         path = os.path.join(args.out, f"torch_allreduce_{args.label}.csv")
         with open(path, "w", newline="") as f:
-            w = csv.writer(f)
+            w = csv.writer(f, lineterminator="\n")  # the shell's awk reads the columns
             w.writerow(["size", "dtype", "time_us", "busbw_gbps", "wrong"])
             w.writerows(rows)
         bad = sum(r[4] for r in rows)

@@ -223,6 +223,9 @@ class TwoGpus {
       const auto h = host_input(t, r, count);
       CUDA_OK(cudaMemcpy(in[r], h.data(), h.size(), cudaMemcpyHostToDevice));
       if (!in_place) CUDA_OK(cudaMemset(out[r], 0x5b, count * t.size));
+      // The copy's DMA and the memset run on the legacy stream, which the non-blocking streams of the
+      // all-reduce do not wait for.
+      CUDA_OK(cudaDeviceSynchronize());
     }
   }
   // One all-reduce per GPU in a group, as nccl-tests -g 2 issues it.

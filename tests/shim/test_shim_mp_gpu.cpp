@@ -117,6 +117,11 @@ struct Result {
   int status = -1;
   std::string log;
   bool ok() const { return WIFEXITED(status) && WEXITSTATUS(status) == 0; }
+  std::string how() const {
+    if (WIFEXITED(status)) return "exit " + std::to_string(WEXITSTATUS(status));
+    if (WIFSIGNALED(status)) return "signal " + std::to_string(WTERMSIG(status));
+    return "status " + std::to_string(status);
+  }
 };
 
 // Runs `body(rank, id_pipe)` in 2 children, each with stderr into a file; waits at most `limit_s`, then kills.
@@ -242,6 +247,8 @@ void correctness_rank(int rank, int* id_pipe, int device) {
         for (size_t i = 0; i < count; ++i) cclab::store_from_float(t.dtype, h.data(), int64_t(i), input_value(rank, i));
         CHILD_REQUIRE(cudaMemcpy(in, h.data(), h.size(), cudaMemcpyHostToDevice) == cudaSuccess, "H2D");
         if (!in_place) CHILD_REQUIRE(cudaMemset(out, 0x5b, h.size()) == cudaSuccess, "memset");
+        // The copy's DMA and the memset run on the legacy stream, which the non-blocking stream does not wait for.
+        CHILD_REQUIRE(cudaDeviceSynchronize() == cudaSuccess, "sync before %s count %zu", t.name, count);
         void* dst = in_place ? in : out;
         const ncclResult_t r = api.all_reduce(in, dst, count, t.nccl, ncclSum, comm, s);
         CHILD_CHECK(r == ncclSuccess, "ncclAllReduce %s count %zu: %s", t.name, count, api.error_string(r));
@@ -279,7 +286,7 @@ TEST(ShimMpGpu, OneProcessPerGpuMatchesTheHostReference) {
   ASSERT_EQ(res.size(), 2u);
   for (int r = 0; r < 2; ++r) {
     const std::string& log = res[size_t(r)].log;
-    EXPECT_TRUE(res[size_t(r)].ok()) << "rank " << r << ":\n" << log;
+    EXPECT_TRUE(res[size_t(r)].ok()) << "rank " << r << " (" << res[size_t(r)].how() << "):\n" << log;
     EXPECT_EQ(count_lines(log, "the others in other processes: cclab path ready (CUDA IPC"), 1) << log;
     // Every size takes the cclab path but 96 MiB, lamport's size above the preallocated buffers.
     EXPECT_EQ(count_lines(log, "-> cclab (allreduce.bidir ll)"), 3 * 2 * 4) << log;
@@ -304,7 +311,7 @@ TEST(ShimMpGpu, GpusInvisibleToEachOtherForwardOnEveryRank) {
   ASSERT_EQ(res.size(), 2u);
   for (int r = 0; r < 2; ++r) {
     const std::string& log = res[size_t(r)].log;
-    EXPECT_TRUE(res[size_t(r)].ok()) << "rank " << r << ":\n" << log;
+    EXPECT_TRUE(res[size_t(r)].ok()) << "rank " << r << " (" << res[size_t(r)].how() << "):\n" << log;
     EXPECT_EQ(count_lines(log, "forwarded to NCCL (multi-process setup: "), 1) << log;
     EXPECT_EQ(count_lines(log, "-> cclab"), 0) << log;
   }
@@ -329,6 +336,8 @@ TEST(ShimMpGpu, ADeadPeerIsAnErrorNotAHang) {
         CHILD_REQUIRE(cudaMalloc(&buf, count * 4) == cudaSuccess, "cudaMalloc");
         CHILD_REQUIRE(cudaMemset(buf, 0, count * 4) == cudaSuccess, "cudaMemset");
         CHILD_REQUIRE(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess, "stream");
+        CHILD_REQUIRE(cudaDeviceSynchronize() == cudaSuccess, "sync after the memset");
+        std::fprintf(stderr, "rank %d: warm-up\n", rank);
         for (int i = 0; i < 3; ++i) {
           CHILD_REQUIRE(api.all_reduce(buf, buf, count, ncclFloat, ncclSum, comm, s) == ncclSuccess, "warm-up");
           CHILD_REQUIRE(api.all_reduce(buf, buf, 1024, ncclFloat, ncclSum, comm, s) == ncclSuccess, "warm-up ll");
@@ -361,8 +370,8 @@ TEST(ShimMpGpu, ADeadPeerIsAnErrorNotAHang) {
       },
       90);
   ASSERT_EQ(res.size(), 2u);
-  EXPECT_TRUE(res[0].ok()) << "rank 0:\n" << res[0].log;
-  EXPECT_TRUE(res[1].ok()) << "rank 1:\n" << res[1].log;
+  EXPECT_TRUE(res[0].ok()) << "rank 0 (" << res[0].how() << "):\n" << res[0].log;
+  EXPECT_TRUE(res[1].ok()) << "rank 1 (" << res[1].how() << "):\n" << res[1].log;
   EXPECT_NE(res[0].log.find("rank 0: aborted after"), std::string::npos) << res[0].log;
   EXPECT_NE(res[0].log.find("allreduce.bidir failed"), std::string::npos) << res[0].log;
 }
