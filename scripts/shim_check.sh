@@ -195,7 +195,7 @@ print(sorted(c)[0] if c else "")' 2>/dev/null)
   mkdir -p "$tout"
   # The route: one small run with CCLAB_DEBUG=1 must set up the multi-process path and run ll and lamport.
   CCLAB_DEBUG=1 CCLAB_NCCL_LIB="$tnccl" LD_PRELOAD="$SHIM" timeout 300 \
-    python3 scripts/torch_allreduce_check.py "$tout" --label debug --max 1M --dtypes float32 --iters 2 --warmup 1 \
+    python3 scripts/torch_allreduce_check.py "$tout" --label debug --max 1M --dtypes float32 --iters 2 --reps 1 --warmup 1 \
     >"$LOGS/torch_debug.log" 2>&1 || FAILED_RUNS+=("torch_debug:rc=$?")
   grep -E "^cclab: (forwarding|communicator)" "$LOGS/torch_debug.log" | sort | uniq -c | head -6
   for want in "the others in other processes: cclab path ready" "dtype=float op=sum bytes=8 -> cclab (allreduce.bidir ll)" \

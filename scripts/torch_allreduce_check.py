@@ -2,8 +2,8 @@
 """torch.distributed all-reduce on 2 GPUs, one process each (NCCL backend), as PyTorch programs run it.
 
 Checks every element against an exact reference (small integers, exact in every type) at each size from 8 B to
---max (powers of 2), then times each size (CUDA events around each call after warm-up, the median of --iters)
-and writes <out>/torch_allreduce_<label>.csv: size,dtype,time_us,busbw_gbps,wrong. Run it as is for NCCL, and
+--max (powers of 2), then times each size (after warm-up, --iters calls back to back between CUDA events, the
+median of --reps batches) and writes <out>/torch_allreduce_<label>.csv: size,dtype,time_us,busbw_gbps,wrong. Run it as is for NCCL, and
 with LD_PRELOAD=libcclab_nccl.so (CCLAB_NCCL_LIB pointing at the NCCL torch loads) for the shim
 (scripts/shim_check.sh does both). Exit status 0 when every element was right, 1 otherwise.
 
@@ -68,14 +68,20 @@ def worker(rank, world, args, port):
             y = torch.zeros(count, dtype=dtype, device=device)
             for _ in range(args.warmup):
                 dist.all_reduce(y)
-            starts = [torch.cuda.Event(enable_timing=True) for _ in range(args.iters)]
-            ends = [torch.cuda.Event(enable_timing=True) for _ in range(args.iters)]
-            for k in range(args.iters):
-                starts[k].record()
-                dist.all_reduce(y)
-                ends[k].record()
-            torch.cuda.synchronize()
-            t_us = statistics.median(s.elapsed_time(e) * 1000.0 for s, e in zip(starts, ends))
+            # As nccl-tests times: --iters calls back to back between two events, after both ranks have met
+            # (a call timed alone would also hold the other process's lag); the median of --reps batches.
+            per_call = []
+            for _ in range(args.reps):
+                dist.barrier()
+                torch.cuda.synchronize()
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                for _ in range(args.iters):
+                    dist.all_reduce(y)
+                end.record()
+                torch.cuda.synchronize()
+                per_call.append(start.elapsed_time(end) * 1000.0 / args.iters)
+            t_us = statistics.median(per_call)
             # every rank's wrong count and time, summed and maxed on rank 0 (int64: never the cclab path)
             stats = torch.tensor([wrong, int(t_us * 1000)], dtype=torch.int64, device=device)
             total = stats.clone()
@@ -104,7 +110,8 @@ def main():
     p.add_argument("--min", type=parse_bytes, default=8)
     p.add_argument("--max", type=parse_bytes, default=64 << 20)
     p.add_argument("--dtypes", default="float32,bfloat16,float16")
-    p.add_argument("--iters", type=int, default=20)
+    p.add_argument("--iters", type=int, default=20, help="calls timed back to back in one batch")
+    p.add_argument("--reps", type=int, default=5, help="batches; the median is kept")
     p.add_argument("--warmup", type=int, default=5)
     args = p.parse_args()
     # Never NVLink multicast (NCCL's NVLS, PyTorch's symmetric memory).

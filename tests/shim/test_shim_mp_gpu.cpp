@@ -39,10 +39,15 @@ int failures = 0;  // in a child
       ++failures;                                                         \
     }                                                                     \
   } while (0)
-#define CHILD_REQUIRE(c, ...)       \
-  do {                              \
-    CHILD_CHECK(c, __VA_ARGS__);    \
-    if (!(c)) _exit(failures + 50); \
+// Evaluates `c` once (it may be a call: a second ncclCommInitRank would wait for a peer that never comes).
+#define CHILD_REQUIRE(c, ...)                                             \
+  do {                                                                    \
+    if (!(c)) {                                                           \
+      std::fprintf(stderr, "check failed at line %d: %s ", __LINE__, #c); \
+      std::fprintf(stderr, __VA_ARGS__);                                  \
+      std::fprintf(stderr, "\n");                                         \
+      _exit(++failures + 50);                                             \
+    }                                                                     \
   } while (0)
 
 struct Api {
