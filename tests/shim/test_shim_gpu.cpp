@@ -22,8 +22,14 @@
 #include <vector>
 
 #include "core/dtype.hpp"
+#include "tests/shim/shim_gpu_common.hpp"
 
 namespace {
+
+using cclab::shim_test::bind;
+using cclab::shim_test::input_value;
+using cclab::shim_test::kTypes;
+using cclab::shim_test::Type;
 
 #define CUDA_OK(call)                                                      \
   do {                                                                     \
@@ -49,15 +55,6 @@ struct Api {
   decltype(&ncclGroupStart) group_start = nullptr;
   decltype(&ncclGroupEnd) group_end = nullptr;
 };
-
-template <class F>
-void bind(void* h, F& f, const char* name) {
-  f = reinterpret_cast<F>(dlsym(h, name));
-  if (f == nullptr) {
-    std::fprintf(stderr, "the shim has no %s\n", name);
-    std::abort();
-  }
-}
 
 // Loaded once per process, with CCLAB_DEBUG on (the shim reads its environment once).
 Api& api() {
@@ -135,19 +132,6 @@ std::string two_gpus() {
   if (!a || !b) return "needs 2 GPUs with P2P access: GPUs 0 and 1 have none between them";
   return "";
 }
-
-struct Type {
-  ncclDataType_t nccl;
-  cclab::DType dtype;
-  const char* name;
-  size_t size;
-};
-const Type kTypes[] = {{ncclFloat32, cclab::DType::f32, "float", 4},
-                       {ncclFloat16, cclab::DType::f16, "half", 2},
-                       {ncclBfloat16, cclab::DType::bf16, "bfloat16", 2}};
-
-// Rank r's element i: an integer in [-8, 8]; two ranks' sum is exact in every type.
-float input_value(int r, size_t i) { return float(int((i * 7 + size_t(r) * 13) % 17) - 8); }
 
 std::vector<uint8_t> host_input(const Type& t, int r, size_t count) {
   std::vector<uint8_t> h(count * t.size);

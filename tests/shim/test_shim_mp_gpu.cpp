@@ -26,8 +26,14 @@
 #include <vector>
 
 #include "core/dtype.hpp"
+#include "tests/shim/shim_gpu_common.hpp"
 
 namespace {
+
+using cclab::shim_test::bind;
+using cclab::shim_test::input_value;
+using cclab::shim_test::kTypes;
+using cclab::shim_test::Type;
 
 int failures = 0;  // in a child
 #define CHILD_CHECK(c, ...)                                               \
@@ -60,15 +66,6 @@ struct Api {
   decltype(&ncclAllReduce) all_reduce = nullptr;
 };
 
-template <class F>
-void bind(void* h, F& f, const char* name) {
-  f = reinterpret_cast<F>(dlsym(h, name));
-  if (f == nullptr) {
-    std::fprintf(stderr, "the shim has no %s\n", name);
-    _exit(97);
-  }
-}
-
 Api load_shim() {
   setenv("CCLAB_NCCL_LIB", CCLAB_REAL_NCCL, 0);  // unless the caller names another
   setenv("CCLAB_DEBUG", "1", 1);
@@ -90,19 +87,6 @@ Api load_shim() {
   bind(h, a.all_reduce, "ncclAllReduce");
   return a;
 }
-
-struct Type {
-  ncclDataType_t nccl;
-  cclab::DType dtype;
-  const char* name;
-  size_t size;
-};
-const Type kTypes[] = {{ncclFloat32, cclab::DType::f32, "float", 4},
-                       {ncclFloat16, cclab::DType::f16, "half", 2},
-                       {ncclBfloat16, cclab::DType::bf16, "bfloat16", 2}};
-
-// Rank r's element i: an integer in [-8, 8]; two ranks' sum is exact in every type.
-float input_value(int r, size_t i) { return float(int((i * 7 + size_t(r) * 13) % 17) - 8); }
 
 // 8 bytes, odd counts on both sides of ll's 128 KiB limit, 1 MiB and 64 MiB (lamport, within the 64 MiB
 // preallocated per peer), 96 MiB (lamport's size, above them: forwarded).
