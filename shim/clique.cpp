@@ -177,29 +177,33 @@ void fail(Clique& c, const std::string& why) {
   c.failed = true;
 }
 
+// One GPU's share of BidirContext's layout, appended to the clique's vectors: control words and ll buffers
+// (zeroed on its side stream, not yet waited for), its SM count and the lamport grid's occupancy.
+void add_gpu(Clique& c, int d) {
+  const auto& p = settings().params;
+  CurrentDevice g(d);
+  c.ctrl.emplace_back(d, exec::bidir_ctrl_bytes());
+  c.ll.emplace_back(d, exec::bidir_ll_bytes(p));
+  c.side.emplace_back(d);
+  SHIM_CUDA(cudaMemsetAsync(c.ctrl.back().get(), 0, exec::bidir_ctrl_bytes(), c.side.back().get()));
+  SHIM_CUDA(cudaMemsetAsync(c.ll.back().get(), 0, exec::bidir_ll_bytes(p), c.side.back().get()));
+  int sms = 0;
+  SHIM_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, d));
+  c.sms.push_back(sms);
+  // The lamport grid stays resident (every CTA polls data the same CTA of each peer stores): the
+  // occupancy of the instance that will run, per type, asked once here rather than per call.
+  const int unroll =
+      lower::bidir_launch(BidirMode::lamport, 256, c.nranks, false, p, lower::LaunchLimits{sms, 1, {}}).unroll;
+  std::array<int, 3> res{};
+  for (DType t : {DType::f32, DType::f16, DType::bf16})
+    res[size_t(t)] = exec::bidir_resident_ctas(BidirMode::lamport, p.lamport_threads, unroll, t, RedOp::sum, d);
+  c.lamport_resident.push_back(res);
+}
+
 // Allocates the clique's buffers: BidirContext's layout, per rank on its own GPU.
 void allocate(Clique& c) {
   const auto& p = settings().params;
-  for (int r = 0; r < c.nranks; ++r) {
-    const int d = c.devices[size_t(r)];
-    CurrentDevice g(d);
-    c.ctrl.emplace_back(d, exec::bidir_ctrl_bytes());
-    c.ll.emplace_back(d, exec::bidir_ll_bytes(p));
-    c.side.emplace_back(d);
-    SHIM_CUDA(cudaMemsetAsync(c.ctrl.back().get(), 0, exec::bidir_ctrl_bytes(), c.side.back().get()));
-    SHIM_CUDA(cudaMemsetAsync(c.ll.back().get(), 0, exec::bidir_ll_bytes(p), c.side.back().get()));
-    int sms = 0;
-    SHIM_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, d));
-    c.sms.push_back(sms);
-    // The lamport grid stays resident (every CTA polls data the same CTA of each peer stores): the
-    // occupancy of the instance that will run, per type, asked once here rather than per call.
-    const int unroll =
-        lower::bidir_launch(BidirMode::lamport, 256, c.nranks, false, p, lower::LaunchLimits{sms, 1, {}}).unroll;
-    std::array<int, 3> res{};
-    for (DType t : {DType::f32, DType::f16, DType::bf16})
-      res[size_t(t)] = exec::bidir_resident_ctas(BidirMode::lamport, p.lamport_threads, unroll, t, RedOp::sum, d);
-    c.lamport_resident.push_back(res);
-  }
+  for (int r = 0; r < c.nranks; ++r) add_gpu(c, c.devices[size_t(r)]);
   for (auto& s : c.side) SHIM_CUDA(cudaStreamSynchronize(s.get()));
   c.err = std::make_unique<exec::MappedHost>(exec::bidir_error_bytes());
   c.peers.nranks = c.nranks;
@@ -415,31 +419,20 @@ PeerInfo mp_prepare(Clique& c, int r, bool alone) {
       if (d < 0) throw std::runtime_error("no current GPU at ncclCommInitRank");
       SHIM_CUDA(cudaDeviceGetPCIBusId(info.bus, int(sizeof(info.bus)), d));
       const auto& p = settings().params;
+      add_gpu(c, d);
+      // Indexed by rank as in a clique of one process; only this rank's entries are read.
+      c.sms.assign(size_t(c.nranks), c.sms.back());
+      c.lamport_resident.assign(size_t(c.nranks), c.lamport_resident.back());
       CurrentDevice g(d);
-      c.ctrl.emplace_back(d, exec::bidir_ctrl_bytes());
-      c.ll.emplace_back(d, exec::bidir_ll_bytes(p));
-      c.side.emplace_back(d);
       auto gen = std::make_unique<LamportGen>();
       gen->stride = c.mp_stride;
       gen->bufs.emplace_back(d, size_t(2) * size_t(c.nranks - 1) * size_t(c.mp_stride));
       const cudaStream_t s = c.side.back().get();
-      SHIM_CUDA(cudaMemsetAsync(c.ctrl.back().get(), 0, exec::bidir_ctrl_bytes(), s));
-      SHIM_CUDA(cudaMemsetAsync(c.ll.back().get(), 0, exec::bidir_ll_bytes(p), s));
       // All sentinel before any peer can store into them: peers launch only after the agreement below.
       SHIM_CUDA(cudaMemsetAsync(gen->bufs.back().get(), 0xFF, gen->bufs.back().bytes(), s));
       SHIM_CUDA(cudaStreamSynchronize(s));
       SHIM_CUDA(cudaIpcGetMemHandle(&info.ll, c.ll.back().get()));
       SHIM_CUDA(cudaIpcGetMemHandle(&info.lamport, gen->bufs.back().get()));
-      int sms = 0;
-      SHIM_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, d));
-      const int unroll =
-          lower::bidir_launch(BidirMode::lamport, 256, c.nranks, false, p, lower::LaunchLimits{sms, 1, {}}).unroll;
-      std::array<int, 3> res{};
-      for (DType t : {DType::f32, DType::f16, DType::bf16})
-        res[size_t(t)] = exec::bidir_resident_ctas(BidirMode::lamport, p.lamport_threads, unroll, t, RedOp::sum, d);
-      // Indexed by rank as in a clique of one process; only this rank's entries are read.
-      c.sms.assign(size_t(c.nranks), sms);
-      c.lamport_resident.assign(size_t(c.nranks), res);
       c.err = std::make_unique<exec::MappedHost>(exec::bidir_error_bytes());
       c.peers.nranks = c.nranks;
       c.peers.ctrl[r] = c.ctrl.back().get();  // the rank-local kernels touch only their own control words
@@ -620,15 +613,15 @@ void configure(bool debug, const RealNccl& real) {
   s.real = real;
   const char* tune = std::getenv("CCLAB_TUNE");
   s.hash = hash_text(tune != nullptr ? tune : "");
-  s.mp_lamport = mp_lamport_bytes(tune, s.params.lamport_max_bytes);
-  if (tune == nullptr || tune[0] == '\0') return;
-  try {
-    s.params.apply(tune);
-    s.mp_lamport = mp_lamport_bytes(tune, s.params.lamport_max_bytes);
-  } catch (const std::exception& e) {
-    s.error = std::string("CCLAB_TUNE: ") + e.what();
-    std::fprintf(stderr, "cclab: %s (every all-reduce forwards)\n", s.error.c_str());
+  if (tune != nullptr && tune[0] != '\0') {
+    try {
+      s.params.apply(tune);
+    } catch (const std::exception& e) {
+      s.error = std::string("CCLAB_TUNE: ") + e.what();
+      std::fprintf(stderr, "cclab: %s (every all-reduce forwards)\n", s.error.c_str());
+    }
   }
+  s.mp_lamport = mp_lamport_bytes(tune, s.params.lamport_max_bytes);
 }
 
 BidirMode size_mode(size_t bytes) { return lower::choose_bidir_mode(int64_t(bytes), 2, settings().params); }
@@ -671,59 +664,36 @@ Joining join(const ncclUniqueId& id, int nranks, int rank) {
   }
 }
 
-void joined(const Joining& j, ncclResult_t result, ncclComm_t comm) {
-  if (!j.clique) return;
-  try {
-    bool all_here = false;
-    {
-      std::unique_lock lk(registry().mu);
-      all_here = j.clique->joins == j.clique->nranks;
-      // Every rank of this process has joined (see join): once all have returned the id may be used again.
-      if (++j.clique->returns == j.clique->joins) {
-        auto it = registry().pending.find(j.clique->key);
-        if (it != registry().pending.end() && it->second == j.clique) registry().pending.erase(it);
-      }
-    }
-    if (result != ncclSuccess) return;  // no communicator (or a non-blocking one still in progress)
-    if (all_here) {
-      decide(*j.clique);
-      map_comm(comm, j.clique, j.rank);
-    } else {
-      mp_setup({j}, {comm});
-    }
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "cclab: ncclCommInitRank: %s (its all-reduces forward)\n", e.what());
-  }
-}
+void joined(const Joining& j, ncclResult_t result, ncclComm_t comm) { joined_group({j}, result, {comm}); }
 
 void joined_group(const std::vector<Joining>& js, ncclResult_t result, const std::vector<ncclComm_t>& comms) {
   std::vector<Joining> mp;
   std::vector<ncclComm_t> mp_comms;
-  for (size_t i = 0; i < js.size(); ++i) {
-    if (!js[i].clique) continue;
-    bool all_here = false;
-    {
-      std::shared_lock lk(registry().mu);
-      all_here = js[i].clique->joins == js[i].clique->nranks;
-    }
-    if (all_here || result != ncclSuccess) {
-      joined(js[i], result, comms[i]);
-    } else {
-      // Its pending entry is retired as joined() does; the setup runs below with the group's others.
+  try {
+    for (size_t i = 0; i < js.size(); ++i) {
+      const Joining& j = js[i];
+      if (!j.clique) continue;
+      bool all_here = false;
       {
         std::unique_lock lk(registry().mu);
-        if (++js[i].clique->returns == js[i].clique->joins) {
-          auto it = registry().pending.find(js[i].clique->key);
-          if (it != registry().pending.end() && it->second == js[i].clique) registry().pending.erase(it);
+        all_here = j.clique->joins == j.clique->nranks;
+        // Every rank of this process has joined (see join): once all have returned the id may be used again.
+        if (++j.clique->returns == j.clique->joins) {
+          auto it = registry().pending.find(j.clique->key);
+          if (it != registry().pending.end() && it->second == j.clique) registry().pending.erase(it);
         }
       }
-      mp.push_back(js[i]);
-      mp_comms.push_back(comms[i]);
+      if (result != ncclSuccess) continue;  // no communicator (or a non-blocking one still in progress)
+      if (all_here) {
+        decide(*j.clique);
+        map_comm(comms[i], j.clique, j.rank);
+      } else {
+        // Set up below, together: one thread drives every rank of the group.
+        mp.push_back(j);
+        mp_comms.push_back(comms[i]);
+      }
     }
-  }
-  if (mp.empty()) return;
-  try {
-    mp_setup(mp, mp_comms);
+    if (!mp.empty()) mp_setup(mp, mp_comms);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "cclab: ncclCommInitRank: %s (its all-reduces forward)\n", e.what());
   }
