@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "shim/mp.hpp"
-#include "shim/route.hpp"
 
 using namespace cclab::shim;
 
@@ -213,30 +212,4 @@ TEST(ShimMp, HostIdIsStableAndTellsMachinesApart) {
   EXPECT_NE(host_id_of("node1", "b0"), host_id_of("node1", "b1"));
   EXPECT_NE(host_id_of("node1", "b0"), host_id_of("node1b", "0"));  // the parts do not run together
   EXPECT_NE(hash_text("a"), hash_text("b"));
-}
-
-TEST(ShimMp, RouteForwardsLamportAboveThePreallocatedBuffers) {
-  RouteInput in;
-  in.dtype = ncclFloat32;
-  in.op = ncclSum;
-  in.aligned = true;
-  in.comm_probed = true;
-  in.nranks = 2;
-  in.one_node_p2p = true;
-  in.path_built = true;
-  in.group_supported = true;
-  in.mode = "lamport";
-  in.lamport_cap = size_t(64) << 20;
-  in.bytes = size_t(64) << 20;
-  EXPECT_EQ(route_allreduce(in).path, Path::cclab);
-  in.bytes += 4;
-  const Route r = route_allreduce(in);
-  EXPECT_EQ(r.path, Path::nccl);
-  EXPECT_NE(r.reason.find("preallocated for ranks in other processes"), std::string::npos) << r.reason;
-  in.lamport_cap = 0;  // one process: the buffers grow
-  EXPECT_EQ(route_allreduce(in).path, Path::cclab);
-  in.lamport_cap = 1024;
-  in.mode = "ll";
-  in.bytes = 4096;
-  EXPECT_EQ(route_allreduce(in).path, Path::cclab);
 }

@@ -33,6 +33,24 @@ std::string reason_of(const RouteInput& in) {
   return r.path == Path::cclab ? "cclab: " + r.reason : r.reason;
 }
 
+// Ranks in other processes preallocate lamport's buffers (lamport_cap): larger lamport sizes go to NCCL.
+TEST(ShimRoute, LamportAboveThePreallocatedBuffersForwards) {
+  RouteInput in = covered();
+  in.capture_supported = false;
+  in.lamport_cap = size_t(64) << 20;
+  in.bytes = size_t(64) << 20;
+  EXPECT_EQ(route_allreduce(in).path, Path::cclab);
+  in.bytes += 4;
+  EXPECT_EQ(route_allreduce(in).path, Path::nccl);
+  EXPECT_NE(reason_of(in).find("preallocated for ranks in other processes"), std::string::npos) << reason_of(in);
+  in.lamport_cap = 0;  // one process: the buffers grow
+  EXPECT_EQ(route_allreduce(in).path, Path::cclab);
+  in.lamport_cap = 1024;
+  in.mode = "ll";
+  in.bytes = 4096;
+  EXPECT_EQ(route_allreduce(in).path, Path::cclab);
+}
+
 }  // namespace
 
 TEST(ShimRoute, CoveredCallsRunCclab) {
