@@ -36,24 +36,18 @@ using cclab::shim_test::kTypes;
 using cclab::shim_test::Type;
 
 int failures = 0;  // in a child
-#define CHILD_CHECK(c, ...)                                               \
-  do {                                                                    \
-    if (!(c)) {                                                           \
-      std::fprintf(stderr, "check failed at line %d: %s ", __LINE__, #c); \
-      std::fprintf(stderr, __VA_ARGS__);                                  \
-      std::fprintf(stderr, "\n");                                         \
-      ++failures;                                                         \
-    }                                                                     \
+// A failed check in a child: one line on stderr, counted; `c` is evaluated once (it may be a call: a second
+// ncclCommInitRank would wait for a peer that never comes). CHILD_REQUIRE also ends the child.
+#define CHILD_FAIL(text, ...)                                                                               \
+  (std::fprintf(stderr, "check failed at line %d: %s ", __LINE__, text), std::fprintf(stderr, __VA_ARGS__), \
+   std::fprintf(stderr, "\n"), ++failures)
+#define CHILD_CHECK(c, ...)                \
+  do {                                     \
+    if (!(c)) CHILD_FAIL(#c, __VA_ARGS__); \
   } while (0)
-// Evaluates `c` once (it may be a call: a second ncclCommInitRank would wait for a peer that never comes).
-#define CHILD_REQUIRE(c, ...)                                             \
-  do {                                                                    \
-    if (!(c)) {                                                           \
-      std::fprintf(stderr, "check failed at line %d: %s ", __LINE__, #c); \
-      std::fprintf(stderr, __VA_ARGS__);                                  \
-      std::fprintf(stderr, "\n");                                         \
-      _exit(++failures + 50);                                             \
-    }                                                                     \
+#define CHILD_REQUIRE(c, ...)                          \
+  do {                                                 \
+    if (!(c)) _exit(CHILD_FAIL(#c, __VA_ARGS__) + 50); \
   } while (0)
 
 struct Api {
