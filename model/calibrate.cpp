@@ -8,6 +8,7 @@
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -266,15 +267,15 @@ const std::vector<std::string>& bench_names() {
     for (const char* shape : {"chain.", "xchain."})
       for (const char* what : {"held", "unheld", "launch", "launch_unheld"}) v.push_back(std::string(shape) + what);
     for (const char* what : {"unheld", "launch_unheld"}) v.push_back(std::string("lchain.") + what);
-    // the bidir kernels' transfers and NCCL send/recv under graph replay (exec/microbench/microbench_bidir.cu)
+    // the bidir kernels' transfers and NCCL send/recv under graph replay
     for (const char* b :
          {"bidir.pull", "bidir.pull.u2", "bidir.pull.u8", "bidir.pull.u2.g66", "bidir.push", "bidir.push.g132",
           "bidir.ll", "bidir.ll_plain", "bidir.ring", "bidir.lamport", "bidir.lamport.t256", "bidir.lamport.split",
           "bidir.replay", "nccl.p2p.graph.uni", "nccl.p2p.graph.bidir",
-          // the same with 100 launches per graph (as the records since commit bcedfc8)
+          // the same at the records' launches per graph (.n100)
           "bidir.pull.n100", "bidir.push.n100", "bidir.ll.n100", "bidir.ring.n100", "bidir.lamport.t256.n100",
           "nccl.p2p.graph.bidir.n100", "nccl.p2p.graph.uni.n100",
-          // the same adding the own input's bytes (the reductions' memory accesses), 100 launches per graph
+          // the same adding the own input's bytes (the reductions' memory accesses), at the records' launches
           "bidir.pull.own.n100", "bidir.push.own.n100", "bidir.ring.own.n100",
           // ll and pull (own input added) reading their pointers from a by-value per-rank block (as BidirArgs)
           "bidir.ll.args.n100", "bidir.pull.own.args.n100", "bidir.ll_plain.args.n100", "bidir.ll_plain.n100",
@@ -287,7 +288,7 @@ const std::vector<std::string>& bench_names() {
           // the push kernel's reduction loop itself, by element type
           "bidir.push.kernelloop.float.n100", "bidir.push.kernelloop.bfloat16.n100",
           "bidir.lamport.t256.kernelloop.float.n100", "bidir.lamport.t256.kernelloop.bfloat16.n100",
-          // the sparse all-reduce's local pieces (exec/microbench/microbench_sparse.cu)
+          // the sparse all-reduce's local pieces
           "sparse.coalesce.wall", "sparse.coalesce.issue", "sparse.sort_unique.wall", "sparse.sort_unique.issue",
           "sparse.segment_sum", "sparse.match", "sparse.fill_rows", "sparse.fill.issue", "sparse.copy.issue",
           "sparse.coalesce.wall2", "sparse.sort_unique.wall2",
@@ -364,6 +365,21 @@ std::string measurements_to_json(const MicroMeasurements& m) {
   }
   j["series"] = series;
   return j.dump(2);
+}
+
+SeriesConditions series_conditions(const std::string& method, int sms) {
+  SeriesConditions c;
+  std::smatch m;
+  // A repeat at another count names it first; the others say it in one of the microbenchmarks' phrasings.
+  for (const char* launches : {R"(\[(\d+) launches per graph)", R"(graphs of (\d+))",
+                               R"(graph per GPU of (\d+) launches)", R"(\((\d+) per replay\))"})
+    if (std::regex_search(method, m, std::regex(launches))) {
+      c.launches_per_replay = std::stoi(m[1].str());
+      break;
+    }
+  if (std::regex_search(method, m, std::regex(R"(min\((\d+|SMs),)")))
+    c.grid_cap = m[1].str() == "SMs" ? sms : std::stoi(m[1].str());
+  return c;
 }
 
 MicroMeasurements measurements_from_json_text(const std::string& text, const std::string& where) {

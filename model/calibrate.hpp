@@ -1,5 +1,5 @@
 // Calibration: microbenchmark measurements in, fitted model parameters out. CPU code only; the GPU side
-// (exec/microbench/microbench.cu) measures and nothing else.
+// (`cclab calibrate`'s microbenchmarks) measures and nothing else.
 //
 // Leave-out discipline: the input type below can hold only microbenchmark series (point-to-point copies,
 // local reductions, latencies, matmuls), never collective records. A profile fitted here therefore never
@@ -91,6 +91,15 @@ MicroMeasurements measurements_from_json_text(const std::string& text, const std
 // Reads measurements from a measurements JSON file or a profile (the file its "measurements" names). Throws an
 // input error when the path is a records CSV or a folder: calibration never reads collective records.
 MicroMeasurements load_measurements(const std::string& path);
+
+// The harness conditions a series' method states, which pricing a plan from the series needs: kernels launched per
+// replayed graph ("graphs of N", or "[M launches per graph, not N]" for a repeat at another count) and the
+// grid cap ("G = min(66, ...)"; "min(SMs, ...)" is `sms`, the measuring GPU's). 0 where the method names none.
+struct SeriesConditions {
+  int launches_per_replay = 0;
+  int grid_cap = 0;
+};
+SeriesConditions series_conditions(const std::string& method, int sms);
 
 // t(x) = alpha + x / (beta * eta(x)), eta(x) = 1 / (1 + (x_half / x)^p): a latency, a peak rate and a
 // saturating efficiency (eta = 1/2 at x_half, sharper with larger p, 0 < p < 1). x is bytes (or flops

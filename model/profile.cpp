@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "core/error.hpp"
+#include "topology/hardware.hpp"
 
 namespace cclab::model {
 
@@ -365,6 +366,10 @@ std::string make_profile_json(const Calibration& cal, const topo::Topology& topo
     tables[s.name] = {{"points", pts},
                       {"source", s.name + ": " + s.method + " [" + m.origin + ", " + m.gpu_name +
                                      (m.date.empty() ? "" : ", " + m.date) + "]"}};
+    const topo::hw::GpuSpec* gpu = topo::hw::find_gpu_spec(m.gpu_name);
+    const SeriesConditions c = series_conditions(s.method, gpu != nullptr ? gpu->sms : 0);
+    if (c.launches_per_replay > 0) tables[s.name]["launches_per_replay"] = c.launches_per_replay;
+    if (c.grid_cap > 0) tables[s.name]["grid_cap"] = c.grid_cap;
   }
   j["tables"] = tables;
   ojson fits = ojson::object();

@@ -8,7 +8,6 @@
 #include <set>
 
 #include "algorithms/copy_pipeline.hpp"
-#include "algorithms/fused_probes.hpp"
 #include "algorithms/transport.hpp"
 #include "core/error.hpp"
 #include "sim/paths_detail.hpp"
@@ -522,8 +521,8 @@ std::optional<Seconds> fused_from_op_tables(const model::ModelParams& P, const S
 }
 
 // The fused kernels from the executor's own kernel timed on synthetic programs (fused.prog.*, algorithms/
-// fused_probes.hpp; kFusedProbeLaunches per replay, as measure.sh times the fused sizes; other counts take the
-// difference in the replay's fixed cost per launch, replay_correction). A launch costs what the measured probe of its
+// fused_probes.hpp; timed at their table's launches per replay, other counts take the difference in the replay's
+// fixed cost per launch, replay_shift). A launch costs what the measured probe of its
 // direction costs (oneway.0: one GPU puts into the other; exchange.0: both do; launch, start and end flags and
 // one put included), plus what its lanes do beyond that probe's single put: per lane its ops one after the
 // other, each at its kind's measured cost in the kernel (the slope of the probe with 8 more ops of that kind:
@@ -656,8 +655,8 @@ std::optional<Seconds> fused_from_probes(const model::ModelParams& P, const Sche
   const double base = two_way ? *ex0 : *ow0, base_lanes = put + hop;
   std::string h;
   std::string unused;
-  const Seconds replay =
-      replay_correction(P, iters > 0 ? iters : 20, h) - replay_correction(P, kFusedProbeLaunches, unused);
+  const model::PathTable* probe = P.table(std::string("fused.prog.") + (two_way ? "exchange.0" : "oneway.0"));
+  const Seconds replay = replay_shift(P, probe->launches_per_replay, plan_launches(iters), h);
   if (how)
     *how = std::string("fused model: the executor's kernel on the probe fused.prog.") +
            (two_way ? "exchange.0" : "oneway.0") + " plus " + std::to_string(f.lane_gpu.size()) +

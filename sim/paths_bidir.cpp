@@ -1,4 +1,4 @@
-// The bidir all-reduce kernels of exec/kernels/bidir.cu on 2 GPUs (modes ll, flash, push, stream, lamport, twoshot),
+// The bidir all-reduce kernels on 2 GPUs (modes ll, flash, push, stream, lamport, twoshot),
 // costed from the profile's measured pieces. The copy mode is a copy-engine schedule on the general lowering
 // (sim/paths.cpp).
 #include <algorithm>
@@ -17,7 +17,6 @@ namespace cclab::sim {
 
 namespace {
 
-constexpr int kTableIters = 20;  // launches per replayed graph in exec/microbench/microbench_bidir.cu
 constexpr int64_t kRingSlotBytes = int64_t(256) << 10;  // bidir.ring's slot (BidirParams::slot_bytes default)
 constexpr int kRingSlots = 4;                           // and slots per lane (BidirParams::slots default)
 
@@ -39,7 +38,7 @@ Seconds size_part(const model::ModelParams& P, const std::string& name, const st
   return table_or(P, name, fallback, used).size_part(bytes);
 }
 
-// Profiles without the bidir.* series (calibrations before exec/microbench/microbench_bidir.cu): each mode from
+// Profiles without the bidir.* series (calibrations before those microbenchmarks): each mode from
 // general pieces, a graph node, a back-to-back transfer body and flag round trips.
 Seconds from_general_pieces(const model::ModelParams& P, const ExecPath& path, int64_t bytes, DType dtype,
                             std::string& how) {
@@ -67,7 +66,7 @@ Seconds from_general_pieces(const model::ModelParams& P, const ExecPath& path, i
     return t;
   }
   if (path.mode == "push") {
-    // One-shot push (exec/kernels/bidir.cu push_kernel): in every CTA half the threads store the input into the
+    // One-shot push: in every CTA half the threads store the input into the
     // peer's scratch tile by tile, releasing a flag per tile (the fused path's kind of hop), while the other
     // half wait for the peer's tiles and reduce them: the two halves overlap, so the slower of the store
     // (both ways at once) and the reduction, plus one hop and the reduction of the last tile.
@@ -81,7 +80,7 @@ Seconds from_general_pieces(const model::ModelParams& P, const ExecPath& path, i
     return t;
   }
   if (path.mode == "lamport") {
-    // One-shot push where the data is its own flag (exec/kernels/bidir.cu lamport_kernel): each GPU stores its S
+    // One-shot push where the data is its own flag: each GPU stores its S
     // bytes into the peer (both ways at once) and polls what arrives, no flag: one one-way trip, as ll.
     const Seconds t = node + body("p2p.sm_store.bidir", "p2p.sm.bidir", S, used) + flag / 2;
     how = "lamport: node + " + used + "(S) body + flag/2";
@@ -111,7 +110,7 @@ Seconds from_general_pieces(const model::ModelParams& P, const ExecPath& path, i
     return t;
   }
   if (path.mode == "stream") {
-    // Persistent lanes, one CTA each (exec/kernels/bidir.cu: half its threads push into the peer's ring, half
+    // Persistent lanes, one CTA each (half its threads push into the peer's ring, half
     // reduce what arrives): each lane moves S / grid bytes at the rate of half a CTA's stores, bounded by
     // the both-ways store rate of the whole link; barriers at start and end as flash.
     const int grid = path.grid > 0 ? path.grid : 1;
@@ -126,10 +125,13 @@ Seconds from_general_pieces(const model::ModelParams& P, const ExecPath& path, i
   throw_input("no model for bidir mode '" + path.mode + "'");
 }
 
-// The grid cap of the capped variants' series (scripts/measure.sh's flash_blocks=66 and push_blocks=132).
-constexpr int kPullCapSeries = 66, kPushCapSeries = 132;
+// The grid cap a series was measured with (its table's grid_cap; 0 without the series).
+int grid_cap_of(const model::ModelParams& P, const std::string& name) {
+  const model::PathTable* t = P.table(name);
+  return t != nullptr ? t->grid_cap : 0;
+}
 
-// The microbenchmark of each mode's transfer and synchronisation (exec/microbench/microbench_bidir.cu), where the
+// The microbenchmark of each mode's transfer and synchronisation (the bidir.* series), where the
 // profile has it: the series measured with the kernel's own parameters (threads, vectors per thread,
 // grid cap, split roles) as the plan gives them, else the mode's default series; nullptr without it.
 const model::PathTable* transfer_table(const model::ModelParams& P, const ExecPath& path, int64_t bytes,
@@ -153,13 +155,15 @@ const model::PathTable* transfer_table(const model::ModelParams& P, const ExecPa
     const int64_t u = unroll > 0 ? unroll : 4;
     std::string variant = "bidir.pull";
     if (threads == 512 && u == 2)
-      variant = capped(512 * 2) && path.grid == kPullCapSeries ? "bidir.pull.u2.g66" : "bidir.pull.u2";
+      variant =
+          capped(512 * 2) && path.grid == grid_cap_of(P, "bidir.pull.u2.g66") ? "bidir.pull.u2.g66" : "bidir.pull.u2";
     else if (threads == 512 && u == 8)
       variant = "bidir.pull.u8";
     return pick(variant, "bidir.pull");
   }
   if (path.mode == "push")
-    return pick(capped(256 * 4) && path.grid == kPushCapSeries ? "bidir.push.g132" : "bidir.push", "bidir.push");
+    return pick(capped(256 * 4) && path.grid == grid_cap_of(P, "bidir.push.g132") ? "bidir.push.g132" : "bidir.push",
+                "bidir.push");
   if (path.mode == "lamport") {
     // lamport: its own series (its variants: split roles, 256 threads); profiles measured before it:
     // push's (the same stores, a flag per tile instead of the data as its own flag).
@@ -181,9 +185,11 @@ const model::PathTable* transfer_table(const model::ModelParams& P, const ExecPa
 
 }  // namespace
 
-Seconds replay_correction(const model::ModelParams& P, int iters, std::string& how) {
+int plan_launches(int iters) { return iters > 0 ? iters : lower::launches_for(lower::Path::general); }
+
+Seconds replay_shift(const model::ModelParams& P, int measured, int planned, std::string& how) {
   const model::PathTable* r = P.table("bidir.replay");
-  if (iters <= 0 || iters == kTableIters || !r || r->points.size() < 2) return Seconds(0);
+  if (measured <= 0 || planned <= 0 || planned == measured || !r || r->points.size() < 2) return Seconds(0);
   // Time per launch t(N) = c + F / N over the measured N: least squares in x = 1 / N gives F.
   double sx = 0, sy = 0, sxx = 0, sxy = 0;
   for (const auto& [n, t] : r->points) {
@@ -196,17 +202,15 @@ Seconds replay_correction(const model::ModelParams& P, int iters, std::string& h
   const double k = double(r->points.size()), den = k * sxx - sx * sx;
   if (!(den > 0)) return Seconds(0);
   const double F = std::max(0.0, (k * sxy - sx * sy) / den);
-  how +=
-      " + bidir.replay's per-replay cost x (1/" + std::to_string(iters) + " - 1/" + std::to_string(kTableIters) + ")";
-  return Seconds(F * (1.0 / iters - 1.0 / kTableIters));
+  how += " + bidir.replay's per-replay cost x (1/" + std::to_string(planned) + " - 1/" + std::to_string(measured) + ")";
+  return Seconds(F * (1.0 / planned - 1.0 / measured));
 }
 
 namespace {
 
-// The series each mode's default runs with, which exec/microbench/microbench_bidir.cu repeats with kRecordIters
-// launches per graph (".n100") and, for the modes whose reduction loads the own input apart from what they send, with
-// that second operand (".own.n100"); "" where there is none.
-constexpr int kRecordIters = 100;
+// The series each mode's default runs with, which the microbenchmarks repeat at the records' launches per graph
+// (".n100") and, for the modes whose reduction loads the own input apart from what they send, with that second
+// operand (".own.n100"); "" where there is none.
 constexpr const char* kRecordSuffix = ".n100";
 std::string default_series(const ExecPath& path) {
   if (path.mode == "flash") return "bidir.pull";
@@ -229,22 +233,21 @@ std::optional<Seconds> within(const model::PathTable* t, double bytes) {
 // which copied it into a stack frame in every launch; see
 // docs/findings/2026-11-22-argument-block-crossovers-diagnostics.md.)
 // The block's cost depends on how many threads read it: each pair's difference is read against
-// the threads its microbenchmark launched at each size (exec/microbench/microbench_bidir.cu's grids, capped at the
-// H200's SMs), averaged where sizes share a grid, interpolated in threads and, beyond the most it launched,
+// the threads its microbenchmark launched at each size (grids capped at the series' grid_cap, the measuring GPU's
+// SMs), averaged where sizes share a grid, interpolated in threads and, beyond the most it launched,
 // taken in proportion to the threads. PDL launches: ll's and pull's pairs; plain launches: ll_plain's.
-constexpr int64_t kMicrobenchSms = 132;   // NVIDIA H200: the microbenchmarks' grid cap (min(SMs, ...))
-int64_t ll_bench_threads(double bytes) {  // 256 threads per CTA, a pair of 4-byte words per thread
+int64_t ll_bench_threads(double bytes, int64_t cap) {  // 256 threads per CTA, a pair of 4-byte words per thread
   const int64_t pairs = (int64_t(std::ceil(bytes / 4)) + 1) / 2;
-  return 256 * std::clamp<int64_t>((pairs + 255) / 256, 1, kMicrobenchSms);
+  return 256 * std::clamp<int64_t>((pairs + 255) / 256, 1, cap);
 }
-int64_t pull_bench_threads(double bytes) {  // 512 threads per CTA, tiles of 32 KiB
+int64_t pull_bench_threads(double bytes, int64_t cap) {  // 512 threads per CTA, tiles of 32 KiB
   const int64_t nvec = int64_t(std::ceil(bytes / 16));
-  return 512 * std::clamp<int64_t>((nvec + 2047) / 2048, 1, kMicrobenchSms);
+  return 512 * std::clamp<int64_t>((nvec + 2047) / 2048, 1, cap);
 }
 
 struct BlockPair {
   std::string with, without;
-  int64_t (*threads)(double);
+  int64_t (*threads)(double, int64_t);
 };
 
 // (threads launched, the block's extra time) over the pairs' common sizes, averaged per thread count.
@@ -253,11 +256,11 @@ std::map<int64_t, double> block_cost_points(const model::ModelParams& P, const s
   std::map<int64_t, std::pair<double, int>> sum;
   for (const BlockPair& bp : pairs) {
     const model::PathTable *w = P.table(bp.with), *wo = P.table(bp.without);
-    if (!w || !wo || w->empty() || wo->empty()) continue;
+    if (!w || !wo || w->empty() || wo->empty() || w->grid_cap <= 0) continue;
     used += (used.empty() ? "" : ", ") + bp.with + " - " + bp.without;
     for (const auto& [bytes, t] : w->points) {
       if (bytes > wo->points.back().first) continue;
-      auto& [total, k] = sum[bp.threads(double(bytes))];
+      auto& [total, k] = sum[bp.threads(double(bytes), w->grid_cap)];
       total += t - wo->time(double(bytes)).value;
       ++k;
     }
@@ -295,30 +298,32 @@ Seconds bidir_kernel_time(const model::ModelParams& P, const ExecPath& path, int
   std::string name;
   const model::PathTable* t = transfer_table(P, path, bytes, name);
   if (!t) {
-    // No microbenchmark of this mode's transfer in the profile: the general pieces (then, like the
-    // tables, as timed with 20 launches per replay).
+    // No microbenchmark of this mode's transfer in the profile: the general pieces, as a graph of the plan's
+    // default launches replays them.
     const Seconds g = from_general_pieces(P, path, bytes, dtype, how);
-    return g + replay_correction(P, path.iters, how);
+    return g + replay_shift(P, plan_launches(0), plan_launches(path.iters), how);
   }
   const double S = double(bytes);
   // The microbenchmark makes the kernel's launches, handshakes / flags and transfer of S bytes each way,
   // timed as the harness times the records (per-GPU graphs of launches, replayed).
   Seconds time = t->time(S);
   how = path.mode + ": " + name + "(S) (launches, handshakes and transfer as measured)";
-  // Launches per replay: the tables at 20 (kTableIters) and, for each mode's default, at 100. Time per launch
-  // is c + F / n, so a record of n launches per replay differs from the table by the default series' own
-  // difference between 20 and 100, scaled in 1 / n (exactly the .n100 series at n = 100).
+  // Launches per replay: each table at its own count and, for each mode's default, again at the records' count
+  // (.n100). Time per launch is c + F / n, so a plan of n launches per replay differs from the table by the
+  // default series' own difference between its two counts, scaled in 1 / n (exactly the .n100 series there).
   const std::string base = default_series(path);
-  const int n = path.iters > 0 ? path.iters : kTableIters;
-  const std::optional<Seconds> base20 = within(P.table(base), S);
-  const std::optional<Seconds> base100 = within(P.table(base + kRecordSuffix), S);
-  if (n != kTableIters && base20 && base100) {
-    const double w = (1.0 / n - 1.0 / kTableIters) / (1.0 / kRecordIters - 1.0 / kTableIters);
-    time = time + w * (*base100 - *base20);
+  const int n = plan_launches(path.iters);
+  const model::PathTable *few = P.table(base), *many = P.table(base + kRecordSuffix);
+  const std::optional<Seconds> at_few = within(few, S), at_many = within(many, S);
+  if (n != t->launches_per_replay && at_few && at_many && few->launches_per_replay > 0 &&
+      many->launches_per_replay > 0 && few->launches_per_replay == t->launches_per_replay) {
+    const double w =
+        (1.0 / n - 1.0 / few->launches_per_replay) / (1.0 / many->launches_per_replay - 1.0 / few->launches_per_replay);
+    time = time + w * (*at_many - *at_few);
     how += " + (" + base + kRecordSuffix + " - " + base + ")(S) x " + std::to_string(w) + " (" + std::to_string(n) +
            " launches per replay)";
   } else {
-    time = time + replay_correction(P, path.iters, how);
+    time = time + replay_shift(P, t->launches_per_replay, n, how);
   }
   // The reduction: its arithmetic runs in registers as the peer's bytes arrive; where the kernel loads its
   // own input apart from what it sends (flash, push, stream), the .own.n100 series measured those loads in
@@ -337,10 +342,10 @@ Seconds bidir_kernel_time(const model::ModelParams& P, const ExecPath& path, int
   std::string own_name = base + ".kernelloop." + (dtype_size(dtype) == 4 ? "float" : "bfloat16") + kRecordSuffix;
   if (!P.table(own_name)) own_name = base + ".ownloop" + kRecordSuffix;
   if (!P.table(own_name)) own_name = base + ".own" + kRecordSuffix;
-  const model::PathTable *own_t = P.table(own_name), *base100_t = P.table(base + kRecordSuffix);
+  const model::PathTable *own_t = P.table(own_name), *base100_t = many;
   const std::optional<Seconds> own100 = within(own_t, S);
-  if (own100 && base100) {
-    time = time + (*own100 - *base100);
+  if (own100 && at_many) {
+    time = time + (*own100 - *at_many);
     how += " + the reduction's own loads (" + own_name + " - " + base + kRecordSuffix + ")(S)";
   } else if (own_t && base100_t && !own_t->empty() && !base100_t->empty() && S > double(own_t->points.back().first)) {
     // Beyond the series' sizes (64 MiB) the loads' share of the time stays as at the largest size measured.

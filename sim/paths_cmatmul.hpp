@@ -1,4 +1,4 @@
-// The executor's collective matmuls (exec/mmsp/cmatmul.cu) as the simulator predicts them: per iteration, the
+// The executor's collective matmuls as the simulator predicts them: per iteration, the
 // streams the executor enqueues (cuBLAS products on a compute stream, copy-engine copies on copy streams,
 // events between them), iterations back to back as it times them. Each product is the profile's matmul at
 // its shape (matmul.<dtype>, timed as the executor times its products), slowed while copies run beside it

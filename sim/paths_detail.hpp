@@ -8,6 +8,7 @@
 
 #include "core/dtype.hpp"
 #include "core/units.hpp"
+#include "lower/lowering.hpp"
 #include "model/params.hpp"
 
 namespace cclab::sim {
@@ -20,7 +21,7 @@ std::optional<Seconds> nccl_two_gpus(const model::ModelParams& P, std::string_vi
 
 // NCCL's fixed cost per collective on this machine at protocol `proto` (LL or Simple), beside the steps and
 // bytes the tuning model prices: its send/recv of the smallest size measured, one way at that protocol pinned
-// (nccl.p2p.<proto>.graph.uni.n100, as the records' 20 launches per graph), less the one flag hop that moved
+// (nccl.p2p.<proto>.graph.uni.n100, at a graph's default launches per replay), less the one flag hop that moved
 // it (sync_latency). The launch is the GPU's own, whatever the rank count: it carries to n GPUs of the machine.
 // nullopt without the series.
 std::optional<Seconds> nccl_measured_launch(const model::ModelParams& P, model::Proto proto);
@@ -32,9 +33,13 @@ struct ExecPath;
 Seconds bidir_kernel_time(const model::ModelParams& P, const ExecPath& path, int64_t bytes, DType dtype,
                           std::string& how);
 
-// What a record timed with `iters` launches per replayed graph pays beyond the bidir.* tables (timed with
-// 20): the per-replay fixed cost (fork, graph launches, join) spread over its launches. 0 without the
-// bidir.replay series or when iters is 0 or 20; appends to `how` when it applies.
-Seconds replay_correction(const model::ModelParams& P, int iters, std::string& how);
+// The launches per replayed graph of a plan whose count is not given (0): a graph's default (lower::launches_for).
+int plan_launches(int iters);
+
+// What a plan of `planned` launches per replayed graph pays beyond a series measured at `measured` (its table's
+// launches_per_replay): the per-replay fixed cost (fork, graph launches, join) spread over other launches,
+// t(N) = c + F / N (bidir.replay). 0 without that series, when either count is 0 or they are equal; appends to
+// `how` when it applies.
+Seconds replay_shift(const model::ModelParams& P, int measured, int planned, std::string& how);
 
 }  // namespace cclab::sim

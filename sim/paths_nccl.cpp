@@ -13,28 +13,24 @@ namespace cclab::sim {
 // Larger rank counts, or a profile without those series, use the tuning model (sim/predict.cpp).
 namespace {
 
-// What a series timed with 100 launches per replayed graph (.n100) gains as the records time it (20 launches):
-// the replay's fixed cost spread over fewer launches.
-Seconds at_record_launches(const model::ModelParams& P) {
-  std::string unused;
-  return replay_correction(P, 20, unused) - replay_correction(P, 100, unused);
-}
-
-// The table that times `name` as a record of `iters` launches per replayed graph: the series measured at
-// that count (name.n<iters>) where it reaches `bytes`, else the 20-launch one plus the replay's fixed cost
-// spread over `iters` instead of 20 (bidir.replay; replay_correction). Only graph-timed series take it.
+// The table that times `name` as a plan of `iters` launches per replayed graph: the series measured at that
+// count (name.n<iters>) where it reaches `bytes`, else the series at its own count plus the replay's fixed cost
+// spread over the plan's launches instead (bidir.replay; replay_shift). Only graph-timed series take it.
 Seconds p2p_time(const model::ModelParams& P, const std::string& name, double bytes, int iters, bool graph,
                  std::string& how) {
-  if (graph && iters > 0 && iters != 20) {
-    const std::string at_iters = name + ".n" + std::to_string(iters);
-    if (const model::PathTable* t = P.table(at_iters); t && !t->empty() && double(t->points.back().first) >= bytes) {
-      how += at_iters;
+  const model::PathTable* own = P.table(name);
+  const int n = plan_launches(iters);
+  if (graph && n != own->launches_per_replay) {
+    const std::string at_n = name + ".n" + std::to_string(n);
+    if (const model::PathTable* t = P.table(at_n);
+        t && !t->empty() && t->launches_per_replay == n && double(t->points.back().first) >= bytes) {
+      how += at_n;
       return t->time(bytes);
     }
   }
   how += name;
-  const Seconds t = P.table(name)->time(bytes);
-  return graph ? t + replay_correction(P, iters, how) : t;
+  const Seconds t = own->time(bytes);
+  return graph ? t + replay_shift(P, own->launches_per_replay, n, how) : t;
 }
 
 // The protocol NCCL 2.28 runs a ring collective with on 2 GPUs of one node (tuning.cc): the cheaper of LL and
@@ -106,8 +102,8 @@ std::optional<Seconds> nccl_two_gpus_pinned(const model::ModelParams& P, std::st
   const bool one_way = coll == "broadcast" || coll == "reduce";
   const double b = one_way || coll == "allreduce" ? S : S / 2;  // bytes per direction
   const std::string proto = ll ? "ll" : "simple";
-  // The pinned tables reach 64 MiB (100 launches per graph); beyond, send/recv runs Simple by itself: the
-  // default tables (to 1 GiB) are the same protocol there.
+  // The pinned tables (.n100: at the records' launches per graph) reach 64 MiB; beyond, send/recv runs Simple by
+  // itself: the default tables (to 1 GiB) are the same protocol there.
   const std::string base = std::string("nccl.p2p.") + proto + ".graph." + (one_way ? "uni" : "bidir");
   const model::PathTable* pinned = P.table(base + ".n100");
   how = std::string("nccl 2 GPUs, NCCL's tuner picks ") + (ll ? "LL" : "Simple") + " (" +
@@ -116,10 +112,11 @@ std::optional<Seconds> nccl_two_gpus_pinned(const model::ModelParams& P, std::st
                                : "S/2") +
         " per direction): ";
   double t;
-  if (double(pinned->points.back().first) >= b && (iters == 100 || iters <= 0)) {
+  if (double(pinned->points.back().first) >= b && (iters == pinned->launches_per_replay || iters <= 0)) {
     how += base + ".n100";
     t = pinned->time(b).value;
-    if (iters <= 0) t += at_record_launches(P).value;
+    std::string unused;
+    if (iters <= 0) t += replay_shift(P, pinned->launches_per_replay, plan_launches(0), unused).value;
   } else if (!ll && P.table(std::string("nccl.p2p.graph.") + (one_way ? "uni" : "bidir"))) {
     t = p2p_time(P, std::string("nccl.p2p.graph.") + (one_way ? "uni" : "bidir"), b, iters, true, how).value;
   } else {
@@ -148,7 +145,9 @@ std::optional<Seconds> nccl_measured_launch(const model::ModelParams& P, model::
   const model::PathTable* t =
       P.table(std::string("nccl.p2p.") + (proto == Proto::ll ? "ll" : "simple") + ".graph.uni.n100");
   if (!t || t->empty() || !(P.sync_latency.value.value > 0)) return std::nullopt;
-  const double first = t->points.front().second + at_record_launches(P).value;
+  std::string unused;
+  const double first =
+      t->points.front().second + replay_shift(P, t->launches_per_replay, plan_launches(0), unused).value;
   return Seconds(std::max(0.0, first - P.sync_latency.value.value));
 }
 

@@ -10,8 +10,8 @@ namespace cclab::sim {
 
 namespace {
 
-// The executor's raw input lists every selected row once and about half of them twice (exec/mmsp/sparse_data.cu:
-// raw_row_doubled is one bit of a hash), so a rank coalesces 1.5 raw rows per row it holds.
+// The sparse all-reduce's raw input lists every selected row once and about half of them twice (one bit of a
+// hash decides), so a rank coalesces 1.5 raw rows per row it holds.
 constexpr double kRawPerRow = 1.5;
 
 struct Tables {

@@ -1,6 +1,6 @@
-// The executor's sparse all-reduce (exec/mmsp/sparse.cu) as the simulator predicts it: the host drives it in
+// The executor's sparse all-reduce as the simulator predicts it: the host drives it in
 // phases that each end with a wait for the GPUs, so its time is the sum of the phases, each costed from the
-// profile's microbenchmarks of the executor's own pieces (sparse.* of exec/microbench/microbench_sparse.cu: CUB
+// profile's microbenchmarks of the executor's own pieces (the sparse.* series: CUB
 // coalescing and sort-unique as the host issues and waits for them, the segment-sum, matching and fill
 // kernels against size), the index copies (p2p.ce.uni, copy.local) and NCCL's model for the dense
 // all-reduce (sim/paths_nccl.cpp: its send/recv on 2 GPUs). Never a collective record.

@@ -18,14 +18,24 @@ struct GpuSpec {
   // GPU-to-GPU peer access over PCIe: the driver refuses it on GeForce parts (NCCL then stages through host
   // memory, its SHM transport). NVLink peer access is unaffected.
   bool pcie_p2p = true;
+  int sms = 0;  // streaming multiprocessors (0: not in the sources above)
 };
 
 // Dense BF16/FP16 tensor rates: the datasheets print the 2:4-sparsity figure; dense is half of it.
-inline const GpuSpec kH100Sxm{"H100 SXM5 80GB", GBps(3350), 989.5e12,
-                              "NVIDIA H100 datasheet: HBM3 3.35 TB/s; BF16 1979 TFLOP/s with sparsity, 989.5 dense"};
-inline const GpuSpec kH200Sxm{"H200 SXM 141GB", GBps(4800), 989.5e12,
+inline const GpuSpec kH100Sxm{"H100 SXM5 80GB",
+                              GBps(3350),
+                              989.5e12,
+                              "NVIDIA H100 datasheet: HBM3 3.35 TB/s; BF16 1979 TFLOP/s with sparsity, 989.5 dense; "
+                              "132 SMs (NVIDIA H100 Tensor Core GPU Architecture whitepaper, SXM5)",
+                              true,
+                              132};
+inline const GpuSpec kH200Sxm{"H200 SXM 141GB",
+                              GBps(4800),
+                              989.5e12,
                               "NVIDIA H200 datasheet: 141 GB HBM3e 4.8 TB/s; BF16 1979 TFLOP/s with sparsity, "
-                              "989.5 dense"};
+                              "989.5 dense; 132 SMs (the H100 SXM5's GH100, as the H200's device query reports)",
+                              true,
+                              132};
 inline const GpuSpec kA100Sxm{"A100 SXM4 80GB", GBps(2039), 312e12,
                               "NVIDIA A100 datasheet: HBM2e 2039 GB/s (80GB SXM); BF16 312 TFLOP/s dense"};
 inline const GpuSpec kL40S{"L40S 48GB", GBps(864), 362.05e12,

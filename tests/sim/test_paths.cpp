@@ -22,6 +22,7 @@ namespace {
 
 using test::kMiB;
 using test::line_table;
+using test::with_conditions;
 
 // h200x2 with round executor costs and synthetic tables (rates below the link's, so they bind).
 model::ModelParams test_params(const topo::Topology& t) {
@@ -652,7 +653,7 @@ TEST(ExecPaths, NcclRecordsTakeTheirLaunchesPerReplay) {
   model::PathTable replay;  // per launch 1 us + 20 us per replay spread over N launches
   for (int n : {5, 20, 100}) replay.points.push_back({n, 1e-6 + 20e-6 / n});
   p.tables["bidir.replay"] = replay;
-  Simulator sim(t, p);
+  Simulator sim(t, with_conditions(p));
   std::string nccl = "";
   nccl = "launches=100";
   const int64_t S = 8 * kMiB;
@@ -683,7 +684,7 @@ TEST(ExecPaths, NcclPinnedProtocolsFollowNcclsTuner) {
   p.tables["nccl.p2p.simple.graph.uni.n100"] = line_table(9e-6, 300e9, k64M);
   p.tables["nccl.p2p.simple.graph.bidir.n100"] = line_table(10e-6, 280e9, k64M);
   p.sync_latency = {microseconds(0.8), "test"};
-  Simulator sim(t, p);
+  Simulator sim(t, with_conditions(p));
   std::string nccl = "";
   nccl = "launches=100";
   auto pred = [&](const char* algo, int64_t S) { return on_plan(sim, algo, args2(S), nccl).result.time.value; };
@@ -700,7 +701,7 @@ TEST(ExecPaths, NcclPinnedProtocolsFollowNcclsTuner) {
   // same shape; reduce-scatter (its reduction beside the send) the same.
   p.tables["bidir.step.send.g24"] = line_table(3e-6, 300e9);
   p.tables["bidir.step.copysend.g24"] = line_table(3e-6, 200e9);
-  Simulator sim2(t, p);
+  Simulator sim2(t, with_conditions(p));
   const double S2 = double(8 * kMiB) / 2;
   const double ratio =
       p.tables.at("bidir.step.copysend.g24").time(S2).value / p.tables.at("bidir.step.send.g24").time(S2).value;

@@ -20,6 +20,7 @@ namespace {
 
 using test::kMiB;
 using test::line_table;
+using test::with_conditions;
 
 model::ModelParams params_with_bidir_series(const topo::Topology& t) {
   model::ModelParams p = model::defaults_for(t);
@@ -83,7 +84,7 @@ std::string tune_of(const std::string& algo, const std::string& note, int iters)
 double predict_note(const model::ModelParams& p, const std::string& algo, int64_t bytes, const std::string& note,
                     int iters = 0, DType dtype = DType::f32) {
   const topo::Topology t = topo::load_topology("h200x2");
-  Simulator sim(t, p);
+  Simulator sim(t, with_conditions(p));
   AlgoArgs a = args2(bytes);
   a.dtype = dtype;
   a.count = bytes / dtype_size(dtype);
@@ -184,10 +185,10 @@ TEST(BidirModel, RecordsOfOtherIterationCountsPayTheirShareOfTheReplay) {
   EXPECT_NEAR(predict_note(p, "allreduce.bidir", 64, note, 10) - at20, 1e-6, 1e-9);
   EXPECT_NEAR(predict_note(p, "allreduce.bidir", 64, note, 40) - at20, -0.5e-6, 1e-9);
   std::string how;
-  EXPECT_NEAR(replay_correction(p, 5, how).value, 20e-6 * (1.0 / 5 - 1.0 / 20), 1e-12);
+  EXPECT_NEAR(replay_shift(p, 20, 5, how).value, 20e-6 * (1.0 / 5 - 1.0 / 20), 1e-12);
   model::ModelParams q = p;
   q.tables.erase("bidir.replay");
-  EXPECT_EQ(replay_correction(q, 10, how).value, 0.0);
+  EXPECT_EQ(replay_shift(q, 20, 10, how).value, 0.0);
 }
 
 TEST(BidirModel, RecordsOfOtherIterationCountsFollowTheN100Series) {
