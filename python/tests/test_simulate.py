@@ -181,6 +181,9 @@ def test_ctrl_c_stops_the_sweep_after_the_row_in_progress():
     import signal
     if threading.current_thread() is not threading.main_thread():
         pytest.skip("signals reach the main thread only")
+    # Python's own Ctrl-C handler, also where this process inherited SIGINT ignored (a job started in the
+    # background by a non-interactive shell: Python then installs none).
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(0.2, lambda: signal.pthread_kill(threading.main_thread().ident, signal.SIGINT))
     t0 = time.perf_counter()
     timer.start()
@@ -193,4 +196,5 @@ def test_ctrl_c_stops_the_sweep_after_the_row_in_progress():
                            cclab.sizes("1M", "1G", 2), frame=False)
     finally:
         timer.cancel()
+        signal.signal(signal.SIGINT, previous)
     assert time.perf_counter() - t0 < 10
