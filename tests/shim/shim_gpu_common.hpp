@@ -4,6 +4,7 @@
 
 #include <dlfcn.h>
 #include <nccl.h>
+#include <unistd.h>
 
 #include <cstddef>
 #include <cstdio>
@@ -21,6 +22,47 @@ void bind(void* h, F& f, const char* name) {
     std::fprintf(stderr, "the shim has no %s\n", name);
     std::abort();
   }
+}
+
+// The shim's entry points the GPU tests call.
+struct ShimApi {
+  decltype(&ncclGetErrorString) error_string = nullptr;
+  decltype(&ncclGetUniqueId) unique_id = nullptr;
+  decltype(&ncclCommInitAll) init_all = nullptr;
+  decltype(&ncclCommInitRank) init_rank = nullptr;
+  decltype(&ncclCommDestroy) destroy = nullptr;
+  decltype(&ncclCommAbort) abort = nullptr;
+  decltype(&ncclCommGetAsyncError) async_error = nullptr;
+  decltype(&ncclAllReduce) all_reduce = nullptr;
+  decltype(&ncclGroupStart) group_start = nullptr;
+  decltype(&ncclGroupEnd) group_end = nullptr;
+};
+
+// Loads the shim in front of the real NCCL the build found (CCLAB_NCCL_LIB, unless the caller names another),
+// with CCLAB_DEBUG on and nothing disabled or tuned (the shim reads its environment once), NVLink multicast off.
+inline ShimApi open_shim() {
+  setenv("CCLAB_NCCL_LIB", CCLAB_REAL_NCCL, 0);
+  setenv("CCLAB_DEBUG", "1", 1);
+  setenv("NCCL_NVLS_ENABLE", "0", 1);
+  unsetenv("CCLAB_DISABLE");
+  unsetenv("CCLAB_TUNE");
+  void* h = dlopen(CCLAB_SHIM_PATH, RTLD_NOW | RTLD_LOCAL);
+  if (h == nullptr) {
+    std::fprintf(stderr, "dlopen %s: %s\n", CCLAB_SHIM_PATH, dlerror());
+    std::abort();
+  }
+  ShimApi a;
+  bind(h, a.error_string, "ncclGetErrorString");
+  bind(h, a.unique_id, "ncclGetUniqueId");
+  bind(h, a.init_all, "ncclCommInitAll");
+  bind(h, a.init_rank, "ncclCommInitRank");
+  bind(h, a.destroy, "ncclCommDestroy");
+  bind(h, a.abort, "ncclCommAbort");
+  bind(h, a.async_error, "ncclCommGetAsyncError");
+  bind(h, a.all_reduce, "ncclAllReduce");
+  bind(h, a.group_start, "ncclGroupStart");
+  bind(h, a.group_end, "ncclGroupEnd");
+  return a;
 }
 
 struct Type {

@@ -26,10 +26,7 @@
 
 namespace {
 
-using cclab::shim_test::bind;
-using cclab::shim_test::input_value;
-using cclab::shim_test::kTypes;
-using cclab::shim_test::Type;
+using namespace cclab::shim_test;  // the shared GPU-test pieces
 
 #define CUDA_OK(call)                                                      \
   do {                                                                     \
@@ -42,44 +39,9 @@ using cclab::shim_test::Type;
     ASSERT_EQ(r_, ncclSuccess) << #call << ": " << api().error_string(r_); \
   } while (0)
 
-// The shim's entry points.
-struct Api {
-  void* h = nullptr;
-  decltype(&ncclGetErrorString) error_string = nullptr;
-  decltype(&ncclGetUniqueId) unique_id = nullptr;
-  decltype(&ncclCommInitAll) init_all = nullptr;
-  decltype(&ncclCommInitRank) init_rank = nullptr;
-  decltype(&ncclCommDestroy) destroy = nullptr;
-  decltype(&ncclCommGetAsyncError) async_error = nullptr;
-  decltype(&ncclAllReduce) all_reduce = nullptr;
-  decltype(&ncclGroupStart) group_start = nullptr;
-  decltype(&ncclGroupEnd) group_end = nullptr;
-};
-
-// Loaded once per process, with CCLAB_DEBUG on (the shim reads its environment once).
-Api& api() {
-  static Api a = [] {
-    setenv("CCLAB_NCCL_LIB", CCLAB_REAL_NCCL, 0);  // unless the caller names another
-    setenv("CCLAB_DEBUG", "1", 1);
-    unsetenv("CCLAB_DISABLE");
-    unsetenv("CCLAB_TUNE");
-    Api x;
-    x.h = dlopen(CCLAB_SHIM_PATH, RTLD_NOW | RTLD_LOCAL);
-    if (x.h == nullptr) {
-      std::fprintf(stderr, "dlopen %s: %s\n", CCLAB_SHIM_PATH, dlerror());
-      std::abort();
-    }
-    bind(x.h, x.error_string, "ncclGetErrorString");
-    bind(x.h, x.unique_id, "ncclGetUniqueId");
-    bind(x.h, x.init_all, "ncclCommInitAll");
-    bind(x.h, x.init_rank, "ncclCommInitRank");
-    bind(x.h, x.destroy, "ncclCommDestroy");
-    bind(x.h, x.async_error, "ncclCommGetAsyncError");
-    bind(x.h, x.all_reduce, "ncclAllReduce");
-    bind(x.h, x.group_start, "ncclGroupStart");
-    bind(x.h, x.group_end, "ncclGroupEnd");
-    return x;
-  }();
+// Loaded once per process (the shim reads its environment once).
+const ShimApi& api() {
+  static const ShimApi a = open_shim();
   return a;
 }
 

@@ -30,10 +30,7 @@
 
 namespace {
 
-using cclab::shim_test::bind;
-using cclab::shim_test::input_value;
-using cclab::shim_test::kTypes;
-using cclab::shim_test::Type;
+using namespace cclab::shim_test;  // the shared GPU-test pieces
 
 int failures = 0;  // in a child
 // A failed check in a child: one line on stderr, counted; `c` is evaluated once (it may be a call: a second
@@ -49,38 +46,6 @@ int failures = 0;  // in a child
   do {                                                 \
     if (!(c)) _exit(CHILD_FAIL(#c, __VA_ARGS__) + 50); \
   } while (0)
-
-struct Api {
-  decltype(&ncclGetErrorString) error_string = nullptr;
-  decltype(&ncclGetUniqueId) unique_id = nullptr;
-  decltype(&ncclCommInitRank) init_rank = nullptr;
-  decltype(&ncclCommDestroy) destroy = nullptr;
-  decltype(&ncclCommAbort) abort = nullptr;
-  decltype(&ncclCommGetAsyncError) async_error = nullptr;
-  decltype(&ncclAllReduce) all_reduce = nullptr;
-};
-
-Api load_shim() {
-  setenv("CCLAB_NCCL_LIB", CCLAB_REAL_NCCL, 0);  // unless the caller names another
-  setenv("CCLAB_DEBUG", "1", 1);
-  setenv("NCCL_NVLS_ENABLE", "0", 1);  // never NVLink multicast
-  unsetenv("CCLAB_DISABLE");
-  unsetenv("CCLAB_TUNE");
-  void* h = dlopen(CCLAB_SHIM_PATH, RTLD_NOW | RTLD_LOCAL);
-  if (h == nullptr) {
-    std::fprintf(stderr, "dlopen %s: %s\n", CCLAB_SHIM_PATH, dlerror());
-    _exit(98);
-  }
-  Api a;
-  bind(h, a.error_string, "ncclGetErrorString");
-  bind(h, a.unique_id, "ncclGetUniqueId");
-  bind(h, a.init_rank, "ncclCommInitRank");
-  bind(h, a.destroy, "ncclCommDestroy");
-  bind(h, a.abort, "ncclCommAbort");
-  bind(h, a.async_error, "ncclCommGetAsyncError");
-  bind(h, a.all_reduce, "ncclAllReduce");
-  return a;
-}
 
 // 8 bytes, odd counts on both sides of ll's 128 KiB limit, 1 MiB and 64 MiB (lamport, within the 64 MiB
 // preallocated per peer), 96 MiB (lamport's size, above them: forwarded).
@@ -192,7 +157,7 @@ std::string two_gpus() {
 }
 
 // Rank 0 makes the unique id and hands it to rank 1 through the pipe.
-ncclUniqueId share_id(const Api& api, int rank, int* id_pipe) {
+ncclUniqueId share_id(const ShimApi& api, int rank, int* id_pipe) {
   ncclUniqueId id{};
   if (rank == 0) {
     CHILD_REQUIRE(api.unique_id(&id) == ncclSuccess, "ncclGetUniqueId");
@@ -212,7 +177,7 @@ ncclUniqueId share_id(const Api& api, int rank, int* id_pipe) {
 
 // One rank of the correctness run.
 void correctness_rank(int rank, int* id_pipe, int device) {
-  const Api api = load_shim();
+  const ShimApi api = open_shim();
   const ncclUniqueId id = share_id(api, rank, id_pipe);
   CHILD_REQUIRE(cudaSetDevice(device) == cudaSuccess, "cudaSetDevice(%d)", device);
   ncclComm_t comm = nullptr;
@@ -308,7 +273,7 @@ TEST(ShimMpGpu, ADeadPeerIsAnErrorNotAHang) {
   if (!skip.empty()) GTEST_SKIP() << skip;
   const auto res = run_two(
       [](int rank, int* id_pipe) {
-        const Api api = load_shim();
+        const ShimApi api = open_shim();
         const ncclUniqueId id = share_id(api, rank, id_pipe);
         CHILD_REQUIRE(cudaSetDevice(rank) == cudaSuccess, "cudaSetDevice");
         ncclComm_t comm = nullptr;
