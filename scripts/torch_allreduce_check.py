@@ -11,6 +11,7 @@ with LD_PRELOAD=libcclab_nccl.so (CCLAB_NCCL_LIB pointing at the NCCL torch load
 """
 import argparse
 import csv
+import json
 import os
 import socket
 import statistics
@@ -35,6 +36,38 @@ def pattern(torch, rank, count, dtype, device):
     # Integers in [-8, 8]: a sum over 2 ranks is exact in float32, float16 and bfloat16.
     i = torch.arange(count, device=device, dtype=torch.int64)
     return ((i * 7 + rank * 13) % 17 - 8).to(dtype)
+
+
+def trace_batch(torch, dist, y, iters, path):
+    """One batch of `iters` calls under PyTorch's profiler (CUPTI: every kernel of the process, the preloaded
+    library's included); writes kernel,start_us,dur_us,gap_us (idle time before it on the GPU) to `path` and
+    returns the median duration and gap."""
+    from torch.profiler import ProfilerActivity, profile
+
+    dist.barrier()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(iters):
+            dist.all_reduce(y)
+        torch.cuda.synchronize()
+    prof.export_chrome_trace(path + ".json")
+    with open(path + ".json") as f:
+        events = json.load(f)
+    events = events.get("traceEvents", events) if isinstance(events, dict) else events
+    kernels = sorted((e for e in events if e.get("cat") == "kernel"), key=lambda e: e["ts"])
+    os.remove(path + ".json")
+    rows, end = [], None
+    for e in kernels:
+        gap = e["ts"] - end if end is not None else 0.0
+        rows.append((e["name"][:80], round(e["ts"], 3), round(e["dur"], 3), round(gap, 3)))
+        end = max(end or 0.0, e["ts"] + e["dur"])
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(["kernel", "start_us", "dur_us", "gap_us"])
+        w.writerows(rows)
+    if not rows:
+        return 0.0, 0.0
+    return statistics.median(r[2] for r in rows), statistics.median(r[3] for r in rows[1:] or rows)
 
 
 def worker(rank, world, args, port):
@@ -82,6 +115,12 @@ def worker(rank, world, args, port):
                 torch.cuda.synchronize()
                 per_call.append(start.elapsed_time(end) * 1000.0 / args.iters)
             t_us = statistics.median(per_call)
+            if size in args.trace:
+                path = os.path.join(args.out, f"trace_{args.label}_{size}_rank{rank}.csv")
+                os.makedirs(args.out, exist_ok=True)
+                dur, gap = trace_batch(torch, dist, y, args.iters, path)
+                print(f"rank {rank} {args.label} {size} B: {t_us:.1f} us a call; kernels: median {dur:.1f} us, "
+                      f"idle before each {gap:.1f} us -> {path}", flush=True)
             # every rank's wrong count and time, summed and maxed on rank 0 (int64: never the cclab path)
             stats = torch.tensor([wrong, int(t_us * 1000)], dtype=torch.int64, device=device)
             total = stats.clone()
@@ -113,7 +152,10 @@ def main():
     p.add_argument("--iters", type=int, default=20, help="calls timed back to back in one batch")
     p.add_argument("--reps", type=int, default=5, help="batches; the median is kept")
     p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--trace", default="", help="sizes (comma-separated) of which one more batch runs under "
+                   "PyTorch's profiler, kernel times to <out>/trace_<label>_<size>_rank<r>.csv")
     args = p.parse_args()
+    args.trace = {parse_bytes(t) for t in args.trace.split(",") if t.strip()}
     # Never NVLink multicast (NCCL's NVLS, PyTorch's symmetric memory).
     os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
     os.environ.setdefault("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
