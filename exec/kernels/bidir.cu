@@ -448,11 +448,12 @@ __device__ __forceinline__ bool receive_vec(const BidirArgs& a, const uint4* p, 
     v = dev::ld_volatile_v4(p);
     if (!has_sentinel<T>(v)) return true;
     if ((it & 255u) == 0) {
-      if (dev::globaltimer_ns() - start > a.timeout_ns) {
+      const uint64_t waited = dev::globaltimer_ns() - start;
+      if (waited > a.timeout_ns) {
         report_timeout(a.err, a.rank, kWaitLamport, block, int(at), 0, 0);
         return false;
       }
-      if (*static_cast<volatile uint32_t*>(&a.err->code) != 0) return false;
+      if (other_wait_failed(a.err, waited)) return false;
     }
   }
 }

@@ -120,6 +120,17 @@ __device__ __noinline__ void report_timeout(ErrWord* err, int rank, uint32_t cod
   }
 }
 
+// A wait that has lasted `waited_ns` ends early when another wait already timed out. The error word is in
+// mapped host memory, so each look is a PCIe round trip: thousands of spinning threads looking every few
+// hundred polls flood the GPU's PCIe link, which also carries its own command fetch, so the next launches
+// come late, the ranks drift further apart and the waits grow (the shim with one process per GPU under
+// PyTorch: lamport calls of ~20 us took ~1.2 ms each). So a wait looks only once it has outlasted any
+// healthy skew between ranks.
+constexpr uint64_t kAbortLookAfterNs = 1000000;
+__device__ __forceinline__ bool other_wait_failed(const ErrWord* err, uint64_t waited_ns) {
+  return waited_ns > kAbortLookAfterNs && *static_cast<const volatile uint32_t*>(&err->code) != 0;
+}
+
 // Spins until *p >= want; false (after recording the error) on timeout or when another wait failed.
 __device__ __forceinline__ bool wait_ge(const BidirArgs& a, const uint64_t* p, uint64_t want, uint32_t code, int block,
                                         int slot) {
@@ -130,11 +141,12 @@ __device__ __forceinline__ bool wait_ge(const BidirArgs& a, const uint64_t* p, u
     v = ld_acquire(p);
     if (v >= want) return true;
     if ((it & 255u) == 0) {
-      if (dev::globaltimer_ns() - start > a.timeout_ns) {
+      const uint64_t waited = dev::globaltimer_ns() - start;
+      if (waited > a.timeout_ns) {
         report_timeout(a.err, a.rank, code, block, slot, want, v);
         return false;
       }
-      if (*static_cast<volatile uint32_t*>(&a.err->code) != 0) return false;  // someone else timed out
+      if (other_wait_failed(a.err, waited)) return false;
     }
   }
 }
