@@ -14,7 +14,7 @@ W=${OUT:-/tmp/cclab_shim_seq}/shim_seq && mkdir -p "$W"
 MAX=${MAX:-8M}
 TRACE=${TRACE:-2M,4M}
 cd "$(dirname "$0")/.." || exit 2
-echo "commit $(git rev-parse --short=12 HEAD 2>/dev/null || cat ../commit)" | tee "$W/call.log"
+echo "commit $(cat ../commit 2>/dev/null || git rev-parse --short=12 HEAD)" | tee "$W/call.log"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee -a "$W/call.log"
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DCCLAB_BENCH=OFF >"$W/cmake.log" 2>&1
 cmake --build build-gpu -j "$(nproc)" --target cclab_nccl >"$W/build.log" 2>&1 ||
