@@ -204,11 +204,11 @@ ncclResult_t allreduce(const char* name, const void* sendbuff, void* recvbuff, s
       in.group_supported = true;
       const cclab::lower::BidirMode mode = cclab::shim::size_mode(in.bytes);
       in.mode = cclab::lower::bidir_mode_name(mode);
-      // Under graph capture only ll is verified: lamport's graph replays gave wrong elements in the GPU test
-      // (tests/shim/test_shim_gpu.cpp, 2 x H100), so captured lamport sizes go to NCCL until that is understood.
+      // Both kernels may be captured: their epochs (and lamport's buffer parity) live in device memory, and a
+      // captured launch keeps the lamport buffers it was given (none is freed before the communicator).
       cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
       in.capturing = cudaStreamIsCapturing(stream, &capture) == cudaSuccess && capture != cudaStreamCaptureStatusNone;
-      in.capture_supported = mode == cclab::lower::BidirMode::ll;
+      in.capture_supported = mode == cclab::lower::BidirMode::ll || mode == cclab::lower::BidirMode::lamport;
       const cclab::shim::Route r = cclab::shim::route_allreduce(in);
       if (s.debug) {
         std::fprintf(stderr, "cclab: %s count=%zu dtype=%s op=%s bytes=%zu -> %s (%s)\n", name, count,

@@ -284,9 +284,10 @@ TEST(ShimGpu, AllReduceReplayedFromCudaGraphsMatchesTheHostReference) {
   g.finish();
   const std::string log = err.text();
   err.restore();
-  // Captured, ll sizes take the cclab path and lamport sizes go to NCCL (route.hpp: capture_supported).
+  // Captured, ll and lamport sizes both take the cclab path.
   EXPECT_NE(log.find("-> cclab (allreduce.bidir ll)"), std::string::npos) << log;
-  EXPECT_NE(log.find("-> nccl (stream capture not supported by the cclab path)"), std::string::npos) << log;
+  EXPECT_NE(log.find("-> cclab (allreduce.bidir lamport)"), std::string::npos) << log;
+  EXPECT_EQ(log.find("stream capture not supported"), std::string::npos) << log;
   EXPECT_EQ(log.find("allreduce.bidir failed"), std::string::npos) << log;
 }
 
