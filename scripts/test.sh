@@ -49,7 +49,7 @@ for d in results/*/; do  # the GPU machines' folders (<model>x<count>[_<variant>
   if compgen -G "$d*.csv" >/dev/null; then python3 scripts/check_device.py "$d" "$d"*.csv; fi
 done
 mkdir -p build/compare
-for d in results/h200x2 results/h200x2_repeat results/h200x2_fresh; do  # other calls' records, the first call's profile
+for d in results/h200x2 results/h200x2_repeat results/h200x2_fresh results/h200x2_estimate; do  # other calls' records, the first call's profile
   compgen -G "$d/*.csv" >/dev/null || continue
   ./build/cli/cclab compare --measured "$d" --topo profiles/h200x2.json --csv "build/compare/$(basename "$d").csv"
 done
