@@ -7,9 +7,10 @@
 #   3. all_reduce_perf -b 8 -e 1G -f 2 -g $NGPUS with NCCL alone and through the shim, eager and with -G 100
 #      (through the shim: cclab's ll and lamport up to 256 MiB, NCCL above);
 #   4. all_gather_perf, reduce_scatter_perf, broadcast_perf, alltoall_perf, sendrecv_perf, NCCL alone and
-#      through the shim (eager);
+#      through the shim alternately, REPEATS times each (eager);
 #   5. writes every log, summary.csv (one row per run and size, nccl-tests' columns), allreduce_compare.csv
-#      (NCCL alone against the shim, per size and launch style) and its plot allreduce.png to $OUT;
+#      (NCCL alone against the shim, per size and launch style) and its plot allreduce.png, and
+#      others_compare.csv (the other binaries, medians per size: scripts/shim_compare_others.py) to $OUT;
 #   6. PyTorch, one process per GPU (the shim's multi-process path): scripts/torch_allreduce_check.py with NCCL
 #      alone and with LD_PRELOAD (CCLAB_NCCL_LIB = the libnccl torch loads), after one small CCLAB_DEBUG=1 run that
 #      must show the cclab route; writes $OUT/torch/torch_compare.csv (size, dtype, NCCL time, shim time, ratio).
@@ -17,7 +18,7 @@
 #   7. prints the #wrong totals (nccl-tests' and torch's) last.
 # Environment: NCCL_TESTS_DIR (required unless TORCH_ONLY=1), OUT (default /tmp/cclab_shim_out), NGPUS (2),
 # CCLAB_SHIM_LIB, CUDA_HOME (/usr/local/cuda), NCCL_HOME (nccl-tests' default when unset), MAX_BYTES (1G),
-# DEADLINE (560 s), TORCH_ONLY=1 (steps 1 and 6 only: no nccl-tests), TORCH_MAX (64M), TORCH_DTYPES
+# DEADLINE (560 s), REPEATS (3), TORCH_ONLY=1 (steps 1 and 6 only: no nccl-tests), TORCH_MAX (64M), TORCH_DTYPES
 # (float32,bfloat16,float16). NVLink multicast stays off in every run (NCCL_NVLS_ENABLE=0,
 # TORCH_SYMM_MEM_DISABLE_MULTICAST=1).
 # Exit status: 0 when every route checked was cclab and every run finished with no wrong element, 1 otherwise,
@@ -33,6 +34,7 @@ fi
 [ "$TORCH_ONLY" = 1 ] || [ -f "$NCCL_TESTS_DIR/Makefile" ] || { echo "shim_check: no Makefile in NCCL_TESTS_DIR=$NCCL_TESTS_DIR" >&2; exit 2; }
 OUT=${OUT:-/tmp/cclab_shim_out}
 NGPUS=${NGPUS:-2}
+REPEATS=${REPEATS:-3}
 MAX_BYTES=${MAX_BYTES:-1G}
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 DEADLINE=${DEADLINE:-560}  # seconds: later runs are skipped past it (a device call has 600)
@@ -124,9 +126,13 @@ for launch in eager graph; do
   run "all_reduce_nccl_$launch" all_reduce_perf nccl $launch
   run "all_reduce_cclab_$launch" all_reduce_perf cclab $launch
 done
+# The other binaries run NCCL alone and through the shim alternately, REPEATS times each: their eager small
+# sizes are bound by the host and move from run to run (shim_compare_others.py takes the medians).
 for b in all_gather reduce_scatter broadcast alltoall sendrecv; do
-  run "${b}_nccl_eager" "${b}_perf" nccl eager
-  run "${b}_cclab_eager" "${b}_perf" cclab eager
+  for i in $(seq 1 "$REPEATS"); do
+    run "${b}_nccl_eager_$i" "${b}_perf" nccl eager
+    run "${b}_cclab_eager_$i" "${b}_perf" cclab eager
+  done
 done
 
 # 5. the summary: nccl-tests' data rows are "size count type redop root" then time algbw busbw #wrong out of
@@ -155,6 +161,8 @@ awk -F, 'NR > 1 && $2 == "all_reduce_perf" { key = $4 "," $5; t[$3, key] = $10; 
     }
   }' "$SUMMARY" | sort -t, -k1,1 -k2,2n >>"$COMPARE"
 tr , '\t' <"$COMPARE" | head -70  # (column(1) is not on every machine)
+# The other binaries, size by size (median of the runs of each library)
+python3 scripts/shim_compare_others.py "$SUMMARY" "$OUT/others_compare.csv" || FAILED_RUNS+=("others_compare")
 # The same as a plot, where matplotlib is installed (scripts/setup.sh installs it; the GPU machines may lack it)
 python3 scripts/plot_shim.py "$COMPARE" "$OUT/allreduce.png" || echo "no plot: plot_shim.py failed (is matplotlib installed?)"
 

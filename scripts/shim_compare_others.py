@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""nccl-tests' other binaries through libcclab_nccl.so against NCCL alone, size by size.
+
+Reads the summary.csv that scripts/shim_check.sh writes (one row per run and size), takes for each binary, library
+and size the median out-of-place time over that library's runs (shim_check.sh alternates NCCL alone and the shim,
+REPEATS times each, because eager rows of small sizes are bound by the host and move from run to run), and writes
+others_compare.csv: binary,size,runs,nccl_time_us,cclab_time_us,time_ratio,within_3pct. Prints, per binary, the
+median ratio over sizes, the sizes within 3% and the worst size. all_reduce_perf is left out (the shim runs its
+own kernels there: allreduce_compare.csv).
+
+    python3 scripts/shim_compare_others.py OUT/summary.csv [OUT/others_compare.csv]
+"""
+import csv
+import statistics
+import sys
+from collections import defaultdict
+
+TOLERANCE = 0.03
+
+
+def compare(summary_path):
+    times = defaultdict(list)  # (binary, library, size) -> out-of-place times
+    for r in csv.DictReader(open(summary_path)):
+        if r["binary"] == "all_reduce_perf" or r["launch"] != "eager":
+            continue
+        try:
+            t = float(r["oop_time_us"])
+        except ValueError:
+            continue
+        if int(r["size"]) == 0:  # nccl-tests' rows with nothing to move (fewer elements than ranks)
+            continue
+        times[(r["binary"], r["library"], int(r["size"]))].append(t)
+    rows = []
+    for (binary, lib, size), nccl in sorted(times.items()):
+        if lib != "nccl" or (binary, "cclab", size) not in times:
+            continue
+        cclab = times[(binary, "cclab", size)]
+        tn, tc = statistics.median(nccl), statistics.median(cclab)
+        if tn <= 0:
+            continue
+        ratio = tc / tn
+        rows.append((binary, size, min(len(nccl), len(cclab)), tn, tc, ratio, abs(ratio - 1) <= TOLERANCE))
+    return rows
+
+
+def main(argv):
+    if len(argv) < 2:
+        print(__doc__.strip().splitlines()[-1].strip(), file=sys.stderr)
+        return 2
+    rows = compare(argv[1])
+    if not rows:
+        print(f"shim_compare_others: no eager rows of other binaries with both libraries in {argv[1]}", file=sys.stderr)
+        return 1
+    if len(argv) > 2:
+        with open(argv[2], "w", newline="") as f:
+            w = csv.writer(f, lineterminator="\n")
+            w.writerow(["binary", "size", "runs", "nccl_time_us", "cclab_time_us", "time_ratio", "within_3pct"])
+            for b, s, n, tn, tc, ratio, ok in rows:
+                w.writerow([b, s, n, f"{tn:.2f}", f"{tc:.2f}", f"{ratio:.3f}", int(ok)])
+    print("binary               runs  median ratio  sizes within 3%  worst size (ratio)")
+    for binary in sorted({r[0] for r in rows}):
+        mine = [r for r in rows if r[0] == binary]
+        worst = max(mine, key=lambda r: abs(r[5] - 1))
+        within = sum(r[6] for r in mine)
+        print(f"{binary:20s} {min(r[2] for r in mine):4d}  {statistics.median(r[5] for r in mine):12.3f}"
+              f"  {within:7d} of {len(mine):<5d}  {worst[1]} ({worst[5]:.3f})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
