@@ -7,7 +7,8 @@
 #   3. all_reduce_perf -b 8 -e 1G -f 2 -g $NGPUS with NCCL alone and through the shim, eager and with -G 100
 #      (through the shim: cclab's ll and lamport up to 256 MiB, NCCL above);
 #   4. all_gather_perf, reduce_scatter_perf, broadcast_perf, alltoall_perf, sendrecv_perf, NCCL alone and
-#      through the shim alternately, REPEATS times each (eager);
+#      through the shim alternately, REPEATS times each (eager), and broadcast_perf through the shim with
+#      CCLAB_DISABLE=1 (forwarding only);
 #   5. writes every log, summary.csv (one row per run and size, nccl-tests' columns), allreduce_compare.csv
 #      (NCCL alone against the shim, per size and launch style) and its plot allreduce.png, and
 #      others_compare.csv (the other binaries, medians per size: scripts/shim_compare_others.py) to $OUT;
@@ -111,6 +112,7 @@ run() {
   fi
   local pre=()
   [ "$lib" = cclab ] && pre=(env LD_PRELOAD="$SHIM")
+  [ "$lib" = cclab_disabled ] && pre=(env LD_PRELOAD="$SHIM" CCLAB_DISABLE=1)
   local args=(-b 8 -e "$MAX_BYTES" -f 2 -g "$NGPUS" "$@")
   [ "$launch" = graph ] && args+=(-G 100)
   stamp "$name: $bin ${args[*]} (${lib})"
@@ -134,6 +136,9 @@ for b in all_gather reduce_scatter broadcast alltoall sendrecv; do
     run "${b}_cclab_eager_$i" "${b}_perf" cclab eager
   done
 done
+# Broadcast through the shim with CCLAB_DISABLE=1 (every call forwarded, nothing set up), between NCCL alone and
+# the shim: whether a gap comes from the forwarding or from what the shim sets up at init.
+for i in $(seq 1 "$REPEATS"); do run "broadcast_cclab_disabled_eager_$i" broadcast_perf cclab_disabled eager; done
 
 # 5. the summary: nccl-tests' data rows are "size count type redop root" then time algbw busbw #wrong out of
 # place, then the same in place

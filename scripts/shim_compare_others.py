@@ -6,7 +6,8 @@ and size the median out-of-place time over that library's runs (shim_check.sh al
 REPEATS times each, because eager rows of small sizes are bound by the host and move from run to run), and writes
 others_compare.csv: binary,size,runs,nccl_time_us,cclab_time_us,time_ratio,within_3pct. Prints, per binary, the
 median ratio over sizes, the sizes within 3% and the worst size. all_reduce_perf is left out (the shim runs its
-own kernels there: allreduce_compare.csv).
+own kernels there: allreduce_compare.csv). Where summary.csv has runs through the shim with CCLAB_DISABLE=1
+(library cclab_disabled: forwarding only, nothing set up), their median ratio to NCCL alone is printed too.
 
     python3 scripts/shim_compare_others.py OUT/summary.csv [OUT/others_compare.csv]
 """
@@ -40,14 +41,24 @@ def compare(summary_path):
             continue
         ratio = tc / tn
         rows.append((binary, size, min(len(nccl), len(cclab)), tn, tc, ratio, abs(ratio - 1) <= TOLERANCE))
-    return rows
+    return rows, disabled_ratios(times)
+
+
+def disabled_ratios(times):
+    """binary -> median over sizes of (forwarding-only time / NCCL alone's time), where such runs exist."""
+    out = defaultdict(list)
+    for (binary, lib, size), t in times.items():
+        nccl = times.get((binary, "nccl", size))
+        if lib == "cclab_disabled" and nccl and statistics.median(nccl) > 0:
+            out[binary].append(statistics.median(t) / statistics.median(nccl))
+    return {b: statistics.median(v) for b, v in out.items()}
 
 
 def main(argv):
     if len(argv) < 2:
         print(__doc__.strip().splitlines()[-1].strip(), file=sys.stderr)
         return 2
-    rows = compare(argv[1])
+    rows, disabled = compare(argv[1])
     if not rows:
         print(f"shim_compare_others: no eager rows of other binaries with both libraries in {argv[1]}", file=sys.stderr)
         return 1
@@ -64,6 +75,8 @@ def main(argv):
         within = sum(r[6] for r in mine)
         print(f"{binary:20s} {min(r[2] for r in mine):4d}  {statistics.median(r[5] for r in mine):12.3f}"
               f"  {within:7d} of {len(mine):<5d}  {worst[1]} ({worst[5]:.3f})")
+    for binary, ratio in sorted(disabled.items()):
+        print(f"{binary} with CCLAB_DISABLE=1 (forwarding only): median ratio {ratio:.3f}")
     return 0
 
 
