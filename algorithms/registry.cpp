@@ -18,9 +18,25 @@ const std::vector<Algorithm>& algorithms() {
   return all;
 }
 
+const std::vector<ExecutorBaseline>& executor_baselines() {
+  static const std::vector<ExecutorBaseline> all = {
+      {"allreduce.sparse_hoststaged", "allreduce",
+       "baseline: allreduce.sparse with its index and row exchange staged through host memory"},
+      {"index_match.quadratic", "index_match", "baseline kernel: every local index compared with every union index"},
+      {"index_match.binsearch", "index_match", "baseline kernel: a binary search of each local index in the union"},
+      {"index_match.window", "index_match", "the matching allreduce.sparse runs: a windowed search in the union"},
+  };
+  return all;
+}
+
 const Algorithm& find_algorithm(std::string_view name) {
   for (const auto& a : algorithms())
     if (a.name == name) return a;
+  for (const auto& b : executor_baselines())
+    if (b.name == name)
+      throw_input("'" + std::string(name) +
+                  "' is an executor baseline (cclab run --rows, beside allreduce.sparse): no schedule describes it, "
+                  "so neither the reference nor the simulator runs it (see cclab list)");
   // Suggest names of the same collective.
   std::string collective(name.substr(0, name.find('.')));
   std::string known;

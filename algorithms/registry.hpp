@@ -77,8 +77,18 @@ struct Algorithm {
 };
 
 const std::vector<Algorithm>& algorithms();
-// Throws an input error listing close names when unknown.
+// Throws an input error listing close names when unknown, and saying so for an executor baseline.
 const Algorithm& find_algorithm(std::string_view name);
+
+// Names `cclab run --rows` accepts that are no schedule: the executor's own baselines, measured beside the
+// sparse all-reduce (exec/mmsp/sparse.hpp). No schedule describes them, so neither the reference nor the
+// simulator runs them; `cclab list` shows them with the algorithms.
+struct ExecutorBaseline {
+  std::string name;        // "index_match.window"
+  std::string collective;  // "index_match"
+  std::string summary;     // one line for `cclab list`
+};
+const std::vector<ExecutorBaseline>& executor_baselines();
 
 // nccl-tests' element count for a size in bytes (its -b/-e values): bytes / dtype size, rounded down
 // to a multiple of nranks for the collectives made of one block per rank (allgather, reducescatter,

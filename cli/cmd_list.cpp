@@ -28,6 +28,11 @@ int cmd_list(const Argv& argv) {
                   a.summary.c_str());
     std::cout << line;
   }
+  for (const auto& b : executor_baselines()) {
+    std::snprintf(line, sizeof line, "%-30s %-22s %-12s %s\n", b.name.c_str(), b.collective.c_str(), "gpu",
+                  b.summary.c_str());
+    std::cout << line;
+  }
   std::cout << "\n# topology presets (clusters: <N>x<preset>, e.g. 128xdgx-h100)\n";
   for (const auto& p : topo::preset_names()) {
     std::cout << p << "  " << topo::make_preset(p).description << "\n";

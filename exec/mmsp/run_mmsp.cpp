@@ -19,10 +19,13 @@ namespace {
 
 constexpr const char* kDenseTable = "allreduce.nccl";
 constexpr const char* kHostStaged = "allreduce.sparse_hoststaged";
+// allreduce.sparse, the dense table, and the registry's executor baselines (algorithms/registry.hpp).
 const std::vector<std::string>& sparse_names() {
-  static const std::vector<std::string> names = {
-      "allreduce.sparse",      kDenseTable,         kHostStaged, "index_match.quadratic",
-      "index_match.binsearch", "index_match.window"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n = {"allreduce.sparse", kDenseTable};
+    for (const auto& b : executor_baselines()) n.push_back(b.name);
+    return n;
+  }();
   return names;
 }
 

@@ -409,5 +409,25 @@ TEST(Sizes, CountForBytesFollowsNcclTests) {
   EXPECT_EQ(count_for_bytes("broadcast", 7, DType::f32, 2), 1);
 }
 
+// The executor's sparse baselines are names `cclab run` accepts but no schedule: asking for one as an algorithm
+// says that, rather than "unknown", and no baseline shadows a registry entry.
+TEST(Registry, ExecutorBaselinesAreNamedNotUnknown) {
+  ASSERT_FALSE(executor_baselines().empty());
+  for (const auto& b : executor_baselines()) {
+    try {
+      find_algorithm(b.name);
+      ADD_FAILURE() << b.name << " found as an algorithm";
+    } catch (const Error& e) {
+      EXPECT_THAT(e.what(), HasSubstr("executor baseline")) << b.name;
+    }
+  }
+  try {
+    find_algorithm("index_match.nope");
+    ADD_FAILURE() << "index_match.nope found";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("unknown algorithm"));
+  }
+}
+
 }  // namespace
 }  // namespace cclab
