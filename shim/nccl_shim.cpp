@@ -204,11 +204,12 @@ ncclResult_t allreduce(const char* name, const void* sendbuff, void* recvbuff, s
       in.group_supported = true;
       const cclab::lower::BidirMode mode = cclab::shim::size_mode(in.bytes);
       in.mode = cclab::lower::bidir_mode_name(mode);
-      // Both kernels may be captured: their epochs (and lamport's buffer parity) live in device memory, and a
-      // captured launch keeps the lamport buffers it was given (none is freed before the communicator).
+      // Every mode the shim runs (route.cpp) may be captured: the kernels' epochs (and lamport's buffer parity)
+      // live in device memory, and a captured launch keeps the lamport buffers it was given (none is freed
+      // before the communicator).
       cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
       in.capturing = cudaStreamIsCapturing(stream, &capture) == cudaSuccess && capture != cudaStreamCaptureStatusNone;
-      in.capture_supported = mode == cclab::lower::BidirMode::ll || mode == cclab::lower::BidirMode::lamport;
+      in.capture_supported = true;
       const cclab::shim::Route r = cclab::shim::route_allreduce(in);
       if (s.debug) {
         std::fprintf(stderr, "cclab: %s count=%zu dtype=%s op=%s bytes=%zu -> %s (%s)\n", name, count,

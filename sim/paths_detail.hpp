@@ -15,7 +15,7 @@ namespace cclab::sim {
 
 // NCCL's collectives on 2 GPUs from its measured send/recv (nccl.p2p.*); nullopt where that model does not
 // apply (other rank counts, profiles without those series): the tuning model of sim/predict.cpp then does.
-// `iters`: launches per replayed graph of the record (0: not recorded, as the 20 of the tables).
+// `iters`: launches per replayed graph of the record (0: not recorded; plan_launches gives the general lowering's).
 std::optional<Seconds> nccl_two_gpus(const model::ModelParams& P, std::string_view coll, int64_t bytes, int nranks,
                                      std::string& how, int iters = 0);
 
