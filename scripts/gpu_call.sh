@@ -6,7 +6,8 @@
 # call (the device gets the working tree; .carry/ is ignored, so it travels as a carried path):
 #   rm -rf .carry/src && mkdir -p .carry/src && git archive HEAD | tar -x -C .carry/src &&
 #     git rev-parse --short=12 HEAD > .carry/commit && cp scripts/gpu_call.sh .carry/
-# then run, carrying [".carry"]:  bash .carry/gpu_call.sh <name> calib [measure] [mmsp] [<script>]
+# then run, carrying [".carry"]:  bash .carry/gpu_call.sh <name> topo calib mmsp measure [<script>] (measure last:
+# its sweep takes what is left of the call)
 # Steps: topo (the machine's nvidia-smi matrix and NCCL's XML dump, cclab topo --check against the preset, ~10 s),
 # smoke (scripts/gpu_smoke_twoshot.sh, ~30 s), calib (scripts/calibrate.sh, ~55 s), measure
 # (scripts/measure.sh, ~110 s on 2 GPUs; its sweep stops at the call's limit), mmsp (scripts/gpu_mmsp.sh,

@@ -118,7 +118,7 @@ sweep allreduce_float.csv 2 float 8 1G $ALLREDUCES
 sweep allreduce_float.csv 2 float "$COPY_MIN" 1G allreduce.bidir.copy
 stamp "sweep: every other algorithm and its NCCL baseline, float, 8 B .. 1 GiB x4"
 sweep others_float.csv 4 float 8 1G allgather.nccl,reducescatter.nccl,broadcast.nccl,reduce.nccl,alltoall.nccl \
-  allgather.ring reducescatter.ring,reducescatter.hier broadcast.pipeline,broadcast.binomial,broadcast.scatter_allgather \
+  allgather.ring reducescatter.ring broadcast.pipeline,broadcast.binomial,broadcast.scatter_allgather \
   alltoall.direct,alltoall.bruck,alltoall.hier gather.binomial,gather.direct,scatter.binomial,scatter.direct \
   reduce.binomial,reduce.direct
 sweep allreduce_float.csv 2 float 8 1G allreduce.tree,allreduce.rhd
@@ -127,6 +127,8 @@ stamp "sweep: all-reduces in half and bfloat16, x4"
 [ "$GPUS" -gt 2 ] && ALLREDUCES="allreduce.nccl,allreduce.bidir,allreduce.bidir.twoshot"
 sweep allreduce_half.csv 4 half 8 1G $ALLREDUCES
 sweep allreduce_bfloat16.csv 4 bfloat16 8 1G $ALLREDUCES
+# Last: on 4 GPUs its 512 MiB size has run past a group's limit, and what it takes the GPU tests lose.
+GROUP_S=60 sweep others_float.csv 4 float 8 1G reducescatter.hier
 
 stamp "GPU tests (executor; ctest label gpu)"
 [ "$(left)" -gt 40 ] && timeout $(($(left) > 150 ? 150 : $(left) - 30)) "$BIN/test_exec_gpu" --gtest_brief=1 \

@@ -7,12 +7,13 @@
 # Environment: OUT (output folder), CCLAB (the binary; default $BUILD/cli/cclab, built when missing),
 # BUILD (build folder, default build-mm), CCLAB_COMMIT (commit column, default git HEAD), PROFILE (the
 # simulator's profile for the crossover comparison, default profiles/h200x2.json), MMSP_QUICK=1 (small
-# sizes, for a smoke run), MMSP_SPARSE_BIG=0 (skip the 41 GB table), MMSP_AUTOTUNE=1 (collective matmul
+# sizes, for a smoke run), MMSP_SPARSE_BIG=0 (skip the 41 GB table), MMSP_RANKS (collective matmul's ranks,
+# default 2; on a 4-GPU machine 4: the shapes are per shard, so the product grows with them), MMSP_AUTOTUNE=1 (collective matmul
 # products and references through the cuBLASLt autotune, exec/mmsp/cmatmul_lt.cuh; default 0: cublasGemmEx). Writes 4 files into $OUT:
 # mmsp_cmatmul.csv, mmsp_sparse.csv, mmsp_crossover.csv, mmsp_summary.txt (scratch goes to a temp folder).
 #
 # What runs (one process per command, so that a failure in one keeps the others' records):
-#  1. collective matmul, 2 ranks, shapes 1024,4096,4096 and 4096,8192,8192 (the issue's goal shapes),
+#  1. collective matmul, MMSP_RANKS ranks, shapes 1024,4096,4096 and 4096,8192,8192 (the issue's goal shapes),
 #     fp16 and bf16, every algorithm (`--algo all`): each checked against an fp32 cuBLAS reference, with
 #     one full cuBLAS matmul and the shard matmul timed in the same process (rows matmul.cublas_*).
 #  2. sparse all-reduce of the issue's table, 5,000,000 rows x 2048 float32 (41 GB dense per GPU), at
@@ -91,7 +92,7 @@ fi
 mm=()
 for s in "${shapes[@]}"; do
   for d in half bfloat16; do
-    run "mm_${s//,/x}_$d" 60 --algo all -g 2 --shape "$s" -d "$d" "${mm_iters[@]}" --tune "matmul_autotune=${MMSP_AUTOTUNE:-0}"
+    run "mm_${s//,/x}_$d" 60 --algo all -g "${MMSP_RANKS:-2}" --shape "$s" -d "$d" "${mm_iters[@]}" --tune "matmul_autotune=${MMSP_AUTOTUNE:-0}"
     mm+=("$TMP/mm_${s//,/x}_$d.csv")
   done
 done
