@@ -117,6 +117,8 @@ void BidirParams::apply(const std::string& tune) {
       twoshot_pdl = i(0, 1) != 0;
     else if (k == "twoshot_push")
       twoshot_push = i(0, 1) != 0;
+    else if (k == "twoshot_load_max")
+      twoshot_load_max = parse_size(flag, v);
     else if (k == "push_blocks")
       push_blocks = i(0, kBidirMaxBlocks);
     else if (k == "push_threads")
@@ -181,7 +183,8 @@ std::string BidirParams::describe(BidirMode m) const {
       break;
     case BidirMode::twoshot:
       os << " threads=" << twoshot_threads << " unroll=" << twoshot_unroll << (twoshot_pdl ? " pdl" : "")
-         << (twoshot_push ? " push" : "");
+         << (twoshot_push ? " push" : "")
+         << (twoshot_push && twoshot_load_max > 0 ? " (loads to " + std::to_string(twoshot_load_max) + " B)" : "");
       break;
     case BidirMode::copy:
       os << (ce_split ? " reduce-scatter+all-gather" : " one-shot") << " chunk="
@@ -291,7 +294,7 @@ BidirLaunch bidir_launch(BidirMode mode, int64_t bytes, int nranks, bool in_plac
     case BidirMode::twoshot: {
       l.threads = p.twoshot_threads;
       l.unroll = p.twoshot_unroll <= 1 ? 1 : p.twoshot_unroll <= 2 ? 2 : 4;  // the kernel's instances
-      l.push = p.twoshot_push;
+      l.push = p.twoshot_push && bytes > p.twoshot_load_max;
       // A CTA waits for the same CTA of every peer: all CTAs stay resident. Each CTA takes a round of
       // vectors of the rank's slice at a time (the store-only variant: half its threads' worth, 2 CTAs per SM,
       // the push kernel's occupancy); no more CTAs than the slice has rounds.

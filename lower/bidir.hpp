@@ -69,6 +69,10 @@ struct BidirParams {
   // reduce; 2 CTAs per SM. On 4 x H100: 355 GB/s busbw at 1 GiB against 323 for the load variant and 356 for
   // NCCL's ring; 1.1-1.4 x the load variant from 2 to 64 MiB.
   bool twoshot_push = true;
+  // With twoshot_push, messages up to this size still take the load variant: there the store-only variant's
+  // tile flags (a hop before the owner can reduce) cost more than the read requests do (4 x H200 calibration:
+  // the load variant 7% faster at 1-2 MiB, the store-only 8% faster from 128 MiB). 0: store-only at every size.
+  int64_t twoshot_load_max = 0;
   // push
   int push_blocks = 0;     // 0: 2 per SM (divided among ranks sharing a GPU)
   int push_threads = 512;  // half producers, half consumers
@@ -130,7 +134,7 @@ struct BidirLaunch {
   int stages = 0;      // flash cp.async engine: pipeline stages
   size_t smem = 0;     // flash cp.async engine: dynamic shared memory per CTA
   bool ldg = false;    // flash: the register engine
-  bool push = false;   // twoshot: the store-only variant (BidirParams::twoshot_push)
+  bool push = false;   // twoshot: the store-only variant (BidirParams::twoshot_push, twoshot_load_max)
   bool pdl = false;    // launched with programmatic dependent launch
   int ring_lanes = 0;  // stream: lanes the ring is laid out for
 };

@@ -11,7 +11,8 @@ wide_mid_max, wide_mid, wide_large), which the lowering reads there. Every choic
 the three variants and of the two thresholds (at calibrated sizes) is scored by the sum over the
 calibrated sizes of time / best measured time at that size (out-of-place rows with no wrong
 element); the lowest score wins. Variants whose --tune keys disagree cannot be combined (one
-parameter set drives all modes). The chosen variants' own keys are carried into the output.
+parameter set drives all modes), but for a two-shot mid variant with loads (twoshot_push=0) and a
+two-shot large variant with stores: that is twoshot_load_max. The chosen variants' own keys are carried into the output.
 Standard library only.
 """
 import csv
@@ -33,11 +34,17 @@ def pick(t, wide=False):
     sizes = sorted({s for v in t for s in t[v]})
     best = {s: min(t[v][s] for v in t if s in t[v]) for s in sizes}
 
-    def compatible(*vs):
+    def loads_then_stores(mid, large):
+        """A two-shot that loads up to the crossover and stores above it (twoshot_load_max)."""
+        return (mid and mode[mid] == mode[large] == "twoshot" and tune_of(mid).get("twoshot_push") == "0"
+                and tune_of(large).get("twoshot_push", "1") == "1")
+
+    def compatible(ll, mid, large):
         keys = {}
-        for v in vs:
-            for k, x in tune_of(v).items():
-                if k != "mode" and keys.setdefault(k, x) != x:
+        split = loads_then_stores(mid, large)
+        for v in (ll, mid, large):
+            for k, x in tune_of(v).items() if v else ():
+                if k != "mode" and not (split and k == "twoshot_push") and keys.setdefault(k, x) != x:
                     return False
         return True
 
@@ -50,7 +57,7 @@ def pick(t, wide=False):
     cuts = [0] + sizes
     scored = []
     for ll, mid, large in itertools.product(lls, mids, larges):
-        if not compatible(*[v for v in (ll, mid, large) if v]):
+        if not compatible(ll, mid, large):
             continue
         for ll_max in cuts if ll else [0]:
             for mid_max in [c for c in cuts if c >= ll_max] if mid else [ll_max]:
@@ -67,6 +74,9 @@ def pick(t, wide=False):
     for v in (ll, mid, large):
         if v:
             keys.update({k: x for k, x in tune_of(v).items() if k != "mode"})
+    if loads_then_stores(mid, large):
+        keys["twoshot_push"] = "1"
+        keys["twoshot_load_max"] = str(max(mid_max, ll_max, 8))
     if wide:
         keys["wide_ll_max"] = str(max(ll_max, 8))
         keys["wide_mid_max"] = str(max(mid_max, ll_max, 8))

@@ -69,7 +69,10 @@ for step in "$@"; do
       ;;
     mmsp)
       stamp mmsp
-      BIN=$BIN OUT=$W timeout 200 bash scripts/gpu_mmsp.sh >"$W/mmsp.out" 2>&1
+      # The sparse crossover is predicted from this call's profile where calib ran first.
+      prof=$W/calib/profiles/$FOLDER.json
+      [ -f "$prof" ] || prof=profiles/$FOLDER.json
+      PROFILE=$prof BIN=$BIN OUT=$W timeout 200 bash scripts/gpu_mmsp.sh >"$W/mmsp.out" 2>&1
       stamp "mmsp rc=$?"
       tail -12 "$W/mmsp.out"
       ;;

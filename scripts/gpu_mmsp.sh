@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Collective matmul and sparse all-reduce (issue 7) on the 2 x H200 machine, from prebuilt binaries:
 #   BIN=<folder with cclab and test_exec_mmsp_gpu> OUT=<folder> bash scripts/gpu_mmsp.sh
-# 1. scripts/measure_matmul_sparse.sh with CCLAB=$BIN/cclab (collective matmul on every GPU of the machine): every `cclab run` command that makes the
+# 1. scripts/measure_matmul_sparse.sh with CCLAB=$BIN/cclab (on every GPU of the machine): every `cclab run` command that makes the
 #    records of results/h200x2/mmsp_*.csv (both goal shapes in fp16/bf16, the 5M x 2048 table at
 #    0.1/1/10 %, the crossover sweep) and the summary of the goals;
 # 2. the GPU test of those commands (2 ranks, and 4 ranks sharing 2 GPUs), bounded in time.

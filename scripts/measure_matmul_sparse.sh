@@ -7,13 +7,13 @@
 # Environment: OUT (output folder), CCLAB (the binary; default $BUILD/cli/cclab, built when missing),
 # BUILD (build folder, default build-mm), CCLAB_COMMIT (commit column, default git HEAD), PROFILE (the
 # simulator's profile for the crossover comparison, default profiles/h200x2.json), MMSP_QUICK=1 (small
-# sizes, for a smoke run), MMSP_SPARSE_BIG=0 (skip the 41 GB table), MMSP_RANKS (collective matmul's ranks,
-# default 2; on a 4-GPU machine 4: the shapes are per shard, so the product grows with them), MMSP_AUTOTUNE=1 (collective matmul
+# sizes, for a smoke run), MMSP_SPARSE_BIG=0 (skip the 41 GB table), MMSP_RANKS (ranks of every run, default 2;
+# a 4-GPU machine's records name all its GPUs; matmul shapes are per shard), MMSP_AUTOTUNE=1 (collective matmul
 # products and references through the cuBLASLt autotune, exec/mmsp/cmatmul_lt.cuh; default 0: cublasGemmEx). Writes 4 files into $OUT:
 # mmsp_cmatmul.csv, mmsp_sparse.csv, mmsp_crossover.csv, mmsp_summary.txt (scratch goes to a temp folder).
 #
 # What runs (one process per command, so that a failure in one keeps the others' records):
-#  1. collective matmul, MMSP_RANKS ranks, shapes 1024,4096,4096 and 4096,8192,8192 (the issue's goal shapes),
+#  1. collective matmul, shapes 1024,4096,4096 and 4096,8192,8192 (the issue's goal shapes),
 #     fp16 and bf16, every algorithm (`--algo all`): each checked against an fp32 cuBLAS reference, with
 #     one full cuBLAS matmul and the shard matmul timed in the same process (rows matmul.cublas_*).
 #  2. sparse all-reduce of the issue's table, 5,000,000 rows x 2048 float32 (41 GB dense per GPU), at
@@ -30,6 +30,7 @@ OUT=${OUT:-results/h200x2}
 BUILD=${BUILD:-build-mm}
 CCLAB=${CCLAB:-$BUILD/cli/cclab}
 PROFILE=${PROFILE:-profiles/h200x2.json}
+RANKS=${MMSP_RANKS:-2}
 mkdir -p "$OUT"
 export CCLAB_COMMIT=${CCLAB_COMMIT:-$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)}
 TMP=$(mktemp -d)
@@ -92,7 +93,7 @@ fi
 mm=()
 for s in "${shapes[@]}"; do
   for d in half bfloat16; do
-    run "mm_${s//,/x}_$d" 60 --algo all -g "${MMSP_RANKS:-2}" --shape "$s" -d "$d" "${mm_iters[@]}" --tune "matmul_autotune=${MMSP_AUTOTUNE:-0}"
+    run "mm_${s//,/x}_$d" 60 --algo all -g "$RANKS" --shape "$s" -d "$d" "${mm_iters[@]}" --tune "matmul_autotune=${MMSP_AUTOTUNE:-0}"
     mm+=("$TMP/mm_${s//,/x}_$d.csv")
   done
 done
@@ -100,13 +101,13 @@ merge "$OUT/mmsp_cmatmul.csv" "${mm[@]}"
 
 if [ "${MMSP_SPARSE_BIG:-1}" = 1 ]; then
   run sp_one 90 --algo allreduce.sparse,allreduce.nccl,allreduce.sparse_hoststaged,index_match.quadratic,index_match.binsearch,index_match.window \
-    -g 2 "${big[@]}" --density 0.01 --dist uniform,zipf --tune union=allgather+gather_bcast,dense_iters=3 -w 2 -n 5
-  run sp_rest 90 --algo allreduce.sparse,allreduce.nccl -g 2 "${big[@]}" --density 0.001,0.1 --dist uniform,zipf \
+    -g "$RANKS" "${big[@]}" --density 0.01 --dist uniform,zipf --tune union=allgather+gather_bcast,dense_iters=3 -w 2 -n 5
+  run sp_rest 90 --algo allreduce.sparse,allreduce.nccl -g "$RANKS" "${big[@]}" --density 0.001,0.1 --dist uniform,zipf \
     --tune union=allgather+gather_bcast,dense_iters=3 -w 2 -n 5
   merge "$OUT/mmsp_sparse.csv" "$TMP/sp_one.csv" "$TMP/sp_rest.csv"
 fi
 
-run cross 120 --algo allreduce.sparse,allreduce.nccl -g 2 "${cross[@]}" --dist uniform,zipf \
+run cross 120 --algo allreduce.sparse,allreduce.nccl -g "$RANKS" "${cross[@]}" --dist uniform,zipf \
   --tune path=sparse+dense+auto,union=allgather,dense_iters=3 -w 1 -n 3
 [ -f "$TMP/cross.csv" ] && cp "$TMP/cross.csv" "$OUT/mmsp_crossover.csv"
 

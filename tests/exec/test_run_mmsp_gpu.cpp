@@ -31,8 +31,17 @@ std::string binary() {
   return env && *env ? env : CCLAB_BINARY;
 }
 
-Result run(const std::string& args) {
-  const std::string cmd = binary() + " run " + args + " 2>&1";
+// The first two visible GPUs only, for the tests where 4 ranks share 2 GPUs (on a 4-GPU machine they would not).
+std::string first_two_gpus() {
+  const char* env = std::getenv("CUDA_VISIBLE_DEVICES");
+  std::string list = env && *env ? env : "0,1";
+  const auto first = list.find(',');
+  const auto second = first == std::string::npos ? first : list.find(',', first + 1);
+  return "CUDA_VISIBLE_DEVICES=" + list.substr(0, second) + " ";
+}
+
+Result run(const std::string& args, const std::string& env = "") {
+  const std::string cmd = env + binary() + " run " + args + " 2>&1";
   Result r;
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;
@@ -56,8 +65,8 @@ std::string csv_path(const std::string& name) {
 }
 
 // Runs the command, expects exit 0 and every checked row right; returns the records.
-std::vector<Record> run_ok(const std::string& args, const std::string& csv) {
-  const Result r = run(args + " --csv " + csv);
+std::vector<Record> run_ok(const std::string& args, const std::string& csv, const std::string& env = "") {
+  const Result r = run(args + " --csv " + csv, env);
   EXPECT_EQ(r.code, 0) << args << "\n" << r.out;
   EXPECT_NE(r.out.find("out of bounds values : 0 OK"), std::string::npos) << r.out;
   if (!std::filesystem::exists(csv)) {
@@ -105,7 +114,7 @@ TEST(RunMmspGpu, MatmulFourRanksSharingTwoGpus) {
   const std::string args =
       "--algo allgather_matmul.ring,allgather_matmul.ring_bidir,matmul_reducescatter.ring -g 4 "
       "--share-gpus --shape 96,128,80 -d bfloat16 -w 0 -n 1";
-  const auto rows = run_ok(args, csv_path("mm4"));
+  const auto rows = run_ok(args, csv_path("mm4"), first_two_gpus());
   int checked = 0;
   for (const auto& r : rows) {
     EXPECT_EQ(r.ranks, r.collective == "matmul" ? 1 : 4);
@@ -114,7 +123,8 @@ TEST(RunMmspGpu, MatmulFourRanksSharingTwoGpus) {
   }
   EXPECT_EQ(checked, 3);
   // NCCL cannot serve ranks that share a GPU: asked for by name, it is refused before any work.
-  const Result nccl = run("--algo allgather_matmul.nccl_cublas -g 4 --share-gpus --shape 8,8,8 -d half");
+  const Result nccl =
+      run("--algo allgather_matmul.nccl_cublas -g 4 --share-gpus --shape 8,8,8 -d half", first_two_gpus());
   EXPECT_EQ(nccl.code, 1) << nccl.out;
   EXPECT_NE(nccl.out.find("--share-gpus"), std::string::npos) << nccl.out;
 }
@@ -150,7 +160,7 @@ TEST(RunMmspGpu, SparseFourRanksSharingTwoGpus) {
   const auto rows = run_ok(
       "--algo allreduce.sparse -g 4 --share-gpus --rows 10007 --dim 33 --density 0.05,0.9 --dist uniform,zipf "
       "-w 0 -n 1 --tune path=auto+sparse",
-      csv_path("sp4"));
+      csv_path("sp4"), first_two_gpus());
   ASSERT_EQ(rows.size(), 8u);
   for (const auto& r : rows) {
     EXPECT_EQ(r.ranks, 4);

@@ -385,6 +385,12 @@ TEST(LowerCollective, WideBidirChoosesTwoshotAboveItsCrossovers) {
   EXPECT_EQ(lower_collective(twoshot, loads, Machine{}).kernel.grid, 132);
   loads.tune = "twoshot_threads=96";  // half store, half reduce: a multiple of 64
   EXPECT_THROW(lower_collective(twoshot, loads, Machine{}), Error);
+  // Loads up to twoshot_load_max, stores above it.
+  AlgoArgs split = four(4 << 20);
+  split.tune = "twoshot_load_max=4M";
+  EXPECT_FALSE(lower_collective(twoshot, split, Machine{}).kernel.push);
+  split.count = (int64_t(8) << 20) / 4;
+  EXPECT_TRUE(lower_collective(twoshot, split, Machine{}).kernel.push);
   // The crossovers come from --tune like the 2-rank ones.
   AlgoArgs tuned = four(4 << 20);
   tuned.tune = "wide_mid_max=8M,wide_mid=push";
