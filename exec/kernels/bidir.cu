@@ -97,24 +97,42 @@ __global__ void __launch_bounds__(512) ll_kernel(BidirArgs a) {
       uint64_t* slot = a.ll[p] + (int64_t(parity) * kMaxRanks + r) * a.ll_words + w0;
       asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(slot), "l"(flag | d0), "l"(flag | d1) : "memory");
     }
-    uint32_t acc0 = d0, acc1 = d1;
-    for (int j = 1; j < n && ok; ++j) {
-      const int p = mod_ranks(r + j, n);
-      const uint64_t* slot = a.ll[r] + (int64_t(parity) * kMaxRanks + p) * a.ll_words + w0;
-      uint64_t v0, v1;
-      const uint64_t start = dev::globaltimer_ns();
-      for (uint32_t it = 1;; ++it) {
-        asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];" : "=l"(v0), "=l"(v1) : "l"(slot) : "memory");
-        if ((v0 >> 32) == e && (v1 >> 32) == e) break;
-        if ((it & 1023u) == 0 && dev::globaltimer_ns() - start > a.timeout_ns) {
-          report_timeout(a.err, a.rank, kWaitLL, int(blockIdx.x), int(w0), e, v0 >> 32);
-          ok = false;
-          break;
+    // Every peer's pair: a sweep issues the loads of all peers still awaited before testing any, so their
+    // round trips overlap (polled in turn, each peer beyond the first cost one more: ~0.4 us per peer on
+    // 4 x H200). Bit j - 1 of `awaited`: peer r + j. Combined in peer order, as before.
+    uint64_t v0[kMaxRanks - 1], v1[kMaxRanks - 1];
+    uint32_t awaited = (1u << (n - 1)) - 1;
+    const uint64_t start = dev::globaltimer_ns();
+    for (uint32_t it = 1; awaited != 0; ++it) {
+#pragma unroll
+      for (int j = 1; j < kMaxRanks; ++j)
+        if ((awaited >> (j - 1)) & 1u) {
+          const uint64_t* slot = a.ll[r] + (int64_t(parity) * kMaxRanks + mod_ranks(r + j, n)) * a.ll_words + w0;
+          asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];"
+                       : "=l"(v0[j - 1]), "=l"(v1[j - 1])
+                       : "l"(slot)
+                       : "memory");
         }
+#pragma unroll
+      for (int j = 1; j < kMaxRanks; ++j)
+        if (((awaited >> (j - 1)) & 1u) && (v0[j - 1] >> 32) == e && (v1[j - 1] >> 32) == e) awaited &= ~(1u << (j - 1));
+      if (awaited != 0 && (it & 1023u) == 0 && dev::globaltimer_ns() - start > a.timeout_ns) {
+        uint64_t seen = 0;
+#pragma unroll
+        for (int j = kMaxRanks - 1; j >= 1; --j)
+          if ((awaited >> (j - 1)) & 1u) seen = v0[j - 1] >> 32;  // the first peer still awaited
+        report_timeout(a.err, a.rank, kWaitLL, int(blockIdx.x), int(w0), e, seen);
+        ok = false;
+        break;
       }
-      acc0 = combine_word<T, Op>(acc0, uint32_t(v0));
-      acc1 = combine_word<T, Op>(acc1, uint32_t(v1));
     }
+    uint32_t acc0 = d0, acc1 = d1;
+#pragma unroll
+    for (int j = 1; j < kMaxRanks; ++j)
+      if (j < n) {
+        acc0 = combine_word<T, Op>(acc0, uint32_t(v0[j - 1]));
+        acc1 = combine_word<T, Op>(acc1, uint32_t(v1[j - 1]));
+      }
     if (a.divisor != 1.f) {
       acc0 = divide_word<T>(acc0, a.divisor);
       acc1 = divide_word<T>(acc1, a.divisor);
@@ -392,15 +410,13 @@ __global__ void __launch_bounds__(512, 2) push_kernel(BidirArgs a) {
   } else {
     uint4* out = reinterpret_cast<uint4*>(a.out);
     for (int64_t j = 0; j < J; ++j) {
-      if (t == 0) {
-        for (int jj = 1; jj < n && !abort_s; ++jj)
-          if (!wait_ge(a, &me->push_prog[b][mod_ranks(r + jj, n)], E | uint64_t(j + 1), kWaitPush, b, int(j)))
-            abort_s = 1;
-        // In place the output is our input: our producers must have read tile j before we write it
-        // (their flag in our own control words; a global flag, not a shared-memory spin).
-        if (a.in_place && !abort_s && !wait_ge(a, &me->push_prog[b][r], E | uint64_t(j + 1), kWaitPush, b, int(j)))
+      // Thread t waits for the flag of source r + first + t (one word per thread: in turn, each word beyond
+      // the first cost a load's round trip). In place the output is our input: our producers must have read
+      // tile j before we write it (their flag in our own control words, source 0; a global flag, not a
+      // shared-memory spin).
+      if (const int first = a.in_place ? 0 : 1; t < n - first)
+        if (!wait_ge(a, &me->push_prog[b][mod_ranks(r + first + t, n)], E | uint64_t(j + 1), kWaitPush, b, int(j)))
           abort_s = 1;
-      }
       named_barrier(2, H);
       if (abort_s) break;
       const int64_t base = (b + j * G) * tile_vecs + t;
@@ -757,10 +773,10 @@ __global__ void __launch_bounds__(512, 2) twoshot_push_kernel(BidirArgs a) {
   } else {
     const int64_t lo = slice_lo(r), len = slice_len(r);
     for (int64_t j = 0; j < J; ++j) {
-      if (t == 0)
-        for (int jj = 1; jj < n && !abort_s; ++jj)
-          if (!wait_ge(a, &me->twoshot_prog[b][mod_ranks(r + jj, n)], E | uint64_t(j + 1), kWaitTwoshotPush, b, int(j)))
-            abort_s = 1;
+      if (t < n - 1)  // thread t waits for peer r + 1 + t's tile (one word per thread, as in push)
+        if (!wait_ge(a, &me->twoshot_prog[b][mod_ranks(r + 1 + t, n)], E | uint64_t(j + 1), kWaitTwoshotPush, b,
+                     int(j)))
+          abort_s = 1;
       named_barrier(2, H);
       if (abort_s) break;
       if (b == 0 && j == 0 && t < tail_n) {

@@ -155,18 +155,21 @@ __device__ __forceinline__ bool wait_ge(const BidirArgs& a, const uint64_t* p, u
 using CtaFlags = uint64_t[kMaxBlocks][kMaxRanks];
 
 // CTA `block` of every peer has reached this point: thread t < n-1 releases `value` into peer (rank + 1 + t)'s
-// word [block][rank], thread 0 waits until every peer's word in ours reaches it. One peer per thread: a
-// system-scope release waits until the thread's earlier stores (an earlier release to another GPU included)
-// have reached the system, so one thread releasing to n-1 peers in turn paid that round trip n-1 times
-// (4 GPUs: twoshot and flash ~15 us at 8 B against ~5 with one peer). The caller's barrier before this orders
-// the CTA's data stores before every release; its barrier after makes thread 0's verdict (`abort`) known to all.
+// word [block][rank] and waits until that peer's word in ours reaches it. One peer per thread: a system-scope
+// release waits until the thread's earlier stores (an earlier release to another GPU included) have reached the
+// system, so one thread releasing to n-1 peers in turn paid that round trip n-1 times (4 GPUs: twoshot and flash
+// ~15 us at 8 B against ~5 with one peer); and one thread waiting for n-1 words in turn paid a load's round trip
+// for each word beyond the first (~0.4 us per peer on 4 x H200). The caller's barrier before this orders the
+// CTA's data stores before every release; its barrier after makes the waiting threads' verdict (`abort`) and
+// their acquires known to all.
 __device__ __forceinline__ void cta_handshake(const BidirArgs& a, CtaFlags Ctrl::*flags, uint64_t value, uint32_t code,
                                               int block, int slot, int* abort) {
   const int t = threadIdx.x, r = a.rank, n = a.nranks;
-  if (t < n - 1) st_release(&(a.ctrl[dev::mod_ranks(r + 1 + t, n)]->*flags)[block][r], value);
-  if (t == 0)
-    for (int j = 1; j < n; ++j)
-      if (!wait_ge(a, &(a.ctrl[r]->*flags)[block][dev::mod_ranks(r + j, n)], value, code, block, slot)) *abort = 1;
+  if (t < n - 1) {
+    const int peer = dev::mod_ranks(r + 1 + t, n);
+    st_release(&(a.ctrl[peer]->*flags)[block][r], value);
+    if (!wait_ge(a, &(a.ctrl[r]->*flags)[block][peer], value, code, block, slot)) *abort = 1;
+  }
 }
 
 }  // namespace cclab::exec::bidir
