@@ -115,7 +115,8 @@ __global__ void __launch_bounds__(512) ll_kernel(BidirArgs a) {
         }
 #pragma unroll
       for (int j = 1; j < kMaxRanks; ++j)
-        if (((awaited >> (j - 1)) & 1u) && (v0[j - 1] >> 32) == e && (v1[j - 1] >> 32) == e) awaited &= ~(1u << (j - 1));
+        if (((awaited >> (j - 1)) & 1u) && (v0[j - 1] >> 32) == e && (v1[j - 1] >> 32) == e)
+          awaited &= ~(1u << (j - 1));
       if (awaited != 0 && (it & 1023u) == 0 && dev::globaltimer_ns() - start > a.timeout_ns) {
         uint64_t seen = 0;
 #pragma unroll
