@@ -71,7 +71,9 @@ __device__ __forceinline__ void finish_launch(uint32_t* done, uint32_t* epoch, u
   }
 }
 
-template <typename T, RedOp Op>
+// P: the most peers a launch has (1 for 2 ranks: the sweep below is then one load, as it was before it polled
+// several peers at once; a wider sweep's guards cost ~0.1 us there).
+template <typename T, RedOp Op, int P>
 __global__ void __launch_bounds__(512) ll_kernel(BidirArgs a) {
   // Programmatic dependent launch: this grid may start while the previous kernel of the stream
   // runs; wait here until that kernel completed (memory visible), then let the next one start.
@@ -100,12 +102,12 @@ __global__ void __launch_bounds__(512) ll_kernel(BidirArgs a) {
     // Every peer's pair: a sweep issues the loads of all peers still awaited before testing any, so their
     // round trips overlap (polled in turn, each peer beyond the first cost one more: ~0.4 us per peer on
     // 4 x H200). Bit j - 1 of `awaited`: peer r + j. Combined in peer order, as before.
-    uint64_t v0[kMaxRanks - 1], v1[kMaxRanks - 1];
+    uint64_t v0[P], v1[P];
     uint32_t awaited = (1u << (n - 1)) - 1;
     const uint64_t start = dev::globaltimer_ns();
     for (uint32_t it = 1; awaited != 0; ++it) {
 #pragma unroll
-      for (int j = 1; j < kMaxRanks; ++j)
+      for (int j = 1; j <= P; ++j)
         if ((awaited >> (j - 1)) & 1u) {
           const uint64_t* slot = a.ll[r] + (int64_t(parity) * kMaxRanks + mod_ranks(r + j, n)) * a.ll_words + w0;
           asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];"
@@ -114,13 +116,13 @@ __global__ void __launch_bounds__(512) ll_kernel(BidirArgs a) {
                        : "memory");
         }
 #pragma unroll
-      for (int j = 1; j < kMaxRanks; ++j)
+      for (int j = 1; j <= P; ++j)
         if (((awaited >> (j - 1)) & 1u) && (v0[j - 1] >> 32) == e && (v1[j - 1] >> 32) == e)
           awaited &= ~(1u << (j - 1));
       if (awaited != 0 && (it & 1023u) == 0 && dev::globaltimer_ns() - start > a.timeout_ns) {
         uint64_t seen = 0;
 #pragma unroll
-        for (int j = kMaxRanks - 1; j >= 1; --j)
+        for (int j = P; j >= 1; --j)
           if ((awaited >> (j - 1)) & 1u) seen = v0[j - 1] >> 32;  // the first peer still awaited
         report_timeout(a.err, a.rank, kWaitLL, int(blockIdx.x), int(w0), e, seen);
         ok = false;
@@ -129,7 +131,7 @@ __global__ void __launch_bounds__(512) ll_kernel(BidirArgs a) {
     }
     uint32_t acc0 = d0, acc1 = d1;
 #pragma unroll
-    for (int j = 1; j < kMaxRanks; ++j)
+    for (int j = 1; j <= P; ++j)
       if (j < n) {
         acc0 = combine_word<T, Op>(acc0, uint32_t(v0[j - 1]));
         acc1 = combine_word<T, Op>(acc1, uint32_t(v1[j - 1]));
@@ -953,7 +955,10 @@ void launch_maybe_pdl(void (*kernel)(Params...), int blocks, int threads, bool p
 template <typename T, RedOp Op>
 struct LaunchLL {
   static void run(const BidirArgs& a, int blocks, int threads, bool pdl, cudaStream_t s) {
-    launch_maybe_pdl(ll_kernel<T, Op>, blocks, threads, pdl, s, a);
+    if (a.nranks == 2)
+      launch_maybe_pdl(ll_kernel<T, Op, 1>, blocks, threads, pdl, s, a);
+    else
+      launch_maybe_pdl(ll_kernel<T, Op, kMaxRanks - 1>, blocks, threads, pdl, s, a);
   }
 };
 template <typename T, RedOp Op>
