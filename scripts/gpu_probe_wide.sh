@@ -3,17 +3,9 @@
 # stalls on cross-GPU graph edges) beside NCCL, and twoshot grids. Records: <out>/probe_<name>.csv (results/h200x4/probe_*).
 # Run it as a step of a device call: cp scripts/gpu_probe_wide.sh .carry/ && bash .carry/gpu_call.sh <name> gpu_probe_wide
 W=$1
-C=$CCLAB
 export NCCL_NVLS_ENABLE=0
-run() {
-  local name=$1
-  shift
-  local t0=$(date +%s)
-  timeout 70 "$C" run "$@" --inplace 0 -w 5 --timeout 20 --csv "$W/probe_$name.csv" >"$W/probe_$name.log" 2>&1
-  echo "$name rc=$? $(($(date +%s) - t0)) s: $*"
-  grep -vE '^#|^$' "$W/probe_$name.log" | awk '{printf "   %s %s %s %s\n", $1, $6, $8, $9}' | head -12
-  grep -E "refused|error|Error" "$W/probe_$name.log" | head -3
-}
+source scripts/probe_run.sh
+run() { PROBE_S=70 probe "$@" --inplace 0 -w 5 --timeout 20; }
 run nccl --algo allreduce.nccl,reducescatter.nccl,allgather.nccl -b 1M -e 1G -f 8
 run fused_rs --algo reducescatter.hier,reducescatter.ring --tune fused_max=1G -b 1M -e 1G -f 8
 run fused_ar --algo allreduce.ring --tune fused_max=1G -b 1M -e 1G -f 8
