@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Collective matmul and sparse all-reduce (issue 7) on the 2 x H200 machine, from prebuilt binaries:
+# Collective matmul and sparse all-reduce (issue 7) on a GPU machine (every GPU of it), from prebuilt binaries:
 #   BIN=<folder with cclab and test_exec_mmsp_gpu> OUT=<folder> bash scripts/gpu_mmsp.sh
 # 1. scripts/measure_matmul_sparse.sh with CCLAB=$BIN/cclab (on every GPU of the machine): every `cclab run` command that makes the
 #    records of results/h200x2/mmsp_*.csv (both goal shapes in fp16/bf16, the 5M x 2048 table at
