@@ -812,7 +812,7 @@ bool prices_executor_plans(const model::ModelParams& P) {
 }
 
 bool is_matmul_reference(std::string_view algo) {
-  return algo == "matmul.cublas_full" || algo == "matmul.cublas_shard_x2";
+  return algo == "matmul.cublas_full" || algo.starts_with("matmul.cublas_shard_x");  // x<D>: D shard products
 }
 
 Prediction predict_matmul_reference(Simulator& sim, const std::string& name, const AlgoArgs& args) {

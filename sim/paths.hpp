@@ -57,7 +57,7 @@ std::optional<Prediction> predict_executor(Simulator& sim, const Algorithm& algo
 // must be there). Throws an input error where the plan's path has no model.
 Prediction predict_plan(Simulator& sim, const Algorithm& algo, const AlgoArgs& args);
 
-// The collective matmul's cuBLAS references (matmul.cublas_full, matmul.cublas_shard_x2), measured by the
+// The collective matmul's cuBLAS references (matmul.cublas_full, matmul.cublas_shard_x<D>), measured by the
 // executor beside its collective matmuls.
 bool is_matmul_reference(std::string_view algo);
 Prediction predict_matmul_reference(Simulator& sim, const std::string& name, const AlgoArgs& args);

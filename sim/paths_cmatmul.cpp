@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <sstream>
 #include <vector>
 
 #include "sim/paths_detail.hpp"
@@ -35,6 +36,23 @@ double run_product(double start, double work, const std::vector<Interval>& copie
     left -= done;
   }
   return t + std::max(left, 0.0);
+}
+
+// NCCL's collective of `count` elements (nccl-tests' count: the gathered A, the D blocks of partials) on the
+// row's ranks and settings, priced as a record of that NCCL baseline would be (more than 2 GPUs: NCCL's plan
+// on the topology, its launch as measured on 2 of them).
+double nccl_baseline_seconds(Simulator& sim, const std::string& baseline, const AlgoArgs& args, int64_t count,
+                             std::string& how) {
+  AlgoArgs a = args;
+  a.shape = MatmulShape{};
+  a.count = count;
+  a.tune.clear();  // the row's settings are the products' (matmul_*), none of them NCCL's
+  std::stringstream list(args.tune);
+  for (std::string kv; std::getline(list, kv, ',');)
+    if (!kv.empty() && !kv.starts_with("matmul_")) a.tune += (a.tune.empty() ? "" : ",") + kv;
+  const Prediction p = predict(sim, find_algorithm(baseline), a);
+  how = baseline + "(" + std::to_string(count * int64_t(dtype_size(args.dtype))) + " B): " + p.record.note;
+  return p.record.time_us * 1e-6;
 }
 
 std::string fmt(double v) {
@@ -82,7 +100,7 @@ std::optional<Prediction> predict_cmatmul_exec(Simulator& sim, const std::string
     } else if (auto g = nccl_two_gpus(P, "allgather", int64_t(m * k * E) * D, D, nccl_how)) {
       gather = g->value;
     } else {
-      return std::nullopt;
+      gather = nccl_baseline_seconds(sim, "allgather.nccl", args, int64_t(m * k) * D, nccl_how);
     }
     t = gather + product(m * D);
     how = "NCCL all-gather (" + nccl_how + ") + matmul." + dt + "((m D) k n)";
@@ -96,7 +114,7 @@ std::optional<Prediction> predict_cmatmul_exec(Simulator& sim, const std::string
     } else if (auto g = nccl_two_gpus(P, "reducescatter", int64_t(m * n * E) * D, D, nccl_how)) {
       scatter = g->value;
     } else {
-      return std::nullopt;
+      scatter = nccl_baseline_seconds(sim, "reducescatter.nccl", args, int64_t(m * n) * D, nccl_how);
     }
     t = product(m * D) + scatter;
     how = "matmul." + dt + "((m D) k n) + NCCL reduce-scatter (" + nccl_how + ")";

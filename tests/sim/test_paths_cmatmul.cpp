@@ -4,10 +4,14 @@
 // waiting for the arriving partial (it is added after).
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "model/params.hpp"
 #include "model/profile.hpp"
 #include "sim/compare.hpp"
+#include "sim/paths.hpp"
 #include "sim/paths_cmatmul.hpp"
+#include "sim/predict.hpp"
 #include "sim/simulator.hpp"
 #include "topology/topology.hpp"
 
@@ -80,6 +84,37 @@ TEST(PathsCmatmul, NcclBaselineGathersThenMultiplies) {
   const topo::Topology t = topo::load_topology("h200x2");
   EXPECT_NEAR(predict_us(params(t, 20e-6, 0), "allgather_matmul.nccl_cublas"), 30 + 100, 1e-6);
   EXPECT_NEAR(predict_us(params(t, 20e-6, 0), "matmul_reducescatter.nccl_cublas"), 100 + 30, 1e-6);
+}
+
+// On more than 2 GPUs NCCL's collective is what the NCCL baseline's own record would be priced at (the gathered A,
+// the D blocks of partials), beside the product of the D shards' rows.
+TEST(PathsCmatmul, NcclBaselineOnFourGpusIsTheNcclCollectivesPrice) {
+  const topo::Topology t = topo::load_topology("hgx-h200");
+  const model::ModelParams p = params(t, 20e-6, 0);
+  Simulator sim(t, p);
+  AlgoArgs a;
+  a.nranks = 4;
+  a.dtype = DType::f16;
+  a.shape = {kM, kK, kN};
+  a.count = 4 * kM * kK;
+  a.tune = "matmul_autotune=0";  // the products' setting: not NCCL's
+  const double product = p.tables.at("matmul.half").time(4 * kShardFlops).us();
+  for (const auto& [algo, nccl, count] : {std::tuple{"allgather_matmul.nccl_cublas", "allgather.nccl", 4 * kM * kK},
+                                          std::tuple{"matmul_reducescatter.nccl_cublas", "reducescatter.nccl",
+                                                     4 * kM * kN}}) {
+    AlgoArgs c = a;
+    c.shape = {};
+    c.count = count;
+    c.tune = "";
+    const double collective = predict(sim, find_algorithm(nccl), c).record.time_us;
+    const auto pred = predict_cmatmul_exec(sim, algo, a);
+    ASSERT_TRUE(pred) << algo;
+    EXPECT_GT(collective, 0) << nccl;
+    EXPECT_NEAR(pred->result.time.us(), collective + product, 1e-6) << algo;
+  }
+  // The reference of the D shard products, whatever D.
+  EXPECT_TRUE(is_matmul_reference("matmul.cublas_shard_x4"));
+  EXPECT_FALSE(is_matmul_reference("matmul.cublas"));
 }
 
 TEST(PathsCmatmul, CompareNamesTheExecutorsReduceScatterBaseline) {
