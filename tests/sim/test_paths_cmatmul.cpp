@@ -99,9 +99,9 @@ TEST(PathsCmatmul, NcclBaselineOnFourGpusIsTheNcclCollectivesPrice) {
   a.count = 4 * kM * kK;
   a.tune = "matmul_autotune=0";  // the products' setting: not NCCL's
   const double product = p.tables.at("matmul.half").time(4 * kShardFlops).us();
-  for (const auto& [algo, nccl, count] : {std::tuple{"allgather_matmul.nccl_cublas", "allgather.nccl", 4 * kM * kK},
-                                          std::tuple{"matmul_reducescatter.nccl_cublas", "reducescatter.nccl",
-                                                     4 * kM * kN}}) {
+  for (const auto& [algo, nccl, count] :
+       {std::tuple{"allgather_matmul.nccl_cublas", "allgather.nccl", 4 * kM * kK},
+        std::tuple{"matmul_reducescatter.nccl_cublas", "reducescatter.nccl", 4 * kM * kN}}) {
     AlgoArgs c = a;
     c.shape = {};
     c.count = count;
