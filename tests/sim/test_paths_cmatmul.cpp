@@ -45,14 +45,20 @@ model::ModelParams params(const topo::Topology& t, double copy, double busy_rati
   return p;
 }
 
+// A half-precision collective matmul of the shard shape on D ranks (count: the gathered A).
+AlgoArgs shards(int D) {
+  AlgoArgs a;
+  a.nranks = D;
+  a.dtype = DType::f16;
+  a.shape = {kM, kK, kN};
+  a.count = D * kM * kK;
+  return a;
+}
+
 double predict_us(const model::ModelParams& p, const std::string& algo) {
   const topo::Topology t = topo::load_topology("h200x2");
   Simulator sim(t, p);
-  AlgoArgs a;
-  a.nranks = 2;
-  a.dtype = DType::f16;
-  a.shape = {kM, kK, kN};
-  a.count = 2 * kM * kK;
+  const AlgoArgs a = shards(2);
   const auto pred = predict_cmatmul_exec(sim, algo, a);
   EXPECT_TRUE(pred) << algo;
   return pred ? pred->result.time.us() : 0;
@@ -92,11 +98,7 @@ TEST(PathsCmatmul, NcclBaselineOnFourGpusIsTheNcclCollectivesPrice) {
   const topo::Topology t = topo::load_topology("hgx-h200");
   const model::ModelParams p = params(t, 20e-6, 0);
   Simulator sim(t, p);
-  AlgoArgs a;
-  a.nranks = 4;
-  a.dtype = DType::f16;
-  a.shape = {kM, kK, kN};
-  a.count = 4 * kM * kK;
+  AlgoArgs a = shards(4);
   a.tune = "matmul_autotune=0";  // the products' setting: not NCCL's
   const double product = p.tables.at("matmul.half").time(4 * kShardFlops).us();
   for (const auto& [algo, nccl, count] :
@@ -136,10 +138,7 @@ TEST(PathsCmatmul, CompareNamesTheExecutorsReduceScatterBaseline) {
 TEST(PathsCmatmul, OtherNamesAndProfilesWithoutMatmulsAreNotModelled) {
   const topo::Topology t = topo::load_topology("h200x2");
   Simulator sim(t, model::defaults_for(t));
-  AlgoArgs a;
-  a.nranks = 2;
-  a.dtype = DType::f16;
-  a.shape = {kM, kK, kN};
+  const AlgoArgs a = shards(2);
   EXPECT_FALSE(predict_cmatmul_exec(sim, "allgather_matmul.ring", a));
   Simulator sim2(t, params(t, 20e-6, 0));
   EXPECT_FALSE(predict_cmatmul_exec(sim2, "allreduce.ring", a));
