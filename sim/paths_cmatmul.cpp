@@ -46,10 +46,10 @@ double nccl_baseline_seconds(Simulator& sim, const std::string& baseline, const 
   AlgoArgs a = args;
   a.shape = MatmulShape{};
   a.count = count;
-  a.tune.clear();  // the row's settings are the products' (matmul_*), none of them NCCL's
+  a.tune.clear();  // of the row's settings NCCL's collective reads its own (NCCL_*); the rest are the products'
   std::stringstream list(args.tune);
   for (std::string kv; std::getline(list, kv, ',');)
-    if (!kv.empty() && !kv.starts_with("matmul_")) a.tune += (a.tune.empty() ? "" : ",") + kv;
+    if (kv.starts_with("NCCL_")) a.tune += (a.tune.empty() ? "" : ",") + kv;
   const Prediction p = predict(sim, find_algorithm(baseline), a);
   how = baseline + "(" + std::to_string(count * int64_t(dtype_size(args.dtype))) + " B): " + p.record.note;
   return p.record.time_us * 1e-6;
