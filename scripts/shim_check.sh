@@ -19,14 +19,22 @@
 #   7. prints the #wrong totals (nccl-tests' and torch's) last.
 # Environment: NCCL_TESTS_DIR (required unless TORCH_ONLY=1), OUT (default /tmp/cclab_shim_out), NGPUS (2),
 # CCLAB_SHIM_LIB, CUDA_HOME (/usr/local/cuda), NCCL_HOME (nccl-tests' default when unset), MAX_BYTES (1G),
-# DEADLINE (560 s), REPEATS (3), TORCH_ONLY=1 (steps 1 and 6 only: no nccl-tests), TORCH_MAX (64M), TORCH_DTYPES
-# (float32,bfloat16,float16). NVLink multicast stays off in every run (NCCL_NVLS_ENABLE=0,
+# DEADLINE (560 s), REPEATS (3), STEPS (which runs: any of "allreduce others torch", all by default; "" builds and
+# checks the route only), TORCH_ONLY=1 (steps 1 and 6 only: no nccl-tests), TORCH_MAX (64M), TORCH_DTYPES
+# (float32,bfloat16,float16), PIN_CPUS (a taskset CPU list every timed run is pinned to, NCCL alone and through the
+# shim alike: the eager launch time of a process moves between two levels, ~13 and ~18 us on 2 x H200, from one
+# process to the next). NVLink multicast stays off in every run (NCCL_NVLS_ENABLE=0,
 # TORCH_SYMM_MEM_DISABLE_MULTICAST=1).
 # Exit status: 0 when every route checked was cclab and every run finished with no wrong element, 1 otherwise,
 # 2 when it could not start.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 TORCH_ONLY=${TORCH_ONLY:-0}
+STEPS=${STEPS-allreduce others torch}
+[ "$TORCH_ONLY" = 1 ] && STEPS=torch
+has_step() { [[ " $STEPS " == *" $1 "* ]]; }
+PIN=()
+[ -n "${PIN_CPUS:-}" ] && PIN=(taskset -c "$PIN_CPUS")
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 if [ "$TORCH_ONLY" != 1 ] && [ -z "${NCCL_TESTS_DIR:-}" ]; then
   echo "shim_check: set NCCL_TESTS_DIR to a copy of https://github.com/NVIDIA/nccl-tests (none is committed)" >&2
@@ -113,9 +121,10 @@ run() {
   local pre=()
   [ "$lib" = cclab ] && pre=(env LD_PRELOAD="$SHIM")
   [ "$lib" = cclab_disabled ] && pre=(env LD_PRELOAD="$SHIM" CCLAB_DISABLE=1)
+  pre=(${PIN[@]+"${PIN[@]}"} ${pre[@]+"${pre[@]}"})
   local args=(-b 8 -e "$MAX_BYTES" -f 2 -g "$NGPUS" "$@")
   [ "$launch" = graph ] && args+=(-G 100)
-  stamp "$name: $bin ${args[*]} (${lib})"
+  stamp "$name: $bin ${args[*]} (${lib}${PIN_CPUS:+, CPUs $PIN_CPUS})"
   echo "$lib $launch $bin ${args[*]}" >"$LOGS/run_$name.log"
   local limit=$(($(left) - 10))
   [ "$limit" -gt 300 ] && limit=300
@@ -124,13 +133,13 @@ run() {
   [ $rc -eq 0 ] || FAILED_RUNS+=("$name:rc=$rc")
   grep -E "Out of bounds|Avg bus bandwidth" "$LOGS/run_$name.log" | sed "s/^/   /"
 }
-for launch in eager graph; do
+has_step allreduce && for launch in eager graph; do
   run "all_reduce_nccl_$launch" all_reduce_perf nccl $launch
   run "all_reduce_cclab_$launch" all_reduce_perf cclab $launch
 done
 # The other binaries run NCCL alone and through the shim alternately, REPEATS times each: their eager small
 # sizes are bound by the host and move from run to run (shim_compare_others.py takes the medians).
-for b in all_gather reduce_scatter broadcast alltoall sendrecv; do
+has_step others && for b in all_gather reduce_scatter broadcast alltoall sendrecv; do
   for i in $(seq 1 "$REPEATS"); do
     run "${b}_nccl_eager_$i" "${b}_perf" nccl eager
     run "${b}_cclab_eager_$i" "${b}_perf" cclab eager
@@ -138,8 +147,11 @@ for b in all_gather reduce_scatter broadcast alltoall sendrecv; do
 done
 # Broadcast through the shim with CCLAB_DISABLE=1 (every call forwarded, nothing set up), between NCCL alone and
 # the shim: whether a gap comes from the forwarding or from what the shim sets up at init.
-for i in $(seq 1 "$REPEATS"); do run "broadcast_cclab_disabled_eager_$i" broadcast_perf cclab_disabled eager; done
+has_step others && for i in $(seq 1 "$REPEATS"); do
+  run "broadcast_cclab_disabled_eager_$i" broadcast_perf cclab_disabled eager
+done
 
+if has_step allreduce || has_step others; then
 # 5. the summary: nccl-tests' data rows are "size count type redop root" then time algbw busbw #wrong out of
 # place, then the same in place
 stamp "summary"
@@ -174,11 +186,13 @@ python3 scripts/plot_shim.py "$COMPARE" "$OUT/allreduce.png" || echo "no plot: p
 wrong=$(awk -F, 'NR > 1 { w = 0; if ($13 ~ /^[0-9]+$/) w += $13; if ($17 ~ /^[0-9]+$/) w += $17; if (w > 0) print $1 " size " $5 ": #wrong " w }' "$SUMMARY")
 rows=$(($(wc -l <"$SUMMARY") - 1))
 stamp "nccl-tests done: $rows rows in $SUMMARY"
+fi  # the summary
 fi  # TORCH_ONLY
 
 # 6. PyTorch, one process per GPU: NCCL alone, then through the shim's multi-process path
 TORCH_WRONG=""
 torch_step() {
+  has_step torch || return
   stamp "PyTorch (torch.distributed, 2 processes)"
   if ! python3 -c "import torch" >/dev/null 2>&1; then
     echo "## torch step skipped: python3 cannot import torch"
@@ -230,10 +244,10 @@ print(sorted(c)[0] if c else "")' 2>/dev/null)
     [ "$limit" -gt 300 ] && limit=300
     stamp "torch $lib: all-reduce 8 B - $tmax, $tdt"
     if [ "$lib" = shim ]; then
-      CCLAB_NCCL_LIB="$tnccl" LD_PRELOAD="$SHIM" timeout "$limit" python3 scripts/torch_allreduce_check.py "$tout" \
+      CCLAB_NCCL_LIB="$tnccl" LD_PRELOAD="$SHIM" ${PIN[@]+"${PIN[@]}"} timeout "$limit" python3 scripts/torch_allreduce_check.py "$tout" \
         --label shim --max "$tmax" --dtypes "$tdt" >"$LOGS/torch_$lib.log" 2>&1
     else
-      timeout "$limit" python3 scripts/torch_allreduce_check.py "$tout" --label nccl --max "$tmax" --dtypes "$tdt" \
+      ${PIN[@]+"${PIN[@]}"} timeout "$limit" python3 scripts/torch_allreduce_check.py "$tout" --label nccl --max "$tmax" --dtypes "$tdt" \
         >"$LOGS/torch_$lib.log" 2>&1
     fi
     local rc=$?
@@ -264,4 +278,4 @@ if [ -n "$wrong" ]; then
   echo "$wrong" | head -20
 fi
 if [ ${#FAILED_RUNS[@]} -gt 0 ]; then echo "runs that failed or were skipped: ${FAILED_RUNS[*]}"; fi
-[ -z "$wrong" ] && [ -z "$TORCH_WRONG" ] && [ ${#FAILED_RUNS[@]} -eq 0 ] && { [ "$rows" -gt 0 ] || [ "$TORCH_ONLY" = 1 ]; }
+[ -z "$wrong" ] && [ -z "$TORCH_WRONG" ] && [ ${#FAILED_RUNS[@]} -eq 0 ] && { [ "$rows" -gt 0 ] || ! { has_step allreduce || has_step others; }; }
