@@ -8,6 +8,9 @@ others_compare.csv: binary,size,runs,nccl_time_us,cclab_time_us,time_ratio,withi
 median ratio over sizes, the sizes within 3% and the worst size. all_reduce_perf is left out (the shim runs its
 own kernels there: allreduce_compare.csv). Where summary.csv has runs through the shim with CCLAB_DISABLE=1
 (library cclab_disabled: forwarding only, nothing set up), their median ratio to NCCL alone is printed too.
+Last, each run's level (its median time over 64 B-64 KiB) per binary and library: an eager process of nccl-tests
+runs at one of two levels (~13 or ~18-19 us on 2 x H200 and 2 x H100) whatever the library, so a size-by-size ratio
+of few runs mixes the two.
 
     python3 scripts/shim_compare_others.py OUT/summary.csv [OUT/others_compare.csv]
 """
@@ -44,6 +47,22 @@ def compare(summary_path):
     return rows, disabled_ratios(times)
 
 
+def run_levels(summary_path):
+    """(binary, library) -> sorted medians over 64 B-64 KiB of each run's out-of-place times."""
+    per_run = defaultdict(list)
+    for r in csv.DictReader(open(summary_path)):
+        if r["binary"] == "all_reduce_perf" or r["launch"] != "eager" or not 64 <= int(r["size"]) <= 65536:
+            continue
+        try:
+            per_run[(r["binary"], r["library"], r["run"])].append(float(r["oop_time_us"]))
+        except ValueError:
+            continue
+    out = defaultdict(list)
+    for (binary, lib, _), t in per_run.items():
+        out[(binary, lib)].append(statistics.median(t))
+    return {k: sorted(v) for k, v in out.items()}
+
+
 def disabled_ratios(times):
     """binary -> median over sizes of (forwarding-only time / NCCL alone's time), where such runs exist."""
     out = defaultdict(list)
@@ -77,6 +96,9 @@ def main(argv):
               f"  {within:7d} of {len(mine):<5d}  {worst[1]} ({worst[5]:.3f})")
     for binary, ratio in sorted(disabled.items()):
         print(f"{binary} with CCLAB_DISABLE=1 (forwarding only): median ratio {ratio:.3f}")
+    print("each run's level, us (median over 64 B-64 KiB):")
+    for (binary, lib), levels in sorted(run_levels(argv[1]).items()):
+        print(f"  {binary:20s} {lib:15s} " + " ".join(f"{x:.1f}" for x in levels))
     return 0
 
 
