@@ -1,9 +1,11 @@
 #include "lower/lowering.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 #include <sstream>
 
+#include "algorithms/classic_common.hpp"
 #include "core/error.hpp"
 #include "core/parse.hpp"
 
@@ -48,6 +50,12 @@ std::string_view path_name(Path p) {
       return "library";
   }
   return "?";
+}
+
+int64_t pipeline_chunk_bytes(int64_t bytes, int nranks) {
+  if (nranks < 3 || bytes <= 0) return 0;
+  const double best = std::sqrt(double(bytes) * kPipelineStepBytes / double(nranks - 2));
+  return std::clamp<int64_t>(int64_t(best), classic::kDefaultChunkBytes, std::max(bytes, classic::kDefaultChunkBytes));
 }
 
 int sms_of_gpu(std::string_view model) {
@@ -206,6 +214,11 @@ LoweredPlan lower_collective(const Algorithm& algo, const AlgoArgs& args_in, con
       if (err.kind() != ErrorKind::input || set.fused.lowering == LoweringMode::fused) throw;
       p.why = std::string("fused refused: ") + err.what();
     }
+  }
+  // The general path's steps cost a graph node and a cross-GPU event each: its pipelines take larger chunks.
+  if (set.chunk_bytes == 0 && algo.name == "broadcast.pipeline") {
+    args.chunk_bytes = pipeline_chunk_bytes(bytes, n);
+    if (args.chunk_bytes > 0) s = make_schedule(algo, args);
   }
   return general(std::move(s), set.reduce_blocks);
 }

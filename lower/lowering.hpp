@@ -92,6 +92,19 @@ int launches_for(Path p);
 // The record columns `columns()` writes, in order (the CSV's plan columns).
 const std::vector<std::string>& plan_column_names();
 
+// The chunk of a pipelined chain (broadcast.pipeline) of `nranks` ranks carrying `bytes` on the general path,
+// where `--tune chunk_bytes=` does not say (the fused path's steps cost far less: it keeps the default). C chunks over
+// n - 1 hops take (n - 2 + C)(a + S / (C B)): the fill of n - 2 steps against a step's fixed cost a per chunk, least at
+// C = sqrt((n - 2) S / (a B)), i.e. chunks of sqrt(S a B / (n - 2)) bytes. a B is kPipelineStepBytes; chunks are at
+// least the default (NCCL's step, classic::kDefaultChunkBytes) and at most the message. Chains of one hop (2 ranks)
+// overlap nothing: 0, the default.
+int64_t pipeline_chunk_bytes(int64_t bytes, int nranks);
+// What one NVLink 4 direction moves in a general plan's step fixed cost: a copy node and a cross-GPU event in a
+// replayed CUDA graph, ~2.5 + ~6.8 us on 2 x H200 (profile terms exec.copy_node_us, exec.event_peer_us) at
+// ~385 GB/s of copy-engine bandwidth (18 links x 25 GB/s, NVIDIA H100/H200 datasheets, times the copy engines'
+// measured efficiency): ~3.6 MB.
+constexpr double kPipelineStepBytes = 9.4e-6 * 385e9;
+
 // The plan for one collective. `algo` is a registry entry (`cclab list`); args.count is set. Throws an
 // input error where the algorithm cannot run these arguments.
 LoweredPlan lower_collective(const Algorithm& algo, const AlgoArgs& args, const Machine& machine);

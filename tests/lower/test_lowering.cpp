@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "algorithms/registry.hpp"
 #include "algorithms/transport.hpp"
 #include "core/error.hpp"
@@ -350,6 +352,28 @@ TEST(LowerCollective, AllreduceBidirPicksItsModeBySize) {
   Machine tight;
   tight.resident = [](BidirMode, int, int) { return 100; };
   EXPECT_EQ(lower_collective(find_algorithm("allreduce.bidir.push"), two_ranks(64 << 20), tight).kernel.grid, 100);
+}
+
+// The pipelined broadcast's chunk: sqrt(S a B / (n - 2)), between NCCL's step (512 KiB) and the message; two ranks
+// keep the default (nothing to overlap).
+TEST(LowerCollective, PipelineChunkGrowsWithTheMessageAndShrinksWithTheHops) {
+  EXPECT_EQ(pipeline_chunk_bytes(int64_t(512) << 20, 2), 0);
+  const int64_t big = pipeline_chunk_bytes(int64_t(512) << 20, 4);
+  EXPECT_NEAR(double(big), std::sqrt(double(int64_t(512) << 20) * kPipelineStepBytes / 2), 1.0);
+  EXPECT_GT(big, int64_t(24) << 20);                            // ~31 MB: 17 chunks of 512 MiB over 3 hops
+  EXPECT_LT(pipeline_chunk_bytes(int64_t(512) << 20, 8), big);  // more hops, more fill: smaller chunks
+  EXPECT_EQ(pipeline_chunk_bytes(64 << 10, 4), 512 << 10);      // never below NCCL's step
+  AlgoArgs a;
+  a.nranks = 4;
+  a.count = (int64_t(512) << 20) / 4;
+  const LoweredPlan p = lower_collective(find_algorithm("broadcast.pipeline"), a, Machine{});
+  auto puts = [](const LoweredPlan& plan) {  // each chunk crosses n - 1 = 3 hops
+    return std::count_if(plan.schedule.ops.begin(), plan.schedule.ops.end(),
+                         [](const Op& o) { return o.kind == OpKind::put; });
+  };
+  EXPECT_EQ(puts(p), 3 * (((int64_t(512) << 20) + big - 1) / big));
+  a.tune = "chunk_bytes=8M";  // --tune still wins
+  EXPECT_EQ(puts(lower_collective(find_algorithm("broadcast.pipeline"), a, Machine{})), 3 * 64);
 }
 
 // More than 2 ranks: one-shot modes move n-1 times the message per rank, so allreduce.bidir takes ll, then the
