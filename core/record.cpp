@@ -285,7 +285,7 @@ std::vector<Record> read_records(const std::string& file_or_folder, std::string_
   if (!fs::exists(file_or_folder, ec)) throw_input("no such records file or folder '" + file_or_folder + "'");
   if (!fs::is_directory(file_or_folder, ec)) return read_csv(file_or_folder);
   std::vector<std::string> files;
-  for (const auto& e : fs::recursive_directory_iterator(file_or_folder))
+  for (const auto& e : fs::directory_iterator(file_or_folder))
     if (e.is_regular_file() && e.path().extension() == ".csv" && e.path().filename().string().starts_with(name_prefix))
       files.push_back(e.path().string());
   std::sort(files.begin(), files.end());

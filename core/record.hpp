@@ -52,7 +52,7 @@ void write_csv_atomic(const std::string& path, const std::vector<Record>& rows);
 // Reads a file written by write_csv_atomic (or any CSV with the contract columns). Throws input error
 // naming file:line on malformed rows.
 std::vector<Record> read_csv(const std::string& path);
-// Every *.csv under a folder (recursively) or one file.
+// The *.csv files of a folder (not of its subfolders, which hold other runs: probes, repeats) or one file.
 // In a folder, only the files whose names start with `name_prefix` (publish_measure.sh names a sweep's exec_*.csv).
 std::vector<Record> read_records(const std::string& file_or_folder, std::string_view name_prefix = "");
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Probes on more than 2 GPUs (gpu_call.sh step): the fused lowering at large sizes (where the general plan
-# stalls on cross-GPU graph edges) beside NCCL, and twoshot grids. Records: <out>/probe_<name>.csv (results/h200x4/probe_*).
+# stalls on cross-GPU graph edges) beside NCCL, and twoshot grids. Records: <out>/probe_<name>.csv (results/h200x4/probes/probe_*).
 # Run it as a step of a device call: cp scripts/gpu_probe_wide.sh .carry/ && bash .carry/gpu_call.sh <name> gpu_probe_wide
 W=$1
 export NCCL_NVLS_ENABLE=0

@@ -40,14 +40,14 @@ struct Machine {
   std::string records, profile, topo;
 };
 
-// The committed records with the profile and preset that predict them (results/h100x4: the profile of the same
-// call on the DGX H100 preset). results/h200x4 ran an older lowering (before the wide fused crossover and
-// twoshot's store-only default), so compare flags its plans: it is compared in scripts/test.sh, not here.
+// The committed records with the profile and preset that predict them (results/h200x4: the profile of the same
+// call on the HGX H200 preset). results/h100x4 ran an older lowering (the pipelined broadcast in NCCL's 512 KiB
+// steps on the general path), so compare flags those plans: it is compared in scripts/test.sh, not here.
 std::vector<Machine> machines() {
   std::vector<Machine> m;
   const fs::path root = CCLAB_SOURCE_DIR;
   for (const auto& [records, profile, topo] : std::vector<std::array<std::string, 3>>{
-           {"h200x2", "h200x2", "h200x2"}, {"h200x2_fresh", "h200x2", "h200x2"}, {"h100x4", "h100x4", "dgx-h100"}})
+           {"h200x2", "h200x2", "h200x2"}, {"h200x2_fresh", "h200x2", "h200x2"}, {"h200x4", "h200x4", "hgx-h200"}})
     if (fs::exists(root / "results" / records) && fs::exists(root / "profiles" / (profile + ".json")))
       m.push_back({(root / "results" / records).string(), (root / "profiles" / (profile + ".json")).string(), topo});
   return m;
@@ -75,12 +75,14 @@ TEST(OnePredictionPath, SimWithARowsInputsPrintsComparesPrediction) {
     for (const auto& [key, rows] : series) {
       const Record& r = *rows[rows.size() / 2];
       const std::string* tune = extra(r, "tune");
+      const std::string* node_size = extra(r, "node_size");  // the hierarchical algorithms' nodes
       const std::string csv = (tmp / "row.csv").string();
       fs::remove(csv);
       const std::string out =
           run("sim --topo " + m.topo + " --profile " + m.profile + " --algo " + r.algo + " -g " +
               std::to_string(r.ranks) + " -b " + std::to_string(r.bytes) + " -e " + std::to_string(r.bytes) + " -d " +
-              r.dtype + (tune && !tune->empty() ? " --tune '" + *tune + "'" : "") + " --csv " + csv);
+              r.dtype + (tune && !tune->empty() ? " --tune '" + *tune + "'" : "") +
+              (node_size && !node_size->empty() ? " --node-size " + *node_size : "") + " --csv " + csv);
       const auto simulated = read_records(csv);
       ASSERT_EQ(simulated.size(), 1u) << r.algo << " " << r.bytes << ": " << out;
       EXPECT_NEAR(simulated[0].time_us, *r.pred_time_us, 1e-3 * *r.pred_time_us) << r.algo << " " << r.bytes;
