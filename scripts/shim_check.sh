@@ -23,7 +23,7 @@
 # checks the route only), TORCH_ONLY=1 (steps 1 and 6 only: no nccl-tests), TORCH_MAX (64M), TORCH_DTYPES
 # (float32,bfloat16,float16), PIN_CPUS (a taskset CPU list every timed run is pinned to, NCCL alone and through the
 # shim alike: the eager launch time of a process moves between two levels, ~13 and ~18 us on 2 x H200, from one
-# process to the next). NVLink multicast stays off in every run (NCCL_NVLS_ENABLE=0,
+# process to the next), ITERS (nccl-tests' -n for every run: timed iterations per size, its default 20). NVLink multicast stays off in every run (NCCL_NVLS_ENABLE=0,
 # TORCH_SYMM_MEM_DISABLE_MULTICAST=1).
 # Exit status: 0 when every route checked was cclab and every run finished with no wrong element, 1 otherwise,
 # 2 when it could not start.
@@ -124,6 +124,7 @@ run() {
   pre=(${PIN[@]+"${PIN[@]}"} ${pre[@]+"${pre[@]}"})
   local args=(-b 8 -e "$MAX_BYTES" -f 2 -g "$NGPUS" "$@")
   [ "$launch" = graph ] && args+=(-G 100)
+  [ -n "${ITERS:-}" ] && args+=(-n "$ITERS")
   stamp "$name: $bin ${args[*]} (${lib}${PIN_CPUS:+, CPUs $PIN_CPUS})"
   echo "$lib $launch $bin ${args[*]}" >"$LOGS/run_$name.log"
   local limit=$(($(left) - 10))

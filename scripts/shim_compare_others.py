@@ -10,7 +10,9 @@ own kernels there: allreduce_compare.csv). Where summary.csv has runs through th
 (library cclab_disabled: forwarding only, nothing set up), their median ratio to NCCL alone is printed too.
 Last, each run's level (its median time over 64 B-64 KiB) per binary and library: an eager process of nccl-tests
 runs at one of two levels (~13 or ~18-19 us on 2 x H200 and 2 x H100) whatever the library, so a size-by-size ratio
-of few runs mixes the two.
+of few runs mixes the two. The same comparison is then made between runs at the same level (the runs of a binary
+split at the widest gap between their levels, where it exceeds 15%; the level where both libraries have most runs)
+and written to <others_compare>_same_level.csv.
 
     python3 scripts/shim_compare_others.py OUT/summary.csv [OUT/others_compare.csv]
 """
@@ -63,6 +65,55 @@ def run_levels(summary_path):
     return {k: sorted(v) for k, v in out.items()}
 
 
+def runs_of(summary_path):
+    """run -> (binary, library, {size: out-of-place time}) for the eager rows of the other binaries."""
+    runs = {}
+    for r in csv.DictReader(open(summary_path)):
+        if r["binary"] == "all_reduce_perf" or r["launch"] != "eager" or int(r["size"]) == 0:
+            continue
+        try:
+            t = float(r["oop_time_us"])
+        except ValueError:
+            continue
+        runs.setdefault(r["run"], (r["binary"], r["library"], {}))[2][int(r["size"])] = t
+    return runs
+
+
+def level(sizes):
+    small = [t for s, t in sizes.items() if 64 <= s <= 65536]
+    return statistics.median(small) if small else 0.0
+
+
+def same_level(summary_path):
+    """Rows as compare()'s, each binary compared between its NCCL-alone and shim runs of one process level."""
+    runs = runs_of(summary_path)
+    rows = []
+    for binary in sorted({b for b, _, _ in runs.values()}):
+        mine = {k: v for k, v in runs.items() if v[0] == binary and v[1] in ("nccl", "cclab")}
+        levels = sorted(level(v[2]) for v in mine.values())
+        cut = None
+        gaps = [(levels[i + 1] / levels[i], i) for i in range(len(levels) - 1) if levels[i] > 0]
+        if gaps and max(gaps)[0] > 1.15:
+            i = max(gaps)[1]
+            cut = (levels[i] + levels[i + 1]) / 2
+        groups = [list(mine.values())] if cut is None else [
+            [v for v in mine.values() if level(v[2]) < cut], [v for v in mine.values() if level(v[2]) >= cut]]
+        best = max(groups, key=lambda g: min(sum(v[1] == "nccl" for v in g), sum(v[1] == "cclab" for v in g)))
+        nccl = [v[2] for v in best if v[1] == "nccl"]
+        cclab = [v[2] for v in best if v[1] == "cclab"]
+        if not nccl or not cclab:
+            continue
+        for size in sorted(nccl[0]):
+            tn = statistics.median(r[size] for r in nccl if size in r)
+            tc_list = [r[size] for r in cclab if size in r]
+            if not tc_list or tn <= 0:
+                continue
+            ratio = statistics.median(tc_list) / tn
+            rows.append((binary, size, min(len(nccl), len(cclab)), tn, statistics.median(tc_list), ratio,
+                         abs(ratio - 1) <= TOLERANCE))
+    return rows
+
+
 def disabled_ratios(times):
     """binary -> median over sizes of (forwarding-only time / NCCL alone's time), where such runs exist."""
     out = defaultdict(list)
@@ -71,6 +122,24 @@ def disabled_ratios(times):
         if lib == "cclab_disabled" and nccl and statistics.median(nccl) > 0:
             out[binary].append(statistics.median(t) / statistics.median(nccl))
     return {b: statistics.median(v) for b, v in out.items()}
+
+
+def write(path, rows):
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(["binary", "size", "runs", "nccl_time_us", "cclab_time_us", "time_ratio", "within_3pct"])
+        for b, s, n, tn, tc, ratio, ok in rows:
+            w.writerow([b, s, n, f"{tn:.2f}", f"{tc:.2f}", f"{ratio:.3f}", int(ok)])
+
+
+def table(rows):
+    print("binary               runs  median ratio  sizes within 3%  worst size (ratio)")
+    for binary in sorted({r[0] for r in rows}):
+        mine = [r for r in rows if r[0] == binary]
+        worst = max(mine, key=lambda r: abs(r[5] - 1))
+        within = sum(r[6] for r in mine)
+        print(f"{binary:20s} {min(r[2] for r in mine):4d}  {statistics.median(r[5] for r in mine):12.3f}"
+              f"  {within:7d} of {len(mine):<5d}  {worst[1]} ({worst[5]:.3f})")
 
 
 def main(argv):
@@ -82,23 +151,19 @@ def main(argv):
         print(f"shim_compare_others: no eager rows of other binaries with both libraries in {argv[1]}", file=sys.stderr)
         return 1
     if len(argv) > 2:
-        with open(argv[2], "w", newline="") as f:
-            w = csv.writer(f, lineterminator="\n")
-            w.writerow(["binary", "size", "runs", "nccl_time_us", "cclab_time_us", "time_ratio", "within_3pct"])
-            for b, s, n, tn, tc, ratio, ok in rows:
-                w.writerow([b, s, n, f"{tn:.2f}", f"{tc:.2f}", f"{ratio:.3f}", int(ok)])
-    print("binary               runs  median ratio  sizes within 3%  worst size (ratio)")
-    for binary in sorted({r[0] for r in rows}):
-        mine = [r for r in rows if r[0] == binary]
-        worst = max(mine, key=lambda r: abs(r[5] - 1))
-        within = sum(r[6] for r in mine)
-        print(f"{binary:20s} {min(r[2] for r in mine):4d}  {statistics.median(r[5] for r in mine):12.3f}"
-              f"  {within:7d} of {len(mine):<5d}  {worst[1]} ({worst[5]:.3f})")
+        write(argv[2], rows)
+    table(rows)
     for binary, ratio in sorted(disabled.items()):
         print(f"{binary} with CCLAB_DISABLE=1 (forwarding only): median ratio {ratio:.3f}")
     print("each run's level, us (median over 64 B-64 KiB):")
     for (binary, lib), levels in sorted(run_levels(argv[1]).items()):
         print(f"  {binary:20s} {lib:15s} " + " ".join(f"{x:.1f}" for x in levels))
+    same = same_level(argv[1])
+    if same:
+        if len(argv) > 2:
+            write(argv[2].removesuffix(".csv") + "_same_level.csv", same)
+        print("runs of one process level:")
+        table(same)
     return 0
 
 
