@@ -22,9 +22,9 @@
 # DEADLINE (560 s), REPEATS (3), STEPS (which runs: any of "allreduce others torch", all by default; "" builds and
 # checks the route only), TORCH_ONLY=1 (steps 1 and 6 only: no nccl-tests), TORCH_MAX (64M), TORCH_DTYPES
 # (float32,bfloat16,float16), PIN_CPUS (a taskset CPU list every timed run is pinned to, NCCL alone and through the
-# shim alike: the eager launch time of a process moves between two levels, ~13 and ~18 us on 2 x H200, from one
-# process to the next), ITERS (nccl-tests' -n for every run: timed iterations per size, its default 20). NVLink multicast stays off in every run (NCCL_NVLS_ENABLE=0,
-# TORCH_SYMM_MEM_DISABLE_MULTICAST=1).
+# shim alike; an eager process runs its small sizes at one of two levels, ~13 or ~18 us on 2 x H200, pinned or not),
+# ITERS (nccl-tests' -n for every run: timed iterations per size, its default 20). NVLink multicast stays off in every
+# run (NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST=1).
 # Exit status: 0 when every route checked was cclab and every run finished with no wrong element, 1 otherwise,
 # 2 when it could not start.
 set -uo pipefail
