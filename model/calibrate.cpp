@@ -217,6 +217,24 @@ LatencyFit fit_latency(const std::vector<Seconds>& t) {
   return f;
 }
 
+bool is_diagnostic_series(std::string_view name) {
+  // Found by tracing every table lookup over the compares of the committed records and `cclab sim --algo all`
+  // on 2, 4 and 8 GPUs with the committed profiles (docs/findings/2026-11-27-pipeline-chunk-shim-process-levels.md).
+  static const std::set<std::string, std::less<>> kDiagnostic = {
+      "bidir.lamport",          "bidir.lamport.t256.own.n100",
+      "bidir.push.own.n100",    "bidir.push.ownloop.n100",
+      "bidir.ring.own.n100",    "bidir.ring.ownloop.n100",
+      "bidir.step.copysend.g1", "bidir.step.p2p.g1",
+      "bidir.step.rrc.g24",     "bidir.step.rrcs.g1",
+      "bidir.step.send.g1",     "chain.held",
+      "chain.launch",           "chain.launch_unheld",
+      "chain.unheld",           "fused.step_chain.local",
+      "lchain.unheld",          "nccl.p2p.uni",
+      "replay.unheld",          "xchain.held",
+      "xchain.launch",          "xchain.unheld"};
+  return kDiagnostic.contains(name);
+}
+
 const std::vector<std::string>& bench_names() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> v = {

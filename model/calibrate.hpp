@@ -80,6 +80,9 @@ struct MicroMeasurements {
 // <dtype> is float, half or bfloat16.
 const std::vector<std::string>& bench_names();
 bool is_bench_name(std::string_view name);
+// Series the calibration measures that no prediction reads (diagnostics: other kernel variants, graph shapes and
+// transfers the plans never make): they stay in the measurements file and leave the profile's tables.
+bool is_diagnostic_series(std::string_view name);
 
 // Throws an input error naming the first problem: an unknown series name (e.g. a collective), an empty
 // series, non-positive times, a matmul sample without a shape.

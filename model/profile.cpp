@@ -352,7 +352,7 @@ std::string make_profile_json(const Calibration& cal, const topo::Topology& topo
   // median time at each size (matmuls: at each FLOP count). Latency series are summarised by their fits.
   ojson tables = ojson::object();
   for (const auto& s : m.series) {
-    if (s.name.rfind("latency.", 0) == 0 || s.name.rfind("graph.", 0) == 0) continue;
+    if (s.name.rfind("latency.", 0) == 0 || s.name.rfind("graph.", 0) == 0 || is_diagnostic_series(s.name)) continue;
     // Matmul tables are keyed by FLOPs (2mkn), the others by bytes.
     const bool mm = s.name.rfind("matmul.", 0) == 0;
     std::map<int64_t, std::vector<double>> by_size;

@@ -320,5 +320,30 @@ TEST(CalibrateProfile, CommittedTablesCarryTheirHarnessConditions) {
   EXPECT_EQ(p.tables.at("p2p.ce.uni").launches_per_replay, 0);  // not replayed graphs
 }
 
+// Series no prediction reads stay in the measurements file: a calibration with one writes no table of it, and no
+// committed profile carries one.
+TEST(CalibrateProfile, DiagnosticSeriesStayOutOfTheProfile) {
+  MicroMeasurements m = synthetic_machine();
+  MicroSeries chain = m.series[1];
+  chain.name = "chain.unheld";
+  ASSERT_TRUE(is_diagnostic_series(chain.name));
+  m.series.push_back(chain);
+  const std::string path = ::testing::TempDir() + "cclab_diagnostic_profile.json";
+  {
+    std::ofstream f(path);
+    f << make_profile_json(calibrate(m), topo::load_topology("h200x2"), "h200x2", "synthetic");
+  }
+  const Profile p = load_profile_file(path);
+  EXPECT_EQ(p.params.table("chain.unheld"), nullptr);
+  EXPECT_NE(p.params.table(m.series[1].name), nullptr);
+  for (const char* name : {"h200x2", "h100x2", "h200x4", "h100x4"}) {
+    const std::string file = std::string(CCLAB_SOURCE_DIR) + "/profiles/" + name + ".json";
+    if (!std::filesystem::exists(file)) continue;
+    const ModelParams q =
+        load_profile_onto(file, topo::load_topology("h200x2"), defaults_for(topo::load_topology("h200x2")));
+    for (const auto& [series, table] : q.tables) EXPECT_FALSE(is_diagnostic_series(series)) << name << ": " << series;
+  }
+}
+
 }  // namespace
 }  // namespace cclab::model
