@@ -49,22 +49,6 @@ def compare(summary_path):
     return rows, disabled_ratios(times)
 
 
-def run_levels(summary_path):
-    """(binary, library) -> sorted medians over 64 B-64 KiB of each run's out-of-place times."""
-    per_run = defaultdict(list)
-    for r in csv.DictReader(open(summary_path)):
-        if r["binary"] == "all_reduce_perf" or r["launch"] != "eager" or not 64 <= int(r["size"]) <= 65536:
-            continue
-        try:
-            per_run[(r["binary"], r["library"], r["run"])].append(float(r["oop_time_us"]))
-        except ValueError:
-            continue
-    out = defaultdict(list)
-    for (binary, lib, _), t in per_run.items():
-        out[(binary, lib)].append(statistics.median(t))
-    return {k: sorted(v) for k, v in out.items()}
-
-
 def runs_of(summary_path):
     """run -> (binary, library, {size: out-of-place time}) for the eager rows of the other binaries."""
     runs = {}
@@ -84,32 +68,39 @@ def level(sizes):
     return statistics.median(small) if small else 0.0
 
 
-def same_level(summary_path):
+def run_levels(runs):
+    """(binary, library) -> sorted levels of its runs."""
+    out = defaultdict(list)
+    for binary, lib, sizes in runs.values():
+        out[(binary, lib)].append(level(sizes))
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def same_level(runs):
     """Rows as compare()'s, each binary compared between its NCCL-alone and shim runs of one process level."""
-    runs = runs_of(summary_path)
     rows = []
     for binary in sorted({b for b, _, _ in runs.values()}):
-        mine = {k: v for k, v in runs.items() if v[0] == binary and v[1] in ("nccl", "cclab")}
-        levels = sorted(level(v[2]) for v in mine.values())
-        cut = None
+        mine = [(level(sizes), lib, sizes) for b, lib, sizes in runs.values()
+                if b == binary and lib in ("nccl", "cclab")]
+        levels = sorted(lv for lv, _, _ in mine)
         gaps = [(levels[i + 1] / levels[i], i) for i in range(len(levels) - 1) if levels[i] > 0]
-        if gaps and max(gaps)[0] > 1.15:
+        groups = [mine]
+        if gaps and max(gaps)[0] > 1.15:  # two levels: split at the widest gap
             i = max(gaps)[1]
             cut = (levels[i] + levels[i + 1]) / 2
-        groups = [list(mine.values())] if cut is None else [
-            [v for v in mine.values() if level(v[2]) < cut], [v for v in mine.values() if level(v[2]) >= cut]]
-        best = max(groups, key=lambda g: min(sum(v[1] == "nccl" for v in g), sum(v[1] == "cclab" for v in g)))
-        nccl = [v[2] for v in best if v[1] == "nccl"]
-        cclab = [v[2] for v in best if v[1] == "cclab"]
+            groups = [[m for m in mine if m[0] < cut], [m for m in mine if m[0] >= cut]]
+        best = max(groups, key=lambda g: min(sum(m[1] == "nccl" for m in g), sum(m[1] == "cclab" for m in g)))
+        nccl = [sizes for _, lib, sizes in best if lib == "nccl"]
+        cclab = [sizes for _, lib, sizes in best if lib == "cclab"]
         if not nccl or not cclab:
             continue
         for size in sorted(nccl[0]):
             tn = statistics.median(r[size] for r in nccl if size in r)
-            tc_list = [r[size] for r in cclab if size in r]
-            if not tc_list or tn <= 0:
+            tc = [r[size] for r in cclab if size in r]
+            if not tc or tn <= 0:
                 continue
-            ratio = statistics.median(tc_list) / tn
-            rows.append((binary, size, min(len(nccl), len(cclab)), tn, statistics.median(tc_list), ratio,
+            ratio = statistics.median(tc) / tn
+            rows.append((binary, size, min(len(nccl), len(cclab)), tn, statistics.median(tc), ratio,
                          abs(ratio - 1) <= TOLERANCE))
     return rows
 
@@ -155,10 +146,11 @@ def main(argv):
     table(rows)
     for binary, ratio in sorted(disabled.items()):
         print(f"{binary} with CCLAB_DISABLE=1 (forwarding only): median ratio {ratio:.3f}")
+    runs = runs_of(argv[1])
     print("each run's level, us (median over 64 B-64 KiB):")
-    for (binary, lib), levels in sorted(run_levels(argv[1]).items()):
+    for (binary, lib), levels in sorted(run_levels(runs).items()):
         print(f"  {binary:20s} {lib:15s} " + " ".join(f"{x:.1f}" for x in levels))
-    same = same_level(argv[1])
+    same = same_level(runs)
     if same:
         if len(argv) > 2:
             write(argv[2].removesuffix(".csv") + "_same_level.csv", same)
