@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <regex>
 
 #include "core/error.hpp"
 #include "model/calibrate.hpp"
@@ -343,6 +344,27 @@ TEST(CalibrateProfile, DiagnosticSeriesStayOutOfTheProfile) {
         load_profile_onto(file, topo::load_topology("h200x2"), defaults_for(topo::load_topology("h200x2")));
     for (const auto& [series, table] : q.tables) EXPECT_FALSE(is_diagnostic_series(series)) << name << ": " << series;
   }
+}
+
+// A committed profile names its samples' file beside it, so a clone anywhere reads them (a profile refitted in a
+// scratch folder once named a file outside the repository, which only a fresh machine noticed).
+TEST(CalibrateProfile, CommittedProfilesNameTheirMeasurementsBesideThem) {
+  int profiles = 0;
+  for (const auto& entry : fs::directory_iterator(fs::path(CCLAB_SOURCE_DIR) / "profiles")) {
+    const std::string file = entry.path().filename().string();
+    if (entry.path().extension() != ".json" || file.find("measurements") != std::string::npos) continue;
+    std::ifstream in(entry.path());
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::smatch named;
+    ASSERT_TRUE(std::regex_search(text, named, std::regex(R"re("measurements":\s*"([^"]*)")re")))
+        << file << " names no measurements file";
+    const std::string samples = named[1].str();
+    EXPECT_EQ(fs::path(samples).filename().string(), samples)
+        << file << " names " << samples << ", not a file beside it";
+    EXPECT_NO_THROW(load_measurements(entry.path().string())) << file;
+    ++profiles;
+  }
+  EXPECT_GE(profiles, 4);
 }
 
 }  // namespace
