@@ -168,8 +168,13 @@ int cmd_calibrate(const Argv& argv) {
       std::filesystem::relative(std::filesystem::absolute(measurements_path),
                                 std::filesystem::absolute(std::filesystem::path(*out)).parent_path(), rel_ec)
           .string();
-  const std::string json =
-      model::make_profile_json(cal, t, topo_name, name, rel_ec ? measurements_path : measurements_name);
+  const std::string named = rel_ec ? measurements_path : measurements_name;
+  if (std::filesystem::path(named).filename().string() != named)
+    std::fprintf(stderr,
+                 "cclab calibrate: note: the profile names its samples as %s, outside its own folder; a copy of the "
+                 "profile elsewhere finds them only if they move with it\n",
+                 named.c_str());
+  const std::string json = model::make_profile_json(cal, t, topo_name, name, named);
   const model::Derived d = model::derive_params(cal, t);
 
   std::error_code ec;
