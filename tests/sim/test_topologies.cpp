@@ -25,12 +25,6 @@ AlgoArgs args_for(int nranks, int64_t bytes, const Algorithm& a, int node_size =
   return args;
 }
 
-double util_of(const SimResult& r, const std::string& name) {
-  for (const auto& st : r.resources)
-    if (st.name == name) return st.utilisation;
-  return 0;
-}
-
 TEST(SimContention, RingAllReduceOnPcie2SocketIsLimitedByUpi) {
   const topo::Topology t = topo::make_preset("pcie-2socket");
   Simulator sim(t, model::defaults_for(t));
