@@ -113,6 +113,8 @@ void BidirParams::apply(const std::string& tune) {
       twoshot_threads = i(64, 512);
     else if (k == "twoshot_unroll")
       twoshot_unroll = i(1, 4);
+    else if (k == "twoshot_load_unroll")
+      twoshot_load_unroll = i(0, 4);
     else if (k == "twoshot_pdl")
       twoshot_pdl = i(0, 1) != 0;
     else if (k == "twoshot_push")
@@ -184,7 +186,10 @@ std::string BidirParams::describe(BidirMode m) const {
     case BidirMode::twoshot:
       os << " threads=" << twoshot_threads << " unroll=" << twoshot_unroll << (twoshot_pdl ? " pdl" : "")
          << (twoshot_push ? " push" : "")
-         << (twoshot_push && twoshot_load_max > 0 ? " (loads to " + std::to_string(twoshot_load_max) + " B)" : "");
+         << (twoshot_push && twoshot_load_max > 0
+                 ? " (loads to " + std::to_string(twoshot_load_max) + " B" +
+                       (twoshot_load_unroll > 0 ? ", unroll=" + std::to_string(twoshot_load_unroll) : "") + ")"
+                 : "");
       break;
     case BidirMode::copy:
       os << (ce_split ? " reduce-scatter+all-gather" : " one-shot") << " chunk="
@@ -293,8 +298,9 @@ BidirLaunch bidir_launch(BidirMode mode, int64_t bytes, int nranks, bool in_plac
     }
     case BidirMode::twoshot: {
       l.threads = p.twoshot_threads;
-      l.unroll = p.twoshot_unroll <= 1 ? 1 : p.twoshot_unroll <= 2 ? 2 : 4;  // the kernel's instances
       l.push = p.twoshot_push && bytes > p.twoshot_load_max;
+      const int unroll = l.push || p.twoshot_load_unroll == 0 ? p.twoshot_unroll : p.twoshot_load_unroll;
+      l.unroll = unroll <= 1 ? 1 : unroll <= 2 ? 2 : 4;  // the kernel's instances
       // A CTA waits for the same CTA of every peer: all CTAs stay resident. Each CTA takes a round of
       // vectors of the rank's slice at a time (the store-only variant: half its threads' worth, 2 CTAs per SM,
       // the push kernel's occupancy); no more CTAs than the slice has rounds.

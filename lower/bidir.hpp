@@ -59,9 +59,12 @@ struct BidirParams {
   // twoshot
   int twoshot_blocks = 0;  // 0: one per SM (divided among ranks sharing a GPU)
   int twoshot_threads = 512;
-  // 16-byte vectors per thread per round (the store-only variant's best on 4 x H100: 2; the load variant's, on
-  // 4 x H200: 1; results/h100x4/probe_tp_*.csv, results/h200x4/probe_ts_*.csv).
+  // 16-byte vectors per thread per round of the store-only variant (its best on 4 x H100 and 4 x H200: 2;
+  // results/h100x4/probe_tp_*.csv, results/h200x4/exec_calibration.csv) and of the load variant (its best on
+  // 4 x H200: 1, results/h200x4/probes/probe_ts_*.csv; 0: as twoshot_unroll). Two keys, so that a sweep runs each
+  // variant at its own best where it loads to twoshot_load_max and stores above.
   int twoshot_unroll = 2;
+  int twoshot_load_unroll = 0;
   bool twoshot_pdl = true;
   // The reduce-scatter half as stores: each rank stores every peer's slice of its input into that peer's
   // scratch (flag per tile) and reduces its own slice from local memory, so every byte crosses NVLink as a

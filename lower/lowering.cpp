@@ -23,7 +23,7 @@ const std::set<std::string, std::less<>>& known_keys() {
       "auto_mid", "push_blocks", "push_threads", "push_unroll", "push_pdl", "lamport_blocks", "lamport_threads",
       "lamport_unroll", "lamport_ahead", "lamport_split", "lamport_pdl", "lamport_max_bytes", "kernel_timeout",
       "wide_ll_max", "wide_mid_max", "wide_mid", "wide_large", "twoshot_blocks", "twoshot_threads", "twoshot_unroll",
-      "twoshot_pdl", "twoshot_push", "twoshot_load_max",
+      "twoshot_load_unroll", "twoshot_pdl", "twoshot_push", "twoshot_load_max",
       // the fused path (FusedParams::apply)
       "lowering", "fused_max", "wide_fused_max", "fused_threads", "fused_cta_bytes", "fused_ctas", "fused_fence",
       "fused_pdl", "fused_timeout",

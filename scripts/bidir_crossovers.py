@@ -12,7 +12,8 @@ the three variants and of the two thresholds (at calibrated sizes) is scored by 
 calibrated sizes of time / best measured time at that size (out-of-place rows with no wrong
 element); the lowest score wins. Variants whose --tune keys disagree cannot be combined (one
 parameter set drives all modes), but for a two-shot mid variant with loads (twoshot_push=0) and a
-two-shot large variant with stores: that is twoshot_load_max. The chosen variants' own keys are carried into the output.
+two-shot large variant with stores: that is twoshot_load_max, and the load variant's unroll becomes
+twoshot_load_unroll (the stores keep their own). The chosen variants' own keys are carried into the output.
 Standard library only.
 """
 import csv
@@ -39,12 +40,19 @@ def pick(t, wide=False):
         return (mid and mode[mid] == mode[large] == "twoshot" and tune_of(mid).get("twoshot_push") == "0"
                 and tune_of(large).get("twoshot_push", "1") == "1")
 
+    def keys_of(v, split, is_mid):
+        """The variant's keys but its mode; where loads then stores, the load variant's unroll is its own key."""
+        k = {a: x for a, x in tune_of(v).items() if a != "mode"} if v else {}
+        if split and is_mid and "twoshot_unroll" in k:
+            k.setdefault("twoshot_load_unroll", k.pop("twoshot_unroll"))
+        return k
+
     def compatible(ll, mid, large):
         keys = {}
         split = loads_then_stores(mid, large)
         for v in (ll, mid, large):
-            for k, x in tune_of(v).items() if v else ():
-                if k != "mode" and not (split and k == "twoshot_push") and keys.setdefault(k, x) != x:
+            for k, x in keys_of(v, split, v is mid).items():
+                if not (split and k == "twoshot_push") and keys.setdefault(k, x) != x:
                     return False
         return True
 
@@ -71,10 +79,10 @@ def pick(t, wide=False):
         return "wide_large=twoshot" if wide else "auto_large=copy"
     _, ll_max, mid_max, ll, mid, large = min(scored, key=lambda x: x[0])
     keys = {}
+    split = loads_then_stores(mid, large)
     for v in (ll, mid, large):
-        if v:
-            keys.update({k: x for k, x in tune_of(v).items() if k != "mode"})
-    if loads_then_stores(mid, large):
+        keys.update(keys_of(v, split, v is mid))
+    if split:
         keys["twoshot_push"] = "1"
         keys["twoshot_load_max"] = str(max(mid_max, ll_max, 8))
     if wide:

@@ -61,7 +61,7 @@ cal push 256K 1G mode=push
 cal copy 4M 1G mode=copy
 cal twoshot 64K 1G mode=twoshot
 cal twoshot_u4 256K 1G mode=twoshot,twoshot_unroll=4
-cal twoshot_load 64K 1G mode=twoshot,twoshot_push=0,twoshot_unroll=1
+cal twoshot_load 64K 1G mode=twoshot,twoshot_push=0,twoshot_load_unroll=1
 if [ "$GPUS" -le 2 ]; then  # the register flash engine and these variants are 2-GPU ones
   cal flash_ldg 64K 1G mode=flash,flash_engine=ldg
   cal flash_ldg2 256K 64M mode=flash,flash_engine=ldg,flash_ldg_unroll=2

@@ -415,6 +415,14 @@ TEST(LowerCollective, WideBidirChoosesTwoshotAboveItsCrossovers) {
   EXPECT_FALSE(lower_collective(twoshot, split, Machine{}).kernel.push);
   split.count = (int64_t(8) << 20) / 4;
   EXPECT_TRUE(lower_collective(twoshot, split, Machine{}).kernel.push);
+  // Each variant at its own unroll: twoshot_load_unroll for the loads, twoshot_unroll for the stores; without
+  // twoshot_load_unroll both take twoshot_unroll.
+  split.tune = "twoshot_load_max=4M,twoshot_load_unroll=1";
+  EXPECT_EQ(lower_collective(twoshot, split, Machine{}).kernel.unroll, 2);
+  split.count = (int64_t(4) << 20) / 4;
+  EXPECT_EQ(lower_collective(twoshot, split, Machine{}).kernel.unroll, 1);
+  split.tune = "twoshot_load_max=4M,twoshot_unroll=4";
+  EXPECT_EQ(lower_collective(twoshot, split, Machine{}).kernel.unroll, 4);
   // The crossovers come from --tune like the 2-rank ones.
   AlgoArgs tuned = four(4 << 20);
   tuned.tune = "wide_mid_max=8M,wide_mid=push";
