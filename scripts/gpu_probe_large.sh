@@ -6,13 +6,16 @@
 #            (channels put one part's copies beside another part's reductions);
 #   replay   NCCL's broadcast and reduce at 1 and at 100 launches per replayed graph, 8 MiB-512 MiB (whether a
 #            chain's fill is paid once per launch or once per replay);
-#   copy     the copy-engine all-reduce with more reduce CTAs and smaller pieces, 256 MiB-1 GiB.
+#   copy     the copy-engine all-reduce with more reduce CTAs and smaller pieces, 256 MiB-1 GiB;
+#   held     (not by default) the general algorithms with 1, 2 and 4 channels at 1 and 4 launches per replay, so
+#            that every graph stays held, beside NCCL, 16 MiB-512 MiB.
 # Records: <out>/probe_<name>.csv. PROBES picks the groups (default: all four).
 # Run it as a step of a device call: cp scripts/gpu_probe_large.sh .carry/ && bash .carry/gpu_call.sh <name> gpu_probe_large
 W=$1
 export NCCL_NVLS_ENABLE=0
 source scripts/probe_run.sh
 PROBES=${PROBES:-twoshot ring replay copy}
+GENERAL=allreduce.ring,reducescatter.ring,allgather.ring,broadcast.pipeline
 if [[ " $PROBES " == *" twoshot "* ]]; then
   for i in 1 2; do
     probe "ts_nccl_$i" --algo allreduce.nccl -b 256M -e 1G -f 2 --inplace 0 -w 5
@@ -24,6 +27,17 @@ if [[ " $PROBES " == *" ring "* ]]; then
   probe ring_nccl --algo allreduce.nccl,reducescatter.nccl -b 16M -e 512M -f 4 --inplace 0 -w 5
   for c in 1 2 4; do
     probe "ring_c$c" --algo allreduce.ring,reducescatter.ring --tune channels=$c -b 16M -e 512M -f 4 --inplace 0 -w 5
+  done
+fi
+if [[ " $PROBES " == *" held "* ]]; then
+  # The same channels with few enough launches per replay that every graph stays held (the host's launch of a
+  # larger graph is timed with it, lower/lowering.hpp kMaxHeldGraphNodes).
+  probe held_nccl --algo allreduce.nccl,reducescatter.nccl,allgather.nccl,broadcast.nccl -b 16M -e 512M -f 4 --inplace 0 -w 5
+  for c in 1 2 4; do
+    for n in 1 4; do
+      probe "held_c${c}_n$n" --algo $GENERAL --tune lowering=plan,channels=$c,launches=$n -b 16M -e 512M -f 4 \
+        --inplace 0 -w 5
+    done
   done
 fi
 if [[ " $PROBES " == *" replay "* ]]; then
