@@ -58,6 +58,12 @@ int64_t pipeline_chunk_bytes(int64_t bytes, int nranks) {
   return std::clamp<int64_t>(int64_t(best), classic::kDefaultChunkBytes, std::max(bytes, classic::kDefaultChunkBytes));
 }
 
+int held_launches(int64_t steps, int most) {
+  return int(std::clamp<int64_t>(kMaxHeldGraphNodes / std::max<int64_t>(steps, 1), 1, std::max(most, 1)));
+}
+
+bool ring_reduces(std::string_view algo) { return algo == "allreduce.ring" || algo == "reducescatter.ring"; }
+
 int sms_of_gpu(std::string_view model) {
   // cudaDeviceProp::multiProcessorCount of each part (NVIDIA's architecture whitepapers and datasheets).
   static const std::pair<std::string_view, int> kParts[] = {
@@ -163,9 +169,12 @@ LoweredPlan lower_collective(const Algorithm& algo, const AlgoArgs& args_in, con
   int share = 1;
   for (int d : rank_device) share = std::max<int>(share, int(std::count(rank_device.begin(), rank_device.end(), d)));
   const int64_t bytes = args.count * dtype_size(args.dtype);
+  const int gpus = int(std::set<int>(rank_device.begin(), rank_device.end()).size());
   auto finish = [&](Path path) -> LoweredPlan& {
     p.path = path;
     p.launches = set.launches > 0 ? set.launches : launches_for(path);
+    if (path == Path::general && set.launches == 0 && gpus > 2)
+      p.launches = held_launches(int64_t(p.general.steps.size()), p.launches);
     if (path == Path::general) p.held = p.graph_nodes() <= kMaxHeldGraphNodes;
     return p;
   };
@@ -219,6 +228,10 @@ LoweredPlan lower_collective(const Algorithm& algo, const AlgoArgs& args_in, con
   if (set.chunk_bytes == 0 && algo.name == "broadcast.pipeline") {
     args.chunk_bytes = pipeline_chunk_bytes(bytes, n);
     if (args.chunk_bytes > 0) s = make_schedule(algo, args);
+  }
+  if (set.channels == 0 && gpus > 2 && ring_reduces(algo.name)) {
+    args.channels = kRingOverlapChannels;
+    s = make_schedule(algo, args);
   }
   return general(std::move(s), set.reduce_blocks);
 }

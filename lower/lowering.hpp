@@ -86,8 +86,23 @@ constexpr int64_t kMaxHeldGraphNodes = 512;
 // Launches per replayed graph where `--tune launches=` does not say: one replay has a fixed cost (the
 // graph's launch on each GPU, the fork and join events: ~15 us on 2 x H200), spread over its launches.
 // One-kernel-per-GPU plans (NCCL's, the all-reduce kernels, the fused path) take 100, so that cost adds
-// ~0.15 us to each; general plans take 20, so that a replay stays a graph the hold kernel can cover.
+// ~0.15 us to each; general plans take 20, so that a replay stays a graph the hold kernel can cover (on more than
+// 2 GPUs fewer where their steps need it: held_launches).
 int launches_for(Path p);
+
+// Launches per replay of a general plan of `steps` nodes on more than 2 GPUs, at most `most`: as many as keep the
+// graph held (kMaxHeldGraphNodes), at least 1. There the host's launch of a larger, unheld multi-GPU graph is timed
+// and grows faster than its nodes (4 x H100: ~14 us per node at 960 nodes, ~27 at 1920;
+// docs/findings/2026-11-27-four-gpus-large-sizes-held-graphs.md).
+int held_launches(int64_t steps, int most);
+
+// Rings whose every step copies a partial sum and then reduces it (allreduce.ring, reducescatter.ring). On one
+// channel a step's copy and its reduction run one after the other on the channel's stream; on more than 2 GPUs the
+// general path gives them kRingOverlapChannels channels, so that one part's copy runs beside another part's
+// reduction (held graphs on 4 x H200 at 256 MiB: reducescatter.ring 0.91 -> 1.01 x NCCL, allreduce.ring 0.94 ->
+// 1.01 x; same findings). 2 GPUs keep one channel (their records ran one; not measured there).
+bool ring_reduces(std::string_view algo);
+constexpr int kRingOverlapChannels = 2;
 
 // The record columns `columns()` writes, in order (the CSV's plan columns).
 const std::vector<std::string>& plan_column_names();

@@ -451,6 +451,38 @@ TEST(LowerCollective, GeneralSchedulesRunFusedWhileSmall) {
   EXPECT_FALSE(tree.held);
 }
 
+// On more than 2 GPUs the general path keeps its graphs held and gives the reducing rings a second channel.
+TEST(LowerCollective, WideGeneralPlansStayHeldAndRingsOverlapCopyAndReduce) {
+  EXPECT_EQ(held_launches(36, 20), 14);   // 512 / 36
+  EXPECT_EQ(held_launches(16, 20), 20);   // never more than the default
+  EXPECT_EQ(held_launches(3072, 20), 1);  // at least one, held or not
+  AlgoArgs a;
+  a.nranks = 4;
+  a.count = (int64_t(256) << 20) / 4;
+  const LoweredPlan rs = lower_collective(find_algorithm("reducescatter.ring"), a, Machine{});
+  EXPECT_EQ(rs.path, Path::general);
+  EXPECT_EQ(rs.schedule.nranks, 4);
+  EXPECT_EQ(column(rs, "streams"), "8");  // 2 channels x 4 ranks
+  EXPECT_EQ(rs.launches, held_launches(int64_t(rs.general.steps.size()), 20));
+  EXPECT_TRUE(rs.held);
+  // A ring that only copies keeps its one channel; --tune still wins.
+  EXPECT_EQ(column(lower_collective(find_algorithm("allgather.ring"), a, Machine{}), "streams"), "4");
+  a.tune = "channels=1,launches=20";
+  const LoweredPlan one = lower_collective(find_algorithm("reducescatter.ring"), a, Machine{});
+  EXPECT_EQ(column(one, "streams"), "4");
+  EXPECT_EQ(one.launches, 20);
+  // 4 ranks sharing 2 GPUs and 2 ranks keep the 2-GPU plan: one channel, 20 launches.
+  a.tune.clear();
+  Machine shared;
+  shared.rank_device = {0, 1, 0, 1};
+  EXPECT_EQ(lower_collective(find_algorithm("reducescatter.ring"), a, shared).launches, 20);
+  a.nranks = 2;
+  a.count = (int64_t(256) << 20) / 4;
+  const LoweredPlan two = lower_collective(find_algorithm("reducescatter.ring"), a, Machine{});
+  EXPECT_EQ(column(two, "streams"), "2");
+  EXPECT_EQ(two.launches, 20);
+}
+
 TEST(LowerCollective, LibraryAndLinkTest) {
   const LoweredPlan nccl = plan_of("allreduce.nccl", 1 << 20);
   EXPECT_EQ(nccl.path, Path::library);
