@@ -173,7 +173,7 @@ LoweredPlan lower_collective(const Algorithm& algo, const AlgoArgs& args_in, con
   auto finish = [&](Path path) -> LoweredPlan& {
     p.path = path;
     p.launches = set.launches > 0 ? set.launches : launches_for(path);
-    if (path == Path::general && set.launches == 0 && gpus > 2)
+    if (path == Path::general && set.launches == 0 && gpus > 2 && share == 1)
       p.launches = held_launches(int64_t(p.general.steps.size()), p.launches);
     if (path == Path::general) p.held = p.graph_nodes() <= kMaxHeldGraphNodes;
     return p;
@@ -229,7 +229,7 @@ LoweredPlan lower_collective(const Algorithm& algo, const AlgoArgs& args_in, con
     args.chunk_bytes = pipeline_chunk_bytes(bytes, n);
     if (args.chunk_bytes > 0) s = make_schedule(algo, args);
   }
-  if (set.channels == 0 && gpus > 2 && ring_reduces(algo.name)) {
+  if (set.channels == 0 && gpus > 2 && share == 1 && ring_reduces(algo.name)) {
     args.channels = kRingOverlapChannels;
     s = make_schedule(algo, args);
   }

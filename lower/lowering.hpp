@@ -90,16 +90,16 @@ constexpr int64_t kMaxHeldGraphNodes = 512;
 // 2 GPUs fewer where their steps need it: held_launches).
 int launches_for(Path p);
 
-// Launches per replay of a general plan of `steps` nodes on more than 2 GPUs, at most `most`: as many as keep the
-// graph held (kMaxHeldGraphNodes), at least 1. There the host's launch of a larger, unheld multi-GPU graph is timed
-// and grows faster than its nodes (4 x H100: ~14 us per node at 960 nodes, ~27 at 1920;
+// Launches per replay of a general plan of `steps` nodes on more than 2 GPUs (one rank each), at most `most`: as many
+// as keep the graph held (kMaxHeldGraphNodes), at least 1. There the host's launch of a larger, unheld multi-GPU graph
+// is timed and grows faster than its nodes (4 x H100: ~14 us per node at 960 nodes, ~27 at 1920;
 // docs/findings/2026-11-27-four-gpus-large-sizes-held-graphs.md).
 int held_launches(int64_t steps, int most);
 
 // Rings whose every step copies a partial sum and then reduces it (allreduce.ring, reducescatter.ring). On one
 // channel a step's copy and its reduction run one after the other on the channel's stream; on more than 2 GPUs the
-// general path gives them kRingOverlapChannels channels, so that one part's copy runs beside another part's
-// reduction (held graphs on 4 x H200 at 256 MiB: reducescatter.ring 0.91 -> 1.01 x NCCL, allreduce.ring 0.94 ->
+// general path (one rank per GPU) gives them kRingOverlapChannels channels, so that one part's copy runs beside another
+// part's reduction (held graphs on 4 x H200 at 256 MiB: reducescatter.ring 0.91 -> 1.01 x NCCL, allreduce.ring 0.94 ->
 // 1.01 x; same findings). 2 GPUs keep one channel (their records ran one; not measured there).
 bool ring_reduces(std::string_view algo);
 constexpr int kRingOverlapChannels = 2;

@@ -471,11 +471,25 @@ TEST(LowerCollective, WideGeneralPlansStayHeldAndRingsOverlapCopyAndReduce) {
   const LoweredPlan one = lower_collective(find_algorithm("reducescatter.ring"), a, Machine{});
   EXPECT_EQ(column(one, "streams"), "4");
   EXPECT_EQ(one.launches, 20);
-  // 4 ranks sharing 2 GPUs and 2 ranks keep the 2-GPU plan: one channel, 20 launches.
+  // Ranks sharing GPUs (timings not meaningful there) and 2 ranks keep one channel and 20 launches.
   a.tune.clear();
   Machine shared;
   shared.rank_device = {0, 1, 0, 1};
   EXPECT_EQ(lower_collective(find_algorithm("reducescatter.ring"), a, shared).launches, 20);
+  a.nranks = 8;
+  a.count = (int64_t(256) << 20) / 4;
+  shared.rank_device = {0, 1, 2, 3, 0, 1, 2, 3};
+  const LoweredPlan eight = lower_collective(find_algorithm("reducescatter.ring"), a, shared);
+  EXPECT_EQ(eight.launches, 20);
+  EXPECT_EQ(eight.schedule.ops.size(), lower_collective(
+                                           find_algorithm("reducescatter.ring"),
+                                           [&] {
+                                             AlgoArgs one = a;
+                                             one.tune = "channels=1";
+                                             return one;
+                                           }(),
+                                           shared)
+                                           .schedule.ops.size());
   a.nranks = 2;
   a.count = (int64_t(256) << 20) / 4;
   const LoweredPlan two = lower_collective(find_algorithm("reducescatter.ring"), a, Machine{});
