@@ -1,8 +1,10 @@
 #include "sim/predict.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/error.hpp"
+#include "lower/lowering.hpp"
 #include "sim/paths.hpp"
 #include "sim/paths_detail.hpp"
 #include "sim/symmetric.hpp"
@@ -22,6 +24,49 @@ int64_t count_for_bytes(const Algorithm& algo, int64_t bytes, DType dtype, int n
 namespace {
 
 bool is_nccl_model(const Algorithm& a) { return a.library; }
+
+// Two calls of `s` back to back, as one GPU stream runs them: a rank's part of the second call starts once the
+// rank has ended the first, i.e. once every op it issues and every transfer into it is done (NCCL runs one kernel
+// per GPU and call: the next waits for that GPU's kernel, and a transfer into a rank needs the rank's kernel of
+// the same call), not once every rank has. A 0-byte local copy per rank stands for that end.
+Schedule back_to_back(const Schedule& s) {
+  Schedule t = s;
+  const OpId n1 = OpId(s.ops.size());
+  auto peer_of = [](const Op& op) {
+    return op.kind == OpKind::put ? op.dst.rank : op.kind == OpKind::get ? op.src.rank : op.rank;
+  };
+  std::vector<std::vector<OpId>> touching(size_t(s.nranks));
+  for (OpId i = 0; i < n1; ++i) {
+    const Op& op = s.ops[size_t(i)];
+    touching[size_t(op.rank)].push_back(i);
+    if (peer_of(op) != op.rank) touching[size_t(peer_of(op))].push_back(i);
+  }
+  std::vector<OpId> ended(size_t(s.nranks), kNoOp);
+  for (int r = 0; r < s.nranks; ++r) {
+    if (touching[size_t(r)].empty()) continue;
+    Op end;
+    end.kind = OpKind::copy;
+    end.rank = r;
+    end.dst = end.src = Ref{r, Buf::scratch, 0};
+    end.dep_begin = uint32_t(t.dep_pool.size());
+    end.dep_count = uint32_t(touching[size_t(r)].size());
+    t.dep_pool.insert(t.dep_pool.end(), touching[size_t(r)].begin(), touching[size_t(r)].end());
+    ended[size_t(r)] = OpId(t.ops.size());
+    t.ops.push_back(end);
+  }
+  const OpId shift = OpId(t.ops.size());
+  for (OpId i = 0; i < n1; ++i) {
+    Op op = s.ops[size_t(i)];
+    const auto deps = s.deps(s.ops[size_t(i)]);
+    op.dep_begin = uint32_t(t.dep_pool.size());
+    for (OpId d : deps) t.dep_pool.push_back(d + shift);
+    t.dep_pool.push_back(ended[size_t(op.rank)]);
+    if (peer_of(op) != op.rank) t.dep_pool.push_back(ended[size_t(peer_of(op))]);
+    op.dep_count = uint32_t(t.dep_pool.size() - op.dep_begin);
+    t.ops.push_back(op);
+  }
+  return t;
+}
 
 // Local work inside NCCL's fused steps: its memory traffic weighs nothing beside the link transfer it overlaps.
 const model::ProtocolParams& fused_local_work() {
@@ -150,6 +195,23 @@ Prediction predict(Simulator& sim, const Algorithm& algo, AlgoArgs args, const P
       for (Op& op : s.ops) op.channel = uint8_t(next[size_t(op.rank)]++ % std::min(p.nccl->channels, 255));
     }
     p.result = sim.run(s, ro);
+    // The records replay L calls per graph. On more than 2 ranks a rank of NCCL's chains (broadcast, reduce)
+    // starts the next call while ranks further along still finish this one, so the chain's fill is paid about
+    // once per replay: one call as simulated, then L - 1 at what a second call back to back adds, each with its
+    // launch (4 x H100, broadcast at 8 MiB: 106 us alone, 39 us per call among 100;
+    // docs/findings/2026-11-27-four-gpus-large-sizes-held-graphs.md). Where every rank ends with the call (the
+    // rings, folded above, and all-to-all), a second call adds a whole one and nothing changes.
+    const int tuned = lower::parse_settings(args.tune, /*lenient=*/true).launches;
+    const int launches = tuned > 0 ? tuned : lower::launches_for(lower::Path::library);
+    if (p.nccl && s.nranks > 2 && launches > 1 && !ro.record_ops && !ro.record_timeline && ro.start_latency) {
+      const double start = ro.start_latency->value, one = p.result.time.value;
+      const double next = sim.run(back_to_back(s), ro).time.value - one;
+      if (next > 0 && next < one - start) {
+        p.result.time = Seconds(start + ((one - start) + (launches - 1) * next) / launches);
+        nccl_how += ", " + std::to_string(launches) + " calls back to back (the next call " +
+                    std::to_string(int(std::lround(next * 1e6))) + " us after the first)";
+      }
+    }
   }
   if (builder != &algo) s.algo = algo.name;
 

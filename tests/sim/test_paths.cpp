@@ -669,6 +669,30 @@ TEST(ExecPaths, NcclRecordsTakeTheirLaunchesPerReplay) {
               p.tables.at("nccl.p2p.graph.bidir").time(S / 2.0).value, 1e-12);
 }
 
+// On more than 2 ranks NCCL's chains overlap consecutive calls: among 100 launches per replay a broadcast costs
+// less per call than one alone, and never less than its bytes over one link; a ring (every rank ends with the
+// call) is the same either way.
+TEST(ExecPaths, NcclChainsOverlapBackToBackCalls) {
+  const topo::Topology t = topo::load_topology("hgx-h200");
+  Simulator sim(t, model::defaults_for(t));
+  AlgoArgs a;
+  a.nranks = 4;
+  a.count = 8 * kMiB / 4;
+  auto time_at = [&](const char* algo, const char* launches) {
+    AlgoArgs b = a;
+    b.tune = launches;
+    return sim::predict(sim, find_algorithm(algo), b).result.time.value;
+  };
+  const double alone = time_at("broadcast.nccl", "launches=1"), among = time_at("broadcast.nccl", "launches=100");
+  EXPECT_LT(among, 0.9 * alone);
+  EXPECT_GT(among, 8.0 * kMiB / 450e9);  // NVLink 4: 450 GB/s a direction
+  EXPECT_LT(time_at("reduce.nccl", "launches=100"), time_at("reduce.nccl", "launches=1"));
+  EXPECT_NEAR(time_at("allgather.nccl", "launches=100"), time_at("allgather.nccl", "launches=1"), 1e-12);
+  a.nranks = 2;  // one hop: nothing to overlap, and 2 GPUs price NCCL from their measurements where they have them
+  a.count = 8 * kMiB / 4;
+  EXPECT_NEAR(time_at("broadcast.nccl", "launches=100"), time_at("broadcast.nccl", "launches=1"), 1e-12);
+}
+
 // With send/recv timed at each protocol pinned, a ring collective is send/recv of the protocol NCCL's tuner
 // picks (on 2 H200s: LL up to ~1.7 MiB for all-reduce, ~2.1 MiB for all-gather, ~1.07 MiB for broadcast, by
 // NCCL's own latency + bytes / bandwidth), all-reduce one flight later; Simple rings pay what their steps'
