@@ -25,10 +25,12 @@ namespace {
 
 bool is_nccl_model(const Algorithm& a) { return a.library; }
 
-// Two calls of `s` back to back, as one GPU stream runs them: a rank's part of the second call starts once the
-// rank has ended the first, i.e. once every op it issues and every transfer into it is done (NCCL runs one kernel
-// per GPU and call: the next waits for that GPU's kernel, and a transfer into a rank needs the rank's kernel of
-// the same call), not once every rank has. A 0-byte local copy per rank stands for that end.
+// Two calls of `s` back to back, as one GPU stream runs them: a rank's ops of the second call start once the rank
+// has ended the first, i.e. once every op it issues and every transfer into it is done (NCCL runs one kernel per GPU
+// and call, and the next waits for that GPU's kernel), not once every rank has. A transfer need not wait for its
+// receiver's next kernel: NCCL's connections keep their FIFO of NCCL_STEPS slots and its step counters across calls
+// (src/device/prims_simple.h), so a sender runs ahead into the slots while the receiver finishes the previous call.
+// A 0-byte local copy per rank stands for that end.
 Schedule back_to_back(const Schedule& s) {
   Schedule t = s;
   const OpId n1 = OpId(s.ops.size());
@@ -61,7 +63,6 @@ Schedule back_to_back(const Schedule& s) {
     op.dep_begin = uint32_t(t.dep_pool.size());
     for (OpId d : deps) t.dep_pool.push_back(d + shift);
     t.dep_pool.push_back(ended[size_t(op.rank)]);
-    if (peer_of(op) != op.rank) t.dep_pool.push_back(ended[size_t(peer_of(op))]);
     op.dep_count = uint32_t(t.dep_pool.size() - op.dep_begin);
     t.ops.push_back(op);
   }
