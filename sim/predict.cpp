@@ -126,9 +126,15 @@ Prediction predict(Simulator& sim, const Algorithm& algo, AlgoArgs args, const P
     // moves nChannels x chunkSize, and a loop with less left splits it evenly, realChunkSize =
     // min(chunkSize, divUp(size - offset, nChannels)) (NVIDIA/nccl src/device/broadcast.h, reduce.h). Below
     // channels x chunk every channel moves S / channels; whole chunks there left most channels idle (2 MiB on 16
-    // channels of 512 KiB chunks: 4 busy, each at its per-channel cap).
-    if ((algo.collective == "broadcast" || algo.collective == "reduce") && plan.channels > 1)
-      args.chunk_bytes = std::min(args.chunk_bytes, (bytes + plan.channels - 1) / plan.channels);
+    // channels of 512 KiB chunks: 4 busy, each at its per-channel cap). Above it every channel moves the same
+    // bytes too (the last loop's split): equal chunks of whole elements over as many loops as NCCL takes stand for
+    // that.
+    if ((algo.collective == "broadcast" || algo.collective == "reduce") && plan.channels > 1 && args.chunk_bytes > 0) {
+      const int64_t loop = int64_t(plan.channels) * args.chunk_bytes,
+                    loops = std::max<int64_t>(1, (bytes + loop - 1) / loop);
+      const int64_t e = dtype_size(args.dtype), share = (bytes + plan.channels * loops - 1) / (plan.channels * loops);
+      args.chunk_bytes = (share + e - 1) / e * e;  // whole elements, rounded up: no chunk beyond channels x loops
+    }
     if (plan.algo == model::NcclAlgo::tree && algo.collective == "allreduce")
       builder = &find_algorithm("allreduce.tree");
     ro.proto = plan.proto;
