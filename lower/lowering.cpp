@@ -112,6 +112,8 @@ Settings parse_settings(const std::string& tune, bool lenient) {
 
 int launches_for(Path p) { return p == Path::general ? 20 : 100; }
 
+int replay_launches(Path p, const Settings& set) { return set.launches > 0 ? set.launches : launches_for(p); }
+
 const std::vector<std::string>& plan_column_names() {
   static const std::vector<std::string> names = {"lowering", "bidir_mode", "grid",    "threads", "unroll", "pdl",
                                                  "lanes",    "ctas",       "streams", "steps",   "events", "launches"};
@@ -169,11 +171,12 @@ LoweredPlan lower_collective(const Algorithm& algo, const AlgoArgs& args_in, con
   int share = 1;
   for (int d : rank_device) share = std::max<int>(share, int(std::count(rank_device.begin(), rank_device.end(), d)));
   const int64_t bytes = args.count * dtype_size(args.dtype);
-  const int gpus = int(std::set<int>(rank_device.begin(), rank_device.end()).size());
+  // More than 2 GPUs, one rank each: where held_launches and ring_reduces apply.
+  const bool wide = std::set<int>(rank_device.begin(), rank_device.end()).size() > 2 && share == 1;
   auto finish = [&](Path path) -> LoweredPlan& {
     p.path = path;
-    p.launches = set.launches > 0 ? set.launches : launches_for(path);
-    if (path == Path::general && set.launches == 0 && gpus > 2 && share == 1)
+    p.launches = replay_launches(path, set);
+    if (path == Path::general && set.launches == 0 && wide)
       p.launches = held_launches(int64_t(p.general.steps.size()), p.launches);
     if (path == Path::general) p.held = p.graph_nodes() <= kMaxHeldGraphNodes;
     return p;
@@ -229,7 +232,7 @@ LoweredPlan lower_collective(const Algorithm& algo, const AlgoArgs& args_in, con
     args.chunk_bytes = pipeline_chunk_bytes(bytes, n);
     if (args.chunk_bytes > 0) s = make_schedule(algo, args);
   }
-  if (set.channels == 0 && gpus > 2 && share == 1 && ring_reduces(algo.name)) {
+  if (set.channels == 0 && wide && ring_reduces(algo.name)) {
     args.channels = kRingOverlapChannels;
     s = make_schedule(algo, args);
   }

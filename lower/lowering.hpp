@@ -89,6 +89,9 @@ constexpr int64_t kMaxHeldGraphNodes = 512;
 // ~0.15 us to each; general plans take 20, so that a replay stays a graph the hold kernel can cover (on more than
 // 2 GPUs fewer where their steps need it: held_launches).
 int launches_for(Path p);
+// The launches per replay a plan of path `p` takes under `set`: `--tune launches=` where given, else launches_for
+// (general plans on more than 2 GPUs may take fewer: held_launches).
+int replay_launches(Path p, const Settings& set);
 
 // Launches per replay of a general plan of `steps` nodes on more than 2 GPUs (one rank each), at most `most`: as many
 // as keep the graph held (kMaxHeldGraphNodes), at least 1. There the host's launch of a larger, unheld multi-GPU graph

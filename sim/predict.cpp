@@ -208,9 +208,9 @@ Prediction predict(Simulator& sim, const Algorithm& algo, AlgoArgs args, const P
     // launch (4 x H100, broadcast at 8 MiB: 106 us alone, 39 us per call among 100;
     // docs/findings/2026-11-27-four-gpus-large-sizes-held-graphs.md). Where every rank ends with the call (the
     // rings, folded above, and all-to-all), a second call adds a whole one and nothing changes.
-    const int tuned = lower::parse_settings(args.tune, /*lenient=*/true).launches;
-    const int launches = tuned > 0 ? tuned : lower::launches_for(lower::Path::library);
-    if (p.nccl && s.nranks > 2 && launches > 1 && !ro.record_ops && !ro.record_timeline && ro.start_latency) {
+    const int launches =
+        p.nccl ? lower::replay_launches(lower::Path::library, lower::parse_settings(args.tune, /*lenient=*/true)) : 1;
+    if (s.nranks > 2 && launches > 1 && !ro.record_ops && !ro.record_timeline && ro.start_latency) {
       const double start = ro.start_latency->value, one = p.result.time.value;
       const double next = sim.run(back_to_back(s), ro).time.value - one;
       if (next > 0 && next < one - start) {
