@@ -218,20 +218,22 @@ LatencyFit fit_latency(const std::vector<Seconds>& t) {
 }
 
 bool is_diagnostic_series(std::string_view name) {
+  // The executor's all-reduce kernels themselves (bidir.* but the graph replay and the byte-stream steps of the NCCL
+  // model): the simulator prices those kernels from the mechanisms, so these series only say how far the kernels
+  // stand from them (docs/findings/2026-11-27-bidir-kernels-from-mechanisms.md).
+  if (name.starts_with("bidir.") && name != "bidir.replay" && !name.starts_with("bidir.step.")) return true;
+  // NCCL's send/recv repeated at the records' launches per replay: the replay's fixed cost (bidir.replay) prices
+  // other counts.
+  if (name == "nccl.p2p.graph.uni.n100" || name == "nccl.p2p.graph.bidir.n100") return true;
   // Found by tracing every table lookup over the compares of the committed records and `cclab sim --algo all`
   // on 2, 4 and 8 GPUs with the committed profiles (docs/findings/2026-11-27-pipeline-chunk-shim-process-levels.md).
   static const std::set<std::string, std::less<>> kDiagnostic = {
-      "bidir.lamport",          "bidir.lamport.t256.own.n100",
-      "bidir.push.own.n100",    "bidir.push.ownloop.n100",
-      "bidir.ring.own.n100",    "bidir.ring.ownloop.n100",
-      "bidir.step.copysend.g1", "bidir.step.p2p.g1",
-      "bidir.step.rrc.g24",     "bidir.step.rrcs.g1",
-      "bidir.step.send.g1",     "chain.held",
-      "chain.launch",           "chain.launch_unheld",
-      "chain.unheld",           "fused.step_chain.local",
-      "lchain.unheld",          "nccl.p2p.uni",
-      "replay.unheld",          "xchain.held",
-      "xchain.launch",          "xchain.unheld"};
+      "bidir.step.copysend.g1", "bidir.step.p2p.g1",   "bidir.step.rrc.g24",
+      "bidir.step.rrcs.g1",     "bidir.step.send.g1",  "chain.held",
+      "chain.launch",           "chain.launch_unheld", "chain.unheld",
+      "fused.step_chain.local", "lchain.unheld",       "nccl.p2p.uni",
+      "replay.unheld",          "xchain.held",         "xchain.launch",
+      "xchain.unheld"};
   return kDiagnostic.contains(name);
 }
 
@@ -385,7 +387,7 @@ std::string measurements_to_json(const MicroMeasurements& m) {
   return j.dump(2);
 }
 
-SeriesConditions series_conditions(const std::string& method, int sms) {
+SeriesConditions series_conditions(const std::string& method) {
   SeriesConditions c;
   std::smatch m;
   // A repeat at another count names it first; the others say it in one of the microbenchmarks' phrasings.
@@ -395,8 +397,6 @@ SeriesConditions series_conditions(const std::string& method, int sms) {
       c.launches_per_replay = std::stoi(m[1].str());
       break;
     }
-  if (std::regex_search(method, m, std::regex(R"(min\((\d+|SMs),)")))
-    c.grid_cap = m[1].str() == "SMs" ? sms : std::stoi(m[1].str());
   return c;
 }
 

@@ -95,14 +95,13 @@ MicroMeasurements measurements_from_json_text(const std::string& text, const std
 // input error when the path is a records CSV or a folder: calibration never reads collective records.
 MicroMeasurements load_measurements(const std::string& path);
 
-// The harness conditions a series' method states, which pricing a plan from the series needs: kernels launched per
-// replayed graph ("graphs of N", or "[M launches per graph, not N]" for a repeat at another count) and the
-// grid cap ("G = min(66, ...)"; "min(SMs, ...)" is `sms`, the measuring GPU's). 0 where the method names none.
+// The harness condition a series' method states, which pricing a plan from the series needs: kernels launched per
+// replayed graph ("graphs of N", or "[M launches per graph, not N]" for a repeat at another count); 0 where the
+// method names none.
 struct SeriesConditions {
   int launches_per_replay = 0;
-  int grid_cap = 0;
 };
-SeriesConditions series_conditions(const std::string& method, int sms);
+SeriesConditions series_conditions(const std::string& method);
 
 // t(x) = alpha + x / (beta * eta(x)), eta(x) = 1 / (1 + (x_half / x)^p): a latency, a peak rate and a
 // saturating efficiency (eta = 1/2 at x_half, sharper with larger p, 0 < p < 1). x is bytes (or flops

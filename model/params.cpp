@@ -519,7 +519,7 @@ ModelParams load_profile(const std::string& path, ModelParams base) {
                      t.points.end());
       t.source =
           val.contains("source") && val["source"].is_string() ? val["source"].get<std::string>() : default_source;
-      for (auto [field, into] : {std::pair{"launches_per_replay", &t.launches_per_replay}, {"grid_cap", &t.grid_cap}})
+      for (auto [field, into] : {std::pair{"launches_per_replay", &t.launches_per_replay}})
         if (val.contains(field)) {
           if (!val[field].is_number_integer() || val[field].get<int64_t>() < 0 || val[field].get<int64_t>() > 1 << 20)
             throw_input(path + ": tables." + key + "." + field + " must be a count >= 0");
@@ -556,7 +556,6 @@ std::string profile_json(const ModelParams& p) {
       for (const auto& [b, sec] : t.points) pts.push_back({b, sec});
       tables[name] = {{"points", pts}, {"source", t.source}};
       if (t.launches_per_replay > 0) tables[name]["launches_per_replay"] = t.launches_per_replay;
-      if (t.grid_cap > 0) tables[name]["grid_cap"] = t.grid_cap;
     }
     j["tables"] = tables;
   }

@@ -115,9 +115,8 @@ struct PathTable {
   std::vector<std::pair<int64_t, double>> points;  // (bytes, seconds), ascending bytes
   std::string source;
   // How the series was measured, where pricing a plan from it needs to know (0: not recorded): kernels launched
-  // per replayed CUDA graph (the graph's fixed cost is spread over them), and the most CTAs one launch ran.
+  // per replayed CUDA graph (the graph's fixed cost is spread over them).
   int launches_per_replay = 0;
-  int grid_cap = 0;
 
   bool empty() const { return points.empty(); }
   Seconds time(double bytes) const;

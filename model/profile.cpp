@@ -366,14 +366,13 @@ std::string make_profile_json(const Calibration& cal, const topo::Topology& topo
     tables[s.name] = {{"points", pts},
                       {"source", s.name + ": " + s.method + " [" + m.origin + ", " + m.gpu_name +
                                      (m.date.empty() ? "" : ", " + m.date) + "]"}};
-    const topo::hw::GpuSpec* gpu = topo::hw::find_gpu_spec(m.gpu_name);
-    const SeriesConditions c = series_conditions(s.method, gpu != nullptr ? gpu->sms : 0);
+    const SeriesConditions c = series_conditions(s.method);
     if (c.launches_per_replay > 0) tables[s.name]["launches_per_replay"] = c.launches_per_replay;
-    if (c.grid_cap > 0) tables[s.name]["grid_cap"] = c.grid_cap;
   }
   j["tables"] = tables;
   ojson fits = ojson::object();
   for (const auto& c : cal.curves) {
+    if (is_diagnostic_series(c.series)) continue;  // its samples stay in the measurements file
     const bool flops = c.series.rfind("matmul.", 0) == 0;
     ojson f = {{"alpha_us", c.fit.alpha.us()}};
     if (flops)

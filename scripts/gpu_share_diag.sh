@@ -8,8 +8,9 @@
 # sides sharing a GPU hang, as the executor's do: it turns PDL off under --share-gpus). Sizes stay at 4 MiB and
 # below: larger grids of the two sides cannot all be resident on one GPU (their handshakes then never meet), so
 # the stream mode's ring (132 lanes of 1 MiB) is not measured. The executor runs each mode with --share-gpus.
-# Timings are not the 2-GPU machine's (no NVLink): the point is the gap between the executor's kernel and the
-# microbenchmark the model prices it with, at each size, on the same GPU in one call.
+# Timings are not the 2-GPU machine's (no NVLink): the point is the gap between the executor's kernel and its
+# microbenchmark (a diagnostic series: the model prices the kernels from mechanisms), at each size, on the same GPU
+# in one call.
 set -u
 export NCCL_NVLS_ENABLE=0
 OUT=${OUT:?output folder}

@@ -864,15 +864,15 @@ std::optional<Prediction> price(Simulator& sim, const Algorithm& algo, const Alg
         return made(*t, nullptr);
       return std::nullopt;
     case lower::Path::kernel: {
-      // The kernels' microbenchmarks are of 2 GPUs. On n GPUs every GPU's port to the switch carries what all
-      // its peers send it at once: (n-1) S for the one-shot modes (every rank gets every peer's whole buffer),
-      // 2(n-1)/n S for twoshot (a reduce-scatter and an all-gather of 1/n slices). Priced as the 2-GPU kernel
-      // moving that many bytes each way; its launch and flag latencies stay those of one peer.
+      // The peer mechanisms are measured between 2 GPUs. On n GPUs every GPU's port to the switch carries what
+      // all its peers send it at once: (n-1) S for the one-shot modes (every rank gets every peer's whole buffer),
+      // 2(n-1)/n S for twoshot (a reduce-scatter and an all-gather of 1/n slices). Priced as moving that many bytes
+      // each way; its launch and flag latencies stay those of one peer.
       const int64_t S = args.count * dtype_size(args.dtype);
       const int n = args.nranks;
       if (n < 2 || n > lower::kBidirMaxRanks) return std::nullopt;
       const int64_t port_bytes = plan.kernel.mode == lower::BidirMode::twoshot ? 2 * (n - 1) * S / n : (n - 1) * S;
-      const Seconds t = bidir_kernel_time(P, path, port_bytes, args.dtype, how);
+      const Seconds t = bidir_kernel_time(P, path, port_bytes, n - 1, args.dtype, how);
       if (n > 2) how += "; at " + std::to_string(port_bytes) + " B per GPU port (" + std::to_string(n) + " ranks)";
       return made(t, nullptr);
     }

@@ -13,21 +13,13 @@ namespace cclab::sim {
 // Larger rank counts, or a profile without those series, use the tuning model (sim/predict.cpp).
 namespace {
 
-// The table that times `name` as a plan of `iters` launches per replayed graph: the series measured at that
-// count (name.n<iters>) where it reaches `bytes`, else the series at its own count plus the replay's fixed cost
-// spread over the plan's launches instead (bidir.replay; replay_shift). Only graph-timed series take it.
+// The table that times `name` as a plan of `iters` launches per replayed graph: the series at its own count plus
+// the replay's fixed cost spread over the plan's launches instead (bidir.replay; replay_shift). Only graph-timed
+// series take it.
 Seconds p2p_time(const model::ModelParams& P, const std::string& name, double bytes, int iters, bool graph,
                  std::string& how) {
   const model::PathTable* own = P.table(name);
   const int n = plan_launches(iters);
-  if (graph && n != own->launches_per_replay) {
-    const std::string at_n = name + ".n" + std::to_string(n);
-    if (const model::PathTable* t = P.table(at_n);
-        t && !t->empty() && t->launches_per_replay == n && double(t->points.back().first) >= bytes) {
-      how += at_n;
-      return t->time(bytes);
-    }
-  }
   how += name;
   const Seconds t = own->time(bytes);
   return graph ? t + replay_shift(P, own->launches_per_replay, n, how) : t;

@@ -20,7 +20,7 @@ inline model::PathTable line_table(double a, double r, int64_t max = int64_t(1) 
 
 // The harness conditions a calibration reads from each series' method (model::series_conditions), here from the
 // series' names: 100 launches per replayed graph for the .n100 repeats and the fused probes, 20 for the other
-// replayed series (bidir.*, nccl.p2p.*graph*), grids capped at .g<N> or at the H200's 132 SMs.
+// replayed series (bidir.*, nccl.p2p.*graph*).
 inline model::ModelParams with_conditions(model::ModelParams p) {
   for (auto& [name, table] : p.tables) {
     const bool bidir = name.rfind("bidir.", 0) == 0 && name != "bidir.replay";
@@ -29,8 +29,6 @@ inline model::ModelParams with_conditions(model::ModelParams p) {
     if (name.rfind("fused.prog.", 0) == 0) table.launches_per_replay = 100;
     if (!bidir && !nccl_graph) continue;
     table.launches_per_replay = n100 ? 100 : 20;
-    const size_t g = name.find(".g");
-    if (bidir) table.grid_cap = g != std::string::npos ? std::stoi(name.substr(g + 2)) : 132;
   }
   return p;
 }

@@ -287,36 +287,26 @@ TEST(CalibrateProfile, HeldForkShapesReplaceTheGatedOnes) {
 namespace cclab::model {
 namespace {
 
-// The harness conditions come from each series' own method text: the launches per replayed graph (a repeat at
-// another count names its own first) and the grid cap, "SMs" standing for the measuring GPU's.
+// The harness condition comes from each series' own method text: the launches per replayed graph (a repeat at
+// another count names its own first).
 TEST(CalibrateProfile, SeriesConditionsComeFromTheirMethods) {
-  const SeriesConditions ll = series_conditions(
-      "256 threads, G = min(SMs, pairs / 256) CTAs; PDL launches in per-GPU graphs of 20, replayed", 132);
-  EXPECT_EQ(ll.launches_per_replay, 20);
-  EXPECT_EQ(ll.grid_cap, 132);
-  const SeriesConditions n100 =
-      series_conditions("G = min(SMs, S / 32 KiB) CTAs; graphs of 20, replayed [100 launches per graph, not 20]", 78);
-  EXPECT_EQ(n100.launches_per_replay, 100);
-  EXPECT_EQ(n100.grid_cap, 78);
-  EXPECT_EQ(series_conditions("G = min(66, S / 16 KiB) CTAs of 512 threads", 132).grid_cap, 66);
-  EXPECT_EQ(series_conditions("one graph per GPU of 100 launches, median of 5 replays", 0).launches_per_replay, 100);
-  EXPECT_EQ(series_conditions("per iteration of a replayed graph (20 per replay): one copy", 0).launches_per_replay,
+  EXPECT_EQ(series_conditions("256 threads, G = min(SMs, pairs / 256) CTAs; PDL launches in per-GPU graphs of 20, "
+                              "replayed")
+                .launches_per_replay,
             20);
-  const SeriesConditions none = series_conditions("empty kernels back to back on one stream", 132);
-  EXPECT_EQ(none.launches_per_replay, 0);
-  EXPECT_EQ(none.grid_cap, 0);
+  EXPECT_EQ(series_conditions("graphs of 20, replayed [100 launches per graph, not 20]").launches_per_replay, 100);
+  EXPECT_EQ(series_conditions("one graph per GPU of 100 launches, median of 5 replays").launches_per_replay, 100);
+  EXPECT_EQ(series_conditions("per iteration of a replayed graph (20 per replay): one copy").launches_per_replay, 20);
+  EXPECT_EQ(series_conditions("empty kernels back to back on one stream").launches_per_replay, 0);
 }
 
-// The committed profiles carry those conditions on their tables, which the simulator reads instead of the
+// The committed profiles carry that condition on their tables, which the simulator reads instead of the
 // harness's counts.
 TEST(CalibrateProfile, CommittedTablesCarryTheirHarnessConditions) {
   const ModelParams p = load_profile_onto(std::string(CCLAB_SOURCE_DIR) + "/profiles/h200x2.json",
                                           topo::load_topology("h200x2"), defaults_for(topo::load_topology("h200x2")));
-  EXPECT_EQ(p.tables.at("bidir.ll").launches_per_replay, 20);
-  EXPECT_EQ(p.tables.at("bidir.ll.n100").launches_per_replay, 100);
-  EXPECT_EQ(p.tables.at("bidir.ll").grid_cap, 132);  // the H200's SMs
-  EXPECT_EQ(p.tables.at("bidir.push.g132").grid_cap, 132);
-  EXPECT_EQ(p.tables.at("bidir.pull.u2.g66").grid_cap, 66);
+  EXPECT_EQ(p.tables.at("nccl.p2p.graph.uni").launches_per_replay, 20);
+  EXPECT_EQ(p.tables.at("nccl.p2p.ll.graph.uni.n100").launches_per_replay, 100);
   EXPECT_EQ(p.tables.at("fused.prog.oneway.0").launches_per_replay, 100);
   EXPECT_EQ(p.tables.at("p2p.ce.uni").launches_per_replay, 0);  // not replayed graphs
 }
@@ -328,6 +318,11 @@ TEST(CalibrateProfile, DiagnosticSeriesStayOutOfTheProfile) {
   MicroSeries chain = m.series[1];
   chain.name = "chain.unheld";
   ASSERT_TRUE(is_diagnostic_series(chain.name));
+  // The all-reduce kernels' own series are diagnostics; the graph replay and the NCCL model's byte streams are not.
+  EXPECT_TRUE(is_diagnostic_series("bidir.ll"));
+  EXPECT_TRUE(is_diagnostic_series("bidir.push.kernelloop.float.n100"));
+  EXPECT_FALSE(is_diagnostic_series("bidir.replay"));
+  EXPECT_FALSE(is_diagnostic_series("bidir.step.send.g24"));
   m.series.push_back(chain);
   const std::string path = ::testing::TempDir() + "cclab_diagnostic_profile.json";
   {

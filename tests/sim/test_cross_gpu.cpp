@@ -113,15 +113,17 @@ void expect_reached(const char* records, const char* target, const char* profile
 }
 
 // 2 x H100 records from the 2 x H200 profile. Before the HBM terms: 6 of 33 algorithms met the goal (median
-// 10.4%), from 8 MiB 26 of 32.
+// 10.4%), from 8 MiB 26 of 32; with the HBM terms 6 and 29 (median 10.3%); with the all-reduce kernels priced from
+// the mechanisms instead of their own series 5 and 27 (median 14.1%: the kernels' rows are most of the rows).
 TEST(CrossGpu, H100RecordsFromTheH200Profile) {
-  expect_reached("results/h100x2", "dgx-h100", "profiles/h200x2.json", 33, 6, 0.104, 29,
+  expect_reached("results/h100x2", "dgx-h100", "profiles/h200x2.json", 33, 5, 0.142, 27,
                  "held: small sizes carry the H200 host's flag hops and launches");
 }
 
-// 2 x H200 records from the 2 x H100 profile. Before the HBM terms: 19 of 40 (median 5.9%), from 8 MiB 35 of 39.
+// 2 x H200 records from the 2 x H100 profile. Before the HBM terms: 19 of 40 (median 5.9%), from 8 MiB 35 of 39;
+// with them 37 from 8 MiB (median 5.6%); with the all-reduce kernels from the mechanisms 36 (median 7.1%).
 TEST(CrossGpu, H200RecordsFromTheH100Profile) {
-  expect_reached("results/h200x2", "h200x2", "profiles/h100x2.json", 40, 19, 0.057, 37,
+  expect_reached("results/h200x2", "h200x2", "profiles/h100x2.json", 40, 19, 0.072, 36,
                  "held: small sizes carry the H100 host's flag hops and launches");
 }
 

@@ -1,7 +1,6 @@
-// The bidir kernels' model (sim/paths_bidir.cpp) and NCCL's 2-GPU model (sim/paths_nccl.cpp) on the
-// microbenchmarks of exec/microbench/microbench_bidir.cu: each mode is its transfer's series (launches, handshakes,
-// transfer as the harness times them), the reduction where it is slower than the transfer, and the
-// per-replay cost for records timed with another --iters; without those series, the general pieces.
+// The all-reduce kernels' model (sim/paths_bidir.cpp) and NCCL's 2-GPU model (sim/paths_nccl.cpp): each kernel mode
+// from the mechanisms (a launch in a replayed graph, flag round trips, peer loads and stores, one CTA's rate, local
+// reductions), never from a series of the kernel itself.
 #include <gtest/gtest.h>
 
 #include "algorithms/registry.hpp"
@@ -22,21 +21,18 @@ using test::kMiB;
 using test::line_table;
 using test::with_conditions;
 
-model::ModelParams params_with_bidir_series(const topo::Topology& t) {
+model::ModelParams params_with_mechanisms(const topo::Topology& t) {
   model::ModelParams p = model::defaults_for(t);
   p.exec.kernel_node = {microseconds(2), "test"};
   p.exec.kernel_pdl = {microseconds(1), "test"};
   p.exec.flag_rtt = {microseconds(1.6), "test"};
   p.launch_latency = {microseconds(1.5), "test"};
   p.tables["p2p.sm.bidir"] = line_table(3e-6, 280e9);
+  p.tables["p2p.sm.cta"] = line_table(3e-6, 30e9);
   p.tables["p2p.sm_store.bidir"] = line_table(3e-6, 250e9);
   p.tables["p2p.sm_store.cta"] = line_table(3e-6, 20e9);
+  p.tables["p2p.ll_store.bidir"] = line_table(2.5e-6, 120e9);
   p.tables["reduce.local.float"] = line_table(2e-6, 1000e9);
-  p.tables["bidir.pull"] = line_table(5e-6, 300e9);
-  p.tables["bidir.push"] = line_table(4e-6, 290e9);
-  p.tables["bidir.ll"] = line_table(2.5e-6, 120e9, kMiB);
-  p.tables["bidir.ll_plain"] = line_table(3.5e-6, 120e9, kMiB);
-  p.tables["bidir.ring"] = line_table(10e-6, 200e9);
   // t(N) = 1 us + 20 us / N: a 20 us per-replay cost.
   model::PathTable replay;
   for (int n : {5, 10, 20, 40}) replay.points.push_back({n, 1e-6 + 20e-6 / n});
@@ -92,98 +88,92 @@ double predict_note(const model::ModelParams& p, const std::string& algo, int64_
   return predict_plan(sim, find_algorithm(algo), a).result.time.value;
 }
 
-TEST(BidirModel, EachModeIsItsTransfersSeries) {
+// The pieces every mode is made of, from the synthetic mechanisms above.
+struct Pieces {
+  const model::ModelParams& p;
+  double part(const char* table, double bytes) const { return p.tables.at(table).size_part(bytes).value; }
+  double launch(int n) const { return p.tables.at("bidir.replay").time(n).value; }  // PDL, n launches per replay
+  double rtt() const { return p.exec.flag_rtt.value.value; }
+  double reduce(double bytes) const { return part("reduce.local.float", bytes); }
+};
+
+TEST(BidirModel, EachModeIsMadeOfTheMechanisms) {
   const topo::Topology t = topo::load_topology("h200x2");
-  const model::ModelParams p = params_with_bidir_series(t);
+  const model::ModelParams p = params_with_mechanisms(t);
+  const Pieces m{p};
   const int64_t S = 4 * kMiB;
-  const std::string flash = "mode=flash engine=ldg pdl threads=512 stages=4 unroll=4 grid=128";
-  EXPECT_NEAR(predict_note(p, "allreduce.bidir.flash", S, flash), p.tables.at("bidir.pull").time(S).value, 1e-12);
-  EXPECT_NEAR(predict_note(p, "allreduce.bidir.push", S, "mode=push threads=512 unroll=4 pdl grid=256"),
-              p.tables.at("bidir.push").time(S).value, 1e-12);
-  // ll: PDL launches or plain ones, as the note says.
-  EXPECT_NEAR(predict_note(p, "allreduce.bidir.ll", 4096, "mode=ll threads=256 pdl grid=2"),
-              p.tables.at("bidir.ll").time(4096).value, 1e-12);
-  EXPECT_NEAR(predict_note(p, "allreduce.bidir", 4096, "mode=ll threads=256 grid=2"),
-              p.tables.at("bidir.ll_plain").time(4096).value, 1e-12);
-  // stream: the ring series where the slots are the microbenchmark's, the general pieces otherwise.
-  const double ring = predict_note(p, "allreduce.bidir.stream", S, "mode=stream slots=4 slot_bytes=262144 grid=16");
-  EXPECT_NEAR(ring, p.tables.at("bidir.ring").time(S).value, 1e-12);
-  const double other_slots =
-      predict_note(p, "allreduce.bidir.stream", S, "mode=stream slots=4 slot_bytes=65536 grid=64");
-  EXPECT_GT(std::abs(other_slots - ring), 1e-7);
-  // lamport: its series, or push's where the profile has none.
-  const std::string lamport = "mode=lamport threads=512 unroll=2 ahead=2 pdl grid=128";
-  EXPECT_NEAR(predict_note(p, "allreduce.bidir.lamport", S, lamport), p.tables.at("bidir.push").time(S).value, 1e-12);
-  model::ModelParams q = p;
-  q.tables["bidir.lamport"] = line_table(3e-6, 310e9);
-  EXPECT_NEAR(predict_note(q, "allreduce.bidir.lamport", S, lamport), q.tables.at("bidir.lamport").time(S).value,
+  const int n = 100;
+  // flash: the peer loads (all SMs), a round trip for them, a start and a finish handshake.
+  EXPECT_NEAR(predict_note(p, "allreduce.bidir.flash", S, "mode=flash engine=ldg pdl threads=512 unroll=4 grid=128", n),
+              m.launch(n) + 3 * m.rtt() + m.part("p2p.sm.bidir", S), 1e-12);
+  // ll: LL stores into the peer or the reduction of what landed, whichever is slower; their round trip; the last
+  // CTA's reduction.
+  const int64_t K = 64 << 10;
+  EXPECT_NEAR(predict_note(p, "allreduce.bidir.ll", K, "mode=ll threads=256 pdl grid=132", n),
+              m.launch(n) + m.rtt() + std::max(m.part("p2p.ll_store.bidir", K), m.reduce(K)) + m.reduce(K / 132.0),
+              1e-12);
+  // lamport: plain stores, as ll.
+  EXPECT_NEAR(
+      predict_note(p, "allreduce.bidir.lamport", S, "mode=lamport threads=512 unroll=2 ahead=2 pdl grid=128", n),
+      m.launch(n) + m.rtt() + std::max(m.part("p2p.sm_store.bidir", S), m.reduce(S)) + m.reduce(S / 128.0), 1e-12);
+  // push: a flag released after each tile's stores adds a round trip.
+  EXPECT_NEAR(predict_note(p, "allreduce.bidir.push", S, "mode=push threads=512 unroll=4 pdl grid=256", n),
+              m.launch(n) + 2 * m.rtt() + std::max(m.part("p2p.sm_store.bidir", S), m.reduce(S)) + m.reduce(S / 256.0),
               1e-12);
   EXPECT_THROW(predict_note(p, "allreduce.bidir.magic", S, "mode=magic"), Error);
 }
 
-TEST(BidirModel, VariantsTakeTheSeriesMeasuredWithTheirParameters) {
+// A profile that still carries the kernels' own series (older calibrations) is priced the same: those series are
+// diagnostics.
+TEST(BidirModel, TheKernelsOwnSeriesAreNotRead) {
   const topo::Topology t = topo::load_topology("h200x2");
-  model::ModelParams p = params_with_bidir_series(t);
-  p.tables["bidir.pull.u2"] = line_table(6e-6, 300e9);
-  p.tables["bidir.pull.u8"] = line_table(7e-6, 300e9);
-  p.tables["bidir.pull.u2.g66"] = line_table(8e-6, 300e9);
-  p.tables["bidir.push.g132"] = line_table(9e-6, 300e9);
-  p.tables["bidir.lamport"] = line_table(3e-6, 310e9);
-  p.tables["bidir.lamport.t256"] = line_table(3.5e-6, 310e9);
-  p.tables["bidir.lamport.split"] = line_table(2.5e-6, 310e9);
-  auto at = [&](const char* series, int64_t s) { return p.tables.at(series).time(double(s)).value; };
-  const int64_t M = 64 * kMiB, K = 256 << 10;
-  // flash: vectors per thread from the note; 2 per thread on 66 CTAs where 66 caps the grid.
-  EXPECT_NEAR(predict_note(p, "allreduce.bidir", K, "mode=flash engine=ldg pdl threads=512 unroll=2 grid=16"),
-              at("bidir.pull.u2", K), 1e-12);
-  EXPECT_NEAR(predict_note(p, "allreduce.bidir", M, "mode=flash engine=ldg pdl threads=512 unroll=2 grid=66"),
-              at("bidir.pull.u2.g66", M), 1e-12);
-  EXPECT_NEAR(predict_note(p, "allreduce.bidir", M, "mode=flash engine=ldg pdl threads=512 unroll=8 grid=132"),
-              at("bidir.pull.u8", M), 1e-12);
-  EXPECT_NEAR(predict_note(p, "allreduce.bidir", M, "mode=flash engine=ldg pdl threads=512 unroll=4 grid=132"),
-              at("bidir.pull", M), 1e-12);
-  // push on 132 CTAs where that caps the grid; its default grid otherwise.
-  EXPECT_NEAR(predict_note(p, "allreduce.bidir", M, "mode=push threads=512 unroll=4 pdl grid=132"),
-              at("bidir.push.g132", M), 1e-12);
-  EXPECT_NEAR(predict_note(p, "allreduce.bidir", M, "mode=push threads=512 unroll=4 pdl grid=264"), at("bidir.push", M),
-              1e-12);
-  // lamport: split roles, 256 threads, the default.
-  EXPECT_NEAR(predict_note(p, "allreduce.bidir", M, "mode=lamport threads=512 unroll=2 ahead=2 split pdl grid=132"),
-              at("bidir.lamport.split", M), 1e-12);
-  EXPECT_NEAR(predict_note(p, "allreduce.bidir", M, "mode=lamport threads=256 unroll=2 ahead=2 pdl grid=132"),
-              at("bidir.lamport.t256", M), 1e-12);
-  EXPECT_NEAR(predict_note(p, "allreduce.bidir", M, "mode=lamport threads=512 unroll=2 ahead=2 pdl grid=132"),
-              at("bidir.lamport", M), 1e-12);
-  // A variant the profile has no series for: the mode's default series.
-  p.tables.erase("bidir.pull.u8");
-  EXPECT_NEAR(predict_note(p, "allreduce.bidir", M, "mode=flash engine=ldg pdl threads=512 unroll=8 grid=132"),
-              at("bidir.pull", M), 1e-12);
+  const model::ModelParams p = params_with_mechanisms(t);
+  model::ModelParams q = p;
+  for (const char* s : {"bidir.pull", "bidir.push", "bidir.ll", "bidir.ll.n100", "bidir.lamport.t256", "bidir.ring",
+                        "bidir.push.own.n100", "bidir.ll.args.n100"})
+    q.tables[s] = line_table(50e-6, 1e9);
+  for (const char* note :
+       {"mode=flash engine=ldg pdl threads=512 unroll=4 grid=128", "mode=ll threads=256 pdl grid=2",
+        "mode=push threads=512 unroll=4 pdl grid=256", "mode=lamport threads=256 unroll=2 ahead=2 pdl grid=128",
+        "mode=stream slots=4 slot_bytes=262144 threads=512 grid=16"}) {
+    const std::string mode = word_after(note, "mode=");
+    EXPECT_DOUBLE_EQ(predict_note(q, "allreduce.bidir." + mode, 64 << 10, note, 100),
+                     predict_note(p, "allreduce.bidir." + mode, 64 << 10, note, 100))
+        << note;
+  }
 }
 
-TEST(BidirModel, ReductionSlowerThanTheTransferShows) {
+// Too few CTAs to fill the link: each moves its share at one CTA's rate, scaled by the vectors it keeps in flight
+// against the microbenchmark's CTA (512 threads x 4).
+TEST(BidirModel, FewCtasMoveAtOneCtasRate) {
   const topo::Topology t = topo::load_topology("h200x2");
-  model::ModelParams p = params_with_bidir_series(t);
-  const int64_t S = 64 * kMiB;
-  const std::string note = "mode=flash engine=ldg pdl threads=512 grid=132";
-  const double fast = predict_note(p, "allreduce.bidir.flash", S, note);
-  // A local reduction at 100 GB/s (slower than the 300 GB/s pull): its size part replaces the pull's.
-  p.tables["reduce.local.float"] = line_table(2e-6, 100e9);
-  const double slow = predict_note(p, "allreduce.bidir.flash", S, note);
-  const auto& pull = p.tables.at("bidir.pull");
-  EXPECT_NEAR(fast, pull.time(S).value, 1e-12);
-  EXPECT_NEAR(slow, pull.time(S).value + (double(S) / 100e9 - pull.size_part(S).value), 1e-9);
+  const model::ModelParams p = params_with_mechanisms(t);
+  const Pieces m{p};
+  const int64_t S = 4 * kMiB;
+  // stream: 4 lanes, 256 of each lane's 512 threads push one vector at a time: 1/8 of the CTA's vectors.
+  EXPECT_NEAR(
+      predict_note(p, "allreduce.bidir.stream", S, "mode=stream slots=4 slot_bytes=262144 threads=512 grid=4", 100),
+      m.launch(100) + 1.0 * (2e-6 - 1e-6) + 4 * m.rtt() + 8 * m.part("p2p.sm_store.cta", S / 4.0), 1e-12);
+  // With a lane per SM the link's rate bounds it instead.
+  const int64_t L = 64 * kMiB;
+  const double wide =
+      predict_note(p, "allreduce.bidir.stream", L, "mode=stream slots=4 slot_bytes=262144 threads=512 grid=132", 100);
+  EXPECT_NEAR(wide, m.launch(100) + 1.0 * (2e-6 - 1e-6) + 4 * m.rtt() + m.part("p2p.sm_store.bidir", L), 1e-12);
 }
 
-TEST(BidirModel, RecordsOfOtherIterationCountsPayTheirShareOfTheReplay) {
+TEST(BidirModel, LaunchesPerReplayAndPlainLaunches) {
   const topo::Topology t = topo::load_topology("h200x2");
-  const model::ModelParams p = params_with_bidir_series(t);
+  const model::ModelParams p = params_with_mechanisms(t);
   const std::string note = "mode=ll threads=256 pdl grid=1";
-  const double at20 = predict_note(p, "allreduce.bidir", 64, note, 20);
-  EXPECT_NEAR(at20, p.tables.at("bidir.ll").time(64).value, 1e-12);
-  EXPECT_NEAR(predict_note(p, "allreduce.bidir", 64, note, 0), at20, 1e-12);  // not recorded: as the tables
   // 20 us per replay: 2 us per launch at 10 launches instead of 1 us at 20.
-  EXPECT_NEAR(predict_note(p, "allreduce.bidir", 64, note, 10) - at20, 1e-6, 1e-9);
-  EXPECT_NEAR(predict_note(p, "allreduce.bidir", 64, note, 40) - at20, -0.5e-6, 1e-9);
+  EXPECT_NEAR(predict_note(p, "allreduce.bidir", 64, note, 10) - predict_note(p, "allreduce.bidir", 64, note, 20), 1e-6,
+              1e-9);
+  // Not recorded: a graph's default launches (20).
+  EXPECT_NEAR(predict_note(p, "allreduce.bidir", 64, note, 0), predict_note(p, "allreduce.bidir", 64, note, 20), 1e-12);
+  // Without programmatic dependent launch: what a plain kernel node costs beyond a PDL one (2 - 1 us).
+  EXPECT_NEAR(predict_note(p, "allreduce.bidir", 64, "mode=ll threads=256 grid=1", 20) -
+                  predict_note(p, "allreduce.bidir", 64, note, 20),
+              1e-6, 1e-12);
   std::string how;
   EXPECT_NEAR(replay_shift(p, 20, 5, how).value, 20e-6 * (1.0 / 5 - 1.0 / 20), 1e-12);
   model::ModelParams q = p;
@@ -191,137 +181,29 @@ TEST(BidirModel, RecordsOfOtherIterationCountsPayTheirShareOfTheReplay) {
   EXPECT_EQ(replay_shift(q, 20, 10, how).value, 0.0);
 }
 
-TEST(BidirModel, RecordsOfOtherIterationCountsFollowTheN100Series) {
-  const topo::Topology t = topo::load_topology("h200x2");
-  model::ModelParams p = params_with_bidir_series(t);
-  // The ll default at 100 launches per replay: 0.5 us less per launch (a 12.5 us per-replay cost).
-  p.tables["bidir.ll.n100"] = line_table(2.0e-6, 120e9, kMiB);
-  const std::string note = "mode=ll threads=256 pdl grid=1";
-  auto at = [&](const char* series, int64_t s) { return p.tables.at(series).time(double(s)).value; };
-  EXPECT_NEAR(predict_note(p, "allreduce.bidir", 64, note, 100), at("bidir.ll.n100", 64), 1e-12);
-  EXPECT_NEAR(predict_note(p, "allreduce.bidir", 64, note, 20), at("bidir.ll", 64), 1e-12);
-  // In 1 / n between them (50 launches: 3/8 of the way from 20 to 100), and beyond.
-  EXPECT_NEAR(predict_note(p, "allreduce.bidir", 64, note, 50), at("bidir.ll", 64) - 0.75 * 0.5e-6, 1e-12);
-  EXPECT_NEAR(predict_note(p, "allreduce.bidir", 64, note, 10), at("bidir.ll", 64) + 1.25 * 0.5e-6, 1e-12);
-  // ll without PDL: its own pair where measured, bidir.replay's per-replay cost otherwise (20 us: -0.8 us).
-  EXPECT_NEAR(predict_note(p, "allreduce.bidir", 64, "mode=ll threads=256 grid=1", 100),
-              at("bidir.ll_plain", 64) + 20e-6 * (1.0 / 100 - 1.0 / 20), 1e-12);
-  p.tables["bidir.ll_plain.n100"] = line_table(3.0e-6, 120e9, kMiB);
-  EXPECT_NEAR(predict_note(p, "allreduce.bidir", 64, "mode=ll threads=256 grid=1", 100), at("bidir.ll_plain.n100", 64),
-              1e-12);
-  // Beyond the .n100 series' sizes: bidir.replay's per-replay cost (20 us: -0.8 us at 100 launches).
-  p.tables["bidir.pull.n100"] = line_table(4.5e-6, 300e9, 64 * kMiB);
-  const std::string flash = "mode=flash engine=ldg pdl threads=512 stages=4 unroll=4 grid=132";
-  EXPECT_NEAR(predict_note(p, "allreduce.bidir.flash", 64 * kMiB, flash, 100), at("bidir.pull.n100", 64 * kMiB), 1e-12);
-  EXPECT_NEAR(predict_note(p, "allreduce.bidir.flash", 256 * kMiB, flash, 100),
-              at("bidir.pull", 256 * kMiB) + 20e-6 * (1.0 / 100 - 1.0 / 20), 1e-12);
-}
-
-TEST(BidirModel, TheOwnInputsLoadsFromTheOwnSeries) {
-  const topo::Topology t = topo::load_topology("h200x2");
-  model::ModelParams p = params_with_bidir_series(t);
-  p.tables["bidir.push.n100"] = line_table(3.5e-6, 290e9, 64 * kMiB);
-  p.tables["bidir.push.own.n100"] = line_table(4.5e-6, 200e9, 64 * kMiB);
-  const std::string note = "mode=push threads=512 unroll=4 pdl grid=256";
-  auto at = [&](const char* series, int64_t s) { return p.tables.at(series).time(double(s)).value; };
-  const int64_t S = 4 * kMiB;
-  // 100 launches per replay: exactly the .own.n100 series; 20: the .n100 series' difference added to bidir.push.
-  EXPECT_NEAR(predict_note(p, "allreduce.bidir.push", S, note, 100), at("bidir.push.own.n100", S), 1e-12);
-  EXPECT_NEAR(predict_note(p, "allreduce.bidir.push", S, note, 20),
-              at("bidir.push", S) + at("bidir.push.own.n100", S) - at("bidir.push.n100", S), 1e-12);
-  // An own series faster than the plain one (noise, or lamport's own loop) is taken as measured.
-  p.tables["bidir.push.own.n100"] = line_table(3e-6, 290e9, 64 * kMiB);
-  EXPECT_NEAR(predict_note(p, "allreduce.bidir.push", S, note, 100), at("bidir.push.own.n100", S), 1e-12);
-  // Beyond the own series' sizes: the same share of the time as at its largest size.
-  const std::string wide = "mode=push threads=512 unroll=4 pdl grid=264";
-  const double share = at("bidir.push.own.n100", 64 * kMiB) / at("bidir.push.n100", 64 * kMiB) - 1;
-  EXPECT_NEAR(predict_note(p, "allreduce.bidir.push", 256 * kMiB, wide, 20), at("bidir.push", 256 * kMiB) * (1 + share),
-              1e-12);
-  // The push kernel's own loop where measured.
-  p.tables["bidir.push.ownloop.n100"] = line_table(5e-6, 150e9, 64 * kMiB);
-  EXPECT_NEAR(predict_note(p, "allreduce.bidir.push", S, note, 100), at("bidir.push.ownloop.n100", S), 1e-12);
-  p.tables["bidir.lamport.t256"] = line_table(3.5e-6, 310e9);
-  p.tables["bidir.lamport.t256.n100"] = line_table(3.0e-6, 310e9, 64 * kMiB);
-  p.tables["bidir.lamport.t256.own.n100"] = line_table(2.5e-6, 300e9, 64 * kMiB);
-  EXPECT_NEAR(
-      predict_note(p, "allreduce.bidir.lamport", S, "mode=lamport threads=256 unroll=2 ahead=2 pdl grid=132", 100),
-      at("bidir.lamport.t256.own.n100", S), 1e-12);
-}
-
-TEST(BidirModel, StreamsOwnLoopByElementType) {
-  const topo::Topology t = topo::load_topology("h200x2");
-  model::ModelParams p = params_with_bidir_series(t);
-  p.tables["bidir.ring.n100"] = line_table(9e-6, 200e9, 64 * kMiB);
-  p.tables["bidir.ring.ownloop.n100"] = line_table(9.5e-6, 150e9, 64 * kMiB);
-  const std::string note = "mode=stream slots=4 slot_bytes=262144 threads=512 grid=16";
-  auto at = [&](const char* series, int64_t s) { return p.tables.at(series).time(double(s)).value; };
-  auto predict = [&](DType dt) { return predict_note(p, "allreduce.bidir.stream", 4 * kMiB, note, 100, dt); };
-  // Without the kernel-loop series every element type takes the integer own loop.
-  EXPECT_NEAR(predict(DType::bf16), at("bidir.ring.ownloop.n100", 4 * kMiB), 1e-12);
-  // With them: float its own, bfloat16 and half the bfloat16 one (both widen 16-bit elements to float).
-  p.tables["bidir.ring.kernelloop.float.n100"] = line_table(10e-6, 120e9, 64 * kMiB);
-  p.tables["bidir.ring.kernelloop.bfloat16.n100"] = line_table(10e-6, 90e9, 64 * kMiB);
-  EXPECT_NEAR(predict(DType::f32), at("bidir.ring.kernelloop.float.n100", 4 * kMiB), 1e-12);
-  EXPECT_NEAR(predict(DType::bf16), at("bidir.ring.kernelloop.bfloat16.n100", 4 * kMiB), 1e-12);
-  EXPECT_NEAR(predict(DType::f16), at("bidir.ring.kernelloop.bfloat16.n100", 4 * kMiB), 1e-12);
-  EXPECT_GT(predict(DType::bf16), predict(DType::f32));
-}
-
-// The push kernel's reduction loop by element type where measured (bidir.push.kernelloop.<element>.n100),
-// before its integer loop (bidir.push.ownloop.n100).
-TEST(BidirModel, PushReductionLoopByElementType) {
-  const topo::Topology t = topo::load_topology("h200x2");
-  model::ModelParams p = params_with_bidir_series(t);
-  p.tables["bidir.push.n100"] = line_table(4e-6, 200e9, 64 * kMiB);
-  p.tables["bidir.push.ownloop.n100"] = line_table(4.2e-6, 180e9, 64 * kMiB);
-  const std::string note = "mode=push threads=512 unroll=4 pdl grid=8";
-  auto predict = [&](DType dt) { return predict_note(p, "allreduce.bidir.push", 128 * 1024, note, 100, dt); };
-  const double integer_loop = predict(DType::f16);
-  EXPECT_DOUBLE_EQ(predict(DType::f32), integer_loop);
-  p.tables["bidir.push.kernelloop.float.n100"] = line_table(4.3e-6, 180e9, 64 * kMiB);
-  p.tables["bidir.push.kernelloop.bfloat16.n100"] = line_table(5.2e-6, 180e9, 64 * kMiB);
-  EXPECT_NEAR(predict(DType::f32) - integer_loop, 0.1e-6, 1e-9);
-  EXPECT_NEAR(predict(DType::f16) - integer_loop, 1.0e-6, 1e-9);
-  EXPECT_NEAR(predict(DType::bf16) - integer_loop, 1.0e-6, 1e-9);
-}
-
-TEST(BidirModel, TheArgumentBlocksCostByThreadsLaunched) {
-  const topo::Topology t = topo::load_topology("h200x2");
-  model::ModelParams p = params_with_bidir_series(t);
-  p.tables["bidir.ll.n100"] = line_table(2.0e-6, 120e9, kMiB);
-  p.tables["bidir.ll.args.n100"] = line_table(2.3e-6, 120e9, kMiB);  // 0.3 us at every ll grid
-  // The kernels no longer pass the block by reference: an .argref series is not theirs and is ignored.
-  p.tables["bidir.ll.argref.n100"] = line_table(4.0e-6, 120e9, kMiB);
-  auto at = [&](const char* series, int64_t s) { return p.tables.at(series).time(double(s)).value; };
-  // ll at 100 launches per replay: its .n100 series plus the block's cost.
-  const int64_t S = 64 << 10;
-  EXPECT_NEAR(predict_note(p, "allreduce.bidir.ll", S, "mode=ll threads=256 pdl grid=32", 100),
-              at("bidir.ll.n100", S) + 0.3e-6, 1e-12);
-  // push on 256 CTAs of 512 threads: more threads than the ll pair launched (132 x 256): in proportion.
-  const std::string push = "mode=push threads=512 unroll=4 pdl grid=256";
-  EXPECT_NEAR(predict_note(p, "allreduce.bidir.push", 4 * kMiB, push, 20),
-              at("bidir.push", 4 * kMiB) + 0.3e-6 * (256.0 * 512) / (132.0 * 256), 1e-12);
-  // stream launches without PDL: ll_plain's pair, none here.
-  const std::string stream = "mode=stream slots=4 slot_bytes=262144 threads=512 grid=16";
-  EXPECT_NEAR(predict_note(p, "allreduce.bidir.stream", 4 * kMiB, stream, 20), at("bidir.ring", 4 * kMiB), 1e-12);
-}
-
-TEST(BidirModel, WithoutTheSeriesTheGeneralPiecesRemain) {
-  const topo::Topology t = topo::load_topology("h200x2");
-  model::ModelParams p = params_with_bidir_series(t);
-  for (const char* s : {"bidir.pull", "bidir.push", "bidir.ll", "bidir.ll_plain", "bidir.ring"}) p.tables.erase(s);
-  const int64_t S = 4 * kMiB;
-  // flash: node (PDL) + the peer-load body less a bare launch + two flag round trips.
-  EXPECT_NEAR(predict_note(p, "allreduce.bidir.flash", S, "mode=flash engine=ldg pdl grid=128"),
-              1e-6 + (p.tables.at("p2p.sm.bidir").time(S).value - 1.5e-6) + 3.2e-6, 1e-12);
-  // lamport: node (PDL) + the both-ways store body + a one-way trip.
-  EXPECT_NEAR(predict_note(p, "allreduce.bidir.lamport", S, "mode=lamport threads=512 pdl grid=128"),
-              1e-6 + (p.tables.at("p2p.sm_store.bidir").time(S).value - 1.5e-6) + 0.8e-6, 1e-12);
+// On n GPUs a kernel's port carries every peer's bytes, and each of its threads works with every peer at once:
+// (n - 1) times the vectors in flight per CTA.
+TEST(BidirModel, MorePeersKeepMoreVectorsInFlight) {
+  const topo::Topology t = topo::load_topology("hgx-h200");
+  model::ModelParams p = params_with_mechanisms(t);
+  const Pieces m{p};
+  AlgoArgs a;
+  a.nranks = 4;
+  a.count = (1 << 20) / 4;
+  a.dtype = DType::f32;
+  a.tune =
+      "launches=100,mode=twoshot,twoshot_threads=512,twoshot_unroll=1,twoshot_blocks=2,twoshot_push=0,twoshot_pdl=1";
+  Simulator sim(t, with_conditions(p));
+  const double got = predict_plan(sim, find_algorithm("allreduce.bidir"), a).result.time.value;
+  const double port = 2.0 * 3 * (1 << 20) / 4;  // 2 (n-1)/n S
+  // 512 threads x 1 vector x 3 peers in flight: 4/3 of the microbenchmark CTA's time for its share.
+  const double per_cta = 2048.0 / (512 * 3) * m.part("p2p.sm.cta", port / 2);
+  EXPECT_NEAR(got, m.launch(100) + 3 * m.rtt() + std::max(per_cta, m.part("p2p.sm.bidir", port)), 1e-12);
 }
 
 TEST(NcclModel, GraphReplayedSendRecvWhenMeasured) {
   const topo::Topology t = topo::load_topology("h200x2");
-  model::ModelParams p = params_with_bidir_series(t);
+  model::ModelParams p = params_with_mechanisms(t);
   p.tables["nccl.p2p.uni"] = line_table(6e-6, 200e9);
   p.tables["nccl.p2p.bidir"] = line_table(7e-6, 180e9);
   const int64_t S = 8;
@@ -339,7 +221,7 @@ TEST(NcclModel, GraphReplayedSendRecvWhenMeasured) {
 TEST(BidirModel, CompareFlagsARecordWhosePlanIsNotThePlanPriced) {
   model::Target target;
   target.topology = topo::load_topology("h200x2");
-  target.params = params_with_bidir_series(target.topology);
+  target.params = params_with_mechanisms(target.topology);
   // A calibrated profile's mark (sim::prices_executor_plans): the executor's plans are priced.
   target.params.tables["p2p.ce.uni"] = line_table(2e-6, 320e9);
   target.params.tables["fused.step.put"] = line_table(1e-6, 20e9);

@@ -1,8 +1,8 @@
 // The simulator prices mechanisms from the profile, not the executor's code: no source under sim/ or model/ names
 // an executor file, a launch count per replayed graph or an SM count. The harness conditions a series was
-// measured under travel with its table (model::PathTable::launches_per_replay, grid_cap) and an SM count with
-// its GPU's datasheet (topology/hardware.hpp). Still named there, and not checked here: the bidir kernel modes,
-// whose microbenchmark series (bidir.<mode>.*) price them.
+// measured under travel with its table (model::PathTable::launches_per_replay) and an SM count with its GPU's
+// datasheet (topology/hardware.hpp). Still named there, and not checked here: the all-reduce kernels' modes, the
+// plan's words for which mechanisms a kernel uses (sim/paths_bidir.cpp prices each from those mechanisms).
 #include <gtest/gtest.h>
 
 #include <filesystem>
