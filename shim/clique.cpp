@@ -624,7 +624,13 @@ void configure(bool debug, const RealNccl& real) {
   s.mp_lamport = mp_lamport_bytes(tune, s.params.lamport_max_bytes);
 }
 
-BidirMode size_mode(size_t bytes) { return lower::choose_bidir_mode(int64_t(bytes), 2, settings().params); }
+BidirMode size_mode(size_t bytes) {
+  const auto& p = settings().params;
+  const BidirMode m = lower::choose_bidir_mode(int64_t(bytes), 2, p);
+  // The table's large mode is a schedule of copy-engine copies on several streams, which the shim does not run on
+  // the caller's stream: there the middle sizes' lamport kernel goes on, in chunks of its buffers (run_allreduce).
+  return m == BidirMode::copy && p.auto_mid == BidirMode::lamport ? BidirMode::lamport : m;
+}
 
 void comms_created(const ncclComm_t* comms, int ndev, const int* devlist) {
   if (comms == nullptr || ndev <= 0) return;
@@ -731,18 +737,25 @@ ncclResult_t run_allreduce(const CommView& v, BidirMode mode, const void* send, 
   try {
     const auto& p = settings().params;
     const DType t = to_dtype(dtype);
-    const int64_t bytes = int64_t(count) * dtype_size(t);
+    const int64_t esize = dtype_size(t), bytes = int64_t(count) * esize;
     const int resident = c.lamport_resident[size_t(r)][size_t(t)];
     const lower::LaunchLimits gpu{c.sms[size_t(r)], 1,
                                   [resident](BidirMode m, int, int) { return m == BidirMode::lamport ? resident : 0; }};
-    const lower::BidirLaunch l = lower::bidir_launch(mode, bytes, c.nranks, send == recv, p, gpu);
-    exec::BidirRankPeers peers = c.peers;
-    // Ranks in other processes use the one generation preallocated at setup (c.peers has it).
-    if (mode == BidirMode::lamport && !c.multi) lamport_buffers(c, r, bytes, peers);
-    cudaError_t e;
-    {
+    // lamport receives into buffers of a fixed size (lamport_max_bytes; ranks in other processes: the ones
+    // preallocated at setup): a larger message runs as launches over consecutive chunks of that size, whole
+    // 256-byte vectors of lanes each, every rank cutting the same chunks (each launch its own epoch).
+    const int64_t cap = mode == BidirMode::lamport ? (c.multi ? c.mp_stride : p.lamport_max_bytes) / 256 * 256 : bytes;
+    const int64_t chunk = std::max<int64_t>(256, cap);
+    cudaError_t e = cudaSuccess;
+    for (int64_t off = 0; off < bytes && e == cudaSuccess; off += chunk) {
+      const int64_t n = std::min(chunk, bytes - off);
+      const lower::BidirLaunch l = lower::bidir_launch(mode, n, c.nranks, send == recv, p, gpu);
+      exec::BidirRankPeers peers = c.peers;
+      // Ranks in other processes use the one generation preallocated at setup (c.peers has it).
+      if (mode == BidirMode::lamport && !c.multi) lamport_buffers(c, r, n, peers);
       CurrentDevice g(c.devices[size_t(r)]);
-      e = exec::launch_bidir_rank(l, p, peers, r, send, recv, int64_t(count), t, RedOp::sum, stream);
+      e = exec::launch_bidir_rank(l, p, peers, r, static_cast<const char*>(send) + off, static_cast<char*>(recv) + off,
+                                  n / esize, t, RedOp::sum, stream);
     }
     if (e != cudaSuccess) {
       fail(c, "launch of the " + std::string(lower::bidir_mode_name(mode)) + " kernel on rank " + std::to_string(r) +

@@ -44,7 +44,8 @@ struct RealNccl {
 // settings as `cclab run --tune` takes them; a bad value is one line on stderr and leaves every
 // communicator not probed).
 void configure(bool debug, const RealNccl& real);
-// The kernel mode allreduce.bidir's 2-rank table picks for `bytes` (lower::choose_bidir_mode).
+// The kernel mode allreduce.bidir's 2-rank table picks for `bytes` (lower::choose_bidir_mode); lamport (in chunks)
+// where the table picks the copy-engine schedule, which the shim does not run.
 lower::BidirMode size_mode(size_t bytes);
 
 // After a successful ncclCommInitAll: its communicators are one clique (rank i on devlist[i], or GPU i).

@@ -28,8 +28,8 @@ Route route_allreduce(const RouteInput& in) {
     return nccl("mode " + (in.mode.empty() ? std::string("none") : in.mode) +
                 " at this size (the shim runs ll and lamport)");
   if (in.mode == "lamport" && in.lamport_cap > 0 && in.bytes > in.lamport_cap)
-    return nccl("lamport above the " + std::to_string(in.lamport_cap) +
-                " bytes preallocated for ranks in other processes (CCLAB_TUNE=lamport_max_bytes)");
+    return {Path::cclab, "allreduce.bidir lamport in chunks of the " + std::to_string(in.lamport_cap) +
+                             " bytes preallocated for ranks in other processes"};
   return {Path::cclab, "allreduce.bidir " + in.mode};
 }
 

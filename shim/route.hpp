@@ -24,7 +24,8 @@ struct RouteInput {
   std::string comm_note;      // why not, when the shim knows (ranks in other processes, a failed setup)
   int nranks = 0;             // ranks in the communicator
   bool one_node_p2p = false;  // every rank on its own GPU of one node, P2P between every pair, buffers ready
-  size_t lamport_cap = 0;     // ranks in other processes: lamport bytes preallocated per peer (0: they grow)
+  size_t lamport_cap = 0;     // ranks in other processes: lamport bytes preallocated per peer (0: they grow);
+                              // a larger lamport message runs in chunks of it
   // the shim
   bool disabled = false;           // CCLAB_DISABLE=1
   bool path_built = false;         // the cclab path (per-communicator buffers, launch) is in this library

@@ -3,8 +3,8 @@
 // initialises its rank with ncclCommInitRank on its own GPU; the shim sets up the multi-process path (CUDA IPC,
 // agreed through the real NCCL). Every element is checked against a host reference for float, half and
 // bfloat16, ll and lamport sizes, in place and out of place; a size above the preallocated lamport buffers
-// must forward and still be right. A dead peer: one child exits before an all-reduce, and the other must see
-// an error within the kernel timeout, not hang. Skips with a message where fewer than 2 GPUs with P2P are present.
+// runs in chunks of them and must still be right. A dead peer: one child exits before an all-reduce, and the other must
+// see an error within the kernel timeout, not hang. Skips with a message where fewer than 2 GPUs with P2P are present.
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 #include <gtest/gtest.h>
@@ -48,7 +48,7 @@ int failures = 0;  // in a child
   } while (0)
 
 // 8 bytes, odd counts on both sides of ll's 128 KiB limit, 1 MiB and 64 MiB (lamport, within the 64 MiB
-// preallocated per peer), 96 MiB (lamport's size, above them: forwarded).
+// preallocated per peer), 96 MiB (lamport's size, above them: two chunks, the second a half).
 std::vector<size_t> counts_of(const Type& t) {
   return {8 / t.size,
           1,
@@ -236,11 +236,12 @@ TEST(ShimMpGpu, OneProcessPerGpuMatchesTheHostReference) {
     const std::string& log = res[size_t(r)].log;
     EXPECT_TRUE(res[size_t(r)].ok()) << "rank " << r << " (" << res[size_t(r)].how() << "):\n" << log;
     EXPECT_EQ(count_lines(log, "the others in other processes: cclab path ready (CUDA IPC"), 1) << log;
-    // Every size takes the cclab path but 96 MiB, lamport's size above the preallocated buffers.
+    // Every size takes the cclab path, 96 MiB in chunks of the preallocated buffers.
     EXPECT_EQ(count_lines(log, "-> cclab (allreduce.bidir ll)"), 3 * 2 * 4) << log;
     EXPECT_EQ(count_lines(log, "-> cclab (allreduce.bidir lamport)"), 3 * 2 * 4) << log;
-    EXPECT_EQ(count_lines(log, "-> nccl (lamport above the 67108864 bytes preallocated"), 3 * 2) << log;
-    EXPECT_EQ(count_lines(log, "-> nccl"), 3 * 2) << log;
+    EXPECT_EQ(count_lines(log, "-> cclab (allreduce.bidir lamport in chunks of the 67108864 bytes preallocated"), 3 * 2)
+        << log;
+    EXPECT_EQ(count_lines(log, "-> nccl"), 0) << log;
     EXPECT_EQ(log.find("allreduce.bidir failed"), std::string::npos) << log;
   }
 }

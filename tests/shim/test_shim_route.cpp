@@ -33,16 +33,16 @@ std::string reason_of(const RouteInput& in) {
   return r.path == Path::cclab ? "cclab: " + r.reason : r.reason;
 }
 
-// Ranks in other processes preallocate lamport's buffers (lamport_cap): larger lamport sizes go to NCCL.
-TEST(ShimRoute, LamportAboveThePreallocatedBuffersForwards) {
+// Ranks in other processes preallocate lamport's buffers (lamport_cap): larger lamport sizes run in chunks of them.
+TEST(ShimRoute, LamportAboveThePreallocatedBuffersRunsInChunks) {
   RouteInput in = covered();
   in.capture_supported = false;
   in.lamport_cap = size_t(64) << 20;
   in.bytes = size_t(64) << 20;
-  EXPECT_EQ(route_allreduce(in).path, Path::cclab);
+  EXPECT_EQ(reason_of(in), "cclab: allreduce.bidir lamport");
   in.bytes += 4;
-  EXPECT_EQ(route_allreduce(in).path, Path::nccl);
-  EXPECT_NE(reason_of(in).find("preallocated for ranks in other processes"), std::string::npos) << reason_of(in);
+  EXPECT_EQ(route_allreduce(in).path, Path::cclab);
+  EXPECT_NE(reason_of(in).find("in chunks of the 67108864 bytes preallocated"), std::string::npos) << reason_of(in);
   in.lamport_cap = 0;  // one process: the buffers grow
   EXPECT_EQ(route_allreduce(in).path, Path::cclab);
   in.lamport_cap = 1024;
