@@ -5,9 +5,11 @@
 #   git -C <a clone of NVIDIA/nccl-tests> archive HEAD | tar -x -C .carry/nccl-tests)
 # 1. the shim and its GPU tests (one process driving both GPUs, and one process per GPU);
 # 2. sol.bidir_copy from 256 MiB to 1 GiB (cclab run, float), the reference of the goal;
-# 3. scripts/shim_check.sh's all-reduce step: all_reduce_perf -b 8 -e 1G, NCCL alone and through the shim, eager
-#    and with -G 100.
-# Output under $1: shim_tests.log, sol.csv, shim/ (shim_check.sh's records); a short table last.
+# 3. scripts/shim_check.sh (its steps: SHIM_STEPS, default the all-reduce step: all_reduce_perf -b 8 -e 1G, NCCL
+#    alone and through the shim, eager and with -G 100);
+# 4. all_reduce_perf through the shim again, eager, to 1 MiB and to 1 GiB (first_rows_*.log): the first timed row
+#    of a process after a warm-up with and without the large sizes.
+# Output under $1: shim_tests.log, sol.csv, shim/ (shim_check.sh's records), first_rows_*.log; a short table last.
 set -u
 W=${1:?output folder}
 CCLAB=${CCLAB:?the cclab binary}
@@ -27,9 +29,15 @@ stamp "sol.bidir_copy, 256 MiB to 1 GiB"
 timeout 120 "$CCLAB" run --algo sol.bidir_copy -b 256M -e 1G -f 2 -d float --csv "$W/sol.csv" >"$W/sol.log" 2>&1
 echo "sol rc=$?"
 stamp "all_reduce_perf through the shim and NCCL alone"
-STEPS=allreduce NCCL_TESTS_DIR=$ROOT/.carry/nccl-tests CCLAB_SHIM_LIB=$PWD/build-measure/shim/libcclab_nccl.so \
-  OUT=$W/shim DEADLINE=$((${LEFT_S:-400} - ($(date +%s) - T0))) bash scripts/shim_check.sh >"$W/shim_check.out" 2>&1
+SHIM=$PWD/build-measure/shim/libcclab_nccl.so
+STEPS=${SHIM_STEPS:-allreduce} NCCL_TESTS_DIR=$ROOT/.carry/nccl-tests CCLAB_SHIM_LIB=$SHIM OUT=$W/shim \
+  DEADLINE=$((${LEFT_S:-400} - ($(date +%s) - T0))) bash scripts/shim_check.sh >"$W/shim_check.out" 2>&1
 echo "shim_check rc=$?"
+for max in 1M 1G; do
+  LD_PRELOAD=$SHIM timeout 60 /tmp/cclab_nccl_tests_build/all_reduce_perf -b 8 -e $max -f 2 -g 2 \
+    >"$W/first_rows_$max.log" 2>&1
+  echo "first rows to $max: $(grep -E '^ +(8|16) ' "$W/first_rows_$max.log" | awk '{print $1 " B " $6 " us"}' | tr '\n' ' ')"
+done
 stamp "table"
 python3 - "$W" <<'PY'
 import csv, os, sys
