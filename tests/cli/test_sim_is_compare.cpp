@@ -2,6 +2,7 @@
 // `cclab sim` given a row's inputs (algorithm, ranks, size, dtype, settings) prints the prediction `cclab compare`
 // prices for that row, and every row that names the plan it ran ran the plan priced.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -56,7 +57,8 @@ std::vector<Machine> machines() {
 TEST(OnePredictionPath, SimWithARowsInputsPrintsComparesPrediction) {
   const auto ms = machines();
   if (ms.empty()) GTEST_SKIP() << "no committed records with a profile";
-  const fs::path tmp = fs::temp_directory_path() / "cclab_sim_is_compare";
+  // This process's own folder: two test runs at once (a CI clone beside a checkout) must not share the row file.
+  const fs::path tmp = fs::temp_directory_path() / ("cclab_sim_is_compare_" + std::to_string(::getpid()));
   fs::create_directories(tmp);
   for (const Machine& m : ms) {
     model::Target target = model::resolve_target(m.topo);
