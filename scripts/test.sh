@@ -24,6 +24,11 @@ cmake --build --preset default
 step "format"
 bash scripts/check_format.sh
 step "tests"
+# The tests' scratch files in a folder of this run: another run at the same time (a CI clone beside a checkout)
+# writes the same names.
+TMPDIR=$(mktemp -d)
+export TMPDIR
+trap 'rm -rf "$TMPDIR"' EXIT
 ctest --preset default -j "$(nproc)"
 step "python tests"
 # pytest exits 5 when it collected no test: a failure here, like any other non-zero exit.
