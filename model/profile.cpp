@@ -11,7 +11,6 @@
 #include <string_view>
 
 #include "core/error.hpp"
-#include "topology/hardware.hpp"
 
 namespace cclab::model {
 
