@@ -29,15 +29,17 @@ std::string_view bidir_mode_name(BidirMode m) {
       return "lamport";
     case BidirMode::twoshot:
       return "twoshot";
+    case BidirMode::ring:
+      return "ring";
   }
   return "?";
 }
 
 BidirMode parse_bidir_mode(std::string_view s) {
   for (BidirMode m : {BidirMode::ll, BidirMode::flash, BidirMode::stream, BidirMode::copy, BidirMode::push,
-                      BidirMode::lamport, BidirMode::twoshot})
+                      BidirMode::lamport, BidirMode::twoshot, BidirMode::ring})
     if (bidir_mode_name(m) == s) return m;
-  throw_input("unknown bidir mode '" + std::string(s) + "' (ll, flash, stream, copy, push, lamport, twoshot)");
+  throw_input("unknown bidir mode '" + std::string(s) + "' (ll, flash, stream, copy, push, lamport, twoshot, ring)");
 }
 
 void BidirParams::apply(const std::string& tune) {
@@ -103,6 +105,8 @@ void BidirParams::apply(const std::string& tune) {
       wide_ll_max = parse_size(flag, v);
     else if (k == "wide_mid_max")
       wide_mid_max = parse_size(flag, v);
+    else if (k == "wide_ring_min")
+      wide_ring_min = parse_size(flag, v);
     else if (k == "wide_mid")
       wide_mid = parse_bidir_mode(v);
     else if (k == "wide_large")
@@ -153,9 +157,10 @@ void BidirParams::apply(const std::string& tune) {
   if (push_threads % 64 != 0) throw_input("--tune push_threads must be a multiple of 64");
   if (lamport_threads % 64 != 0) throw_input("--tune lamport_threads must be a multiple of 64");
   if (lamport_max_bytes > (int64_t(1) << 30)) throw_input("--tune lamport_max_bytes must be at most 1G");
-  if (auto_mid == BidirMode::ll || auto_mid == BidirMode::copy)
+  auto schedule = [](BidirMode m) { return m == BidirMode::copy || m == BidirMode::ring; };
+  if (auto_mid == BidirMode::ll || schedule(auto_mid))
     throw_input("--tune auto_mid: flash, push, stream, lamport or twoshot");
-  if (wide_mid == BidirMode::ll || wide_mid == BidirMode::copy)
+  if (wide_mid == BidirMode::ll || schedule(wide_mid))
     throw_input("--tune wide_mid: flash, push, stream, lamport or twoshot");
   if (twoshot_threads % (twoshot_push ? 64 : 32) != 0)
     throw_input("--tune twoshot_threads must be a multiple of 32 (64 with twoshot_push: half store, half reduce)");
@@ -191,6 +196,9 @@ std::string BidirParams::describe(BidirMode m) const {
                        (twoshot_load_unroll > 0 ? ", unroll=" + std::to_string(twoshot_load_unroll) : "") + ")"
                  : "");
       break;
+    case BidirMode::ring:
+      os << " allreduce.ring's schedule";
+      break;
     case BidirMode::copy:
       os << (ce_split ? " reduce-scatter+all-gather" : " one-shot") << " chunk="
          << (ce_pieces > 0 ? "part/" + std::to_string(ce_pieces) + " in [4M,64M]" : std::to_string(ce_chunk))
@@ -206,6 +214,7 @@ BidirMode choose_bidir_mode(int64_t bytes, int nranks, const BidirParams& p) {
   if (nranks > 2) {
     if (bytes <= std::min(p.wide_ll_max, p.ll_max_bytes)) return BidirMode::ll;
     if (bytes <= p.wide_mid_max && fits(p.wide_mid)) return p.wide_mid;
+    if (p.wide_ring_min > 0 && bytes >= p.wide_ring_min) return BidirMode::ring;
     return fits(p.wide_large) ? p.wide_large : BidirMode::twoshot;
   }
   if (bytes <= std::min(p.auto_ll_max, p.ll_max_bytes)) return BidirMode::ll;
@@ -215,7 +224,8 @@ BidirMode choose_bidir_mode(int64_t bytes, int nranks, const BidirParams& p) {
 
 BidirLaunch bidir_launch(BidirMode mode, int64_t bytes, int nranks, bool in_place, const BidirParams& p,
                          const LaunchLimits& gpu) {
-  if (mode == BidirMode::copy) throw_input("copy mode runs as a schedule on the general lowering, not a kernel");
+  if (mode == BidirMode::copy || mode == BidirMode::ring)
+    throw_input(std::string(bidir_mode_name(mode)) + " mode runs as a schedule on the general lowering, not a kernel");
   if (mode == BidirMode::ll && bytes > p.ll_max_bytes)
     throw_input("ll mode handles at most " + std::to_string(p.ll_max_bytes) + " bytes");
   if (mode == BidirMode::lamport && bytes > p.lamport_max_bytes)
@@ -322,6 +332,7 @@ BidirLaunch bidir_launch(BidirMode mode, int64_t bytes, int nranks, bool in_plac
       break;
     }
     case BidirMode::copy:
+    case BidirMode::ring:
       break;
   }
   return l;

@@ -10,7 +10,10 @@
 //             (peer loads) and stores the result into every rank's output (peer stores), so each rank moves
 //             2(n-1)/n of the message, where the one-shot modes move n-1 times it; or, with twoshot_push,
 //             the reduce-scatter half stores into the owner's scratch so that only stores cross NVLink;
-//  - copy:    copy engines reduce-scatter + all-gather (a schedule on the general lowering).
+//  - copy:    copy engines reduce-scatter + all-gather (a schedule on the general lowering);
+//  - ring:    allreduce.ring's schedule on the general lowering: each chunk travels the ring by copy engine
+//             and is reduced on arrival, so each rank moves 2(n-1)/n of the message and no SM drives NVLink
+//             (what NCCL runs at the largest sizes; on 4 x H200 its busbw passes the two-shot's from 512 MiB).
 #pragma once
 
 #include <cstdint>
@@ -27,7 +30,7 @@ constexpr int kBidirMaxRanks = 8;
 constexpr int kBidirMaxBlocks = 1024;  // flash, ll, push and lamport CTAs
 constexpr int kBidirMaxLanes = 512;    // stream lanes
 
-enum class BidirMode : uint8_t { ll, flash, stream, copy, push, lamport, twoshot };
+enum class BidirMode : uint8_t { ll, flash, stream, copy, push, lamport, twoshot, ring };
 std::string_view bidir_mode_name(BidirMode m);
 BidirMode parse_bidir_mode(std::string_view s);
 
@@ -49,13 +52,16 @@ struct BidirParams {
   BidirMode auto_mid = BidirMode::lamport;  // the mode between auto_ll_max and auto_flash_max
   BidirMode auto_large = BidirMode::copy;
   // The same choice on more than 2 ranks ("wide"), where one-shot modes move n-1 times the message per rank:
-  // ll up to wide_ll_max, wide_mid up to wide_mid_max, then wide_large. Defaults from 4 x H200
-  // (results/h200x4/exec_allreduce_float.csv: ll fastest to 64 KiB, lamport to 1 MiB); a run passes the
-  // crossovers scripts/measure.sh calibrates on its own GPU count.
+  // ll up to wide_ll_max, wide_mid up to wide_mid_max, then wide_large, and the ring schedule from wide_ring_min
+  // (0: never). Defaults from 4 x H200 (results/h200x4/exec_allreduce_float.csv: ll fastest to 64 KiB, lamport
+  // to 1 MiB); a run passes the crossovers scripts/measure.sh calibrates on its own GPU count, the ring's
+  // among them (on 4 x H200 the ring's copy engines pass the two-shot's SMs from 512 MiB, by 1-5%). Never by
+  // default, so that records made before the ring was a choice are priced as the plan they ran.
   int64_t wide_ll_max = 64 << 10;
   int64_t wide_mid_max = 1 << 20;
   BidirMode wide_mid = BidirMode::lamport;
   BidirMode wide_large = BidirMode::twoshot;
+  int64_t wide_ring_min = 0;
   // twoshot
   int twoshot_blocks = 0;  // 0: one per SM (divided among ranks sharing a GPU)
   int twoshot_threads = 512;

@@ -22,8 +22,8 @@ const std::set<std::string, std::less<>>& known_keys() {
       "ce_reduce_blocks", "ce_split", "flash_engine", "flash_ldg_unroll", "auto_ll_max", "auto_flash_max", "auto_large",
       "auto_mid", "push_blocks", "push_threads", "push_unroll", "push_pdl", "lamport_blocks", "lamport_threads",
       "lamport_unroll", "lamport_ahead", "lamport_split", "lamport_pdl", "lamport_max_bytes", "kernel_timeout",
-      "wide_ll_max", "wide_mid_max", "wide_mid", "wide_large", "twoshot_blocks", "twoshot_threads", "twoshot_unroll",
-      "twoshot_load_unroll", "twoshot_pdl", "twoshot_push", "twoshot_load_max",
+      "wide_ll_max", "wide_mid_max", "wide_mid", "wide_large", "wide_ring_min", "twoshot_blocks", "twoshot_threads",
+      "twoshot_unroll", "twoshot_load_unroll", "twoshot_pdl", "twoshot_push", "twoshot_load_max",
       // the fused path (FusedParams::apply)
       "lowering", "fused_max", "wide_fused_max", "fused_threads", "fused_cta_bytes", "fused_ctas", "fused_fence",
       "fused_pdl", "fused_timeout",
@@ -207,6 +207,12 @@ LoweredPlan lower_collective(const Algorithm& algo, const AlgoArgs& args_in, con
     if (m == BidirMode::copy)
       return general(bidir_copy_schedule(n, args.count, args.dtype, args.redop, args.in_place, set.bidir),
                      set.reduce_blocks > 0 ? set.reduce_blocks : set.bidir.ce_reduce_blocks);
+    if (m == BidirMode::ring) {  // lowered as allreduce.ring itself is
+      LoweredPlan ring = lower_collective(find_algorithm("allreduce.ring"), args_in, machine);
+      ring.algo = algo.name;
+      ring.mode = m;
+      return ring;
+    }
     LaunchLimits gpu;
     gpu.sms = machine.sms;
     gpu.share = share;

@@ -14,6 +14,8 @@ element); the lowest score wins. Variants whose --tune keys disagree cannot be c
 parameter set drives all modes), but for a two-shot mid variant with loads (twoshot_push=0) and a
 two-shot large variant with stores: that is twoshot_load_max, and the load variant's unroll becomes
 twoshot_load_unroll (the stores keep their own). The chosen variants' own keys are carried into the output.
+On more than 2 ranks, where the ring schedule was calibrated (mode=ring), it takes over from the smallest
+calibrated size above the middle variant from which it scores lower (wide_ring_min; 0: never).
 Standard library only.
 """
 import csv
@@ -62,6 +64,7 @@ def pick(t, wide=False):
     lls = [v for v in t if mode[v] in SMALL] or [None]
     mids = [v for v in t if mode[v] in MID] or [None]
     larges = [v for v in t if mode[v] in LARGE]
+    rings = [v for v in t if mode[v] == "ring"] if wide else []
     cuts = [0] + sizes
     scored = []
     for ll, mid, large in itertools.product(lls, mids, larges):
@@ -79,6 +82,15 @@ def pick(t, wide=False):
         return "wide_large=twoshot" if wide else "auto_large=copy"
     _, ll_max, mid_max, ll, mid, large = min(scored, key=lambda x: x[0])
     keys = {}
+    if rings:  # the ring from a size on, in place of the variants chosen above the middle one
+        ring, above = rings[0], [s for s in sizes if s > mid_max]
+
+        def cost(s, cut):
+            v = ring if cut and s >= cut else choose(s, ll, mid, large, ll_max, mid_max)
+            return t[v][s] / best[s] if s in t[v] else max(t[u][s] for u in t if s in t[u]) / best[s]
+
+        cuts_up = [0] + [c for c in above if all(s in t[ring] for s in above if s >= c)]
+        keys["wide_ring_min"] = str(min(cuts_up, key=lambda c: (sum(cost(s, c) for s in above), c)))
     split = loads_then_stores(mid, large)
     for v in (ll, mid, large):
         keys.update(keys_of(v, split, v is mid))

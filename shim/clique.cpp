@@ -627,9 +627,11 @@ void configure(bool debug, const RealNccl& real) {
 BidirMode size_mode(size_t bytes) {
   const auto& p = settings().params;
   const BidirMode m = lower::choose_bidir_mode(int64_t(bytes), 2, p);
-  // The table's large mode is a schedule of copy-engine copies on several streams, which the shim does not run on
-  // the caller's stream: there the middle sizes' lamport kernel goes on, in chunks of its buffers (run_allreduce).
-  return m == BidirMode::copy && p.auto_mid == BidirMode::lamport ? BidirMode::lamport : m;
+  // The table's large mode may be a schedule of copy-engine copies on several streams (copy, ring), which the shim
+  // does not run on the caller's stream: there the middle sizes' lamport kernel goes on, in chunks of its buffers
+  // (run_allreduce).
+  const bool schedule = m == BidirMode::copy || m == BidirMode::ring;
+  return schedule && p.auto_mid == BidirMode::lamport ? BidirMode::lamport : m;
 }
 
 void comms_created(const ncclComm_t* comms, int ndev, const int* devlist) {

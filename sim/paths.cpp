@@ -882,7 +882,7 @@ std::optional<Prediction> price(Simulator& sim, const Algorithm& algo, const Alg
     }
     case lower::Path::general: {
       SimResult r = run_general(sim, plan, &how);
-      if (plan.mode) how = "copy mode, " + how;
+      if (plan.mode) how = std::string(lower::bidir_mode_name(*plan.mode)) + " mode, " + how;
       return made(r.time, &r);
     }
   }

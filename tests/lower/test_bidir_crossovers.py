@@ -28,6 +28,15 @@ if "twoshot_unroll" in got:
 if got.get("wide_mid") != "twoshot" or got.get("wide_large") != "twoshot":
     failures.append("two-shot in the middle and at large sizes")
 print(bc.pick(t, wide=True))
+# The ring takes over from the smallest calibrated size above the middle variant from which it is faster.
+t["mode=ring"] = {8 * M: 60.0, 64 * M: 240.0}
+if bc.tune_of(bc.pick(t, wide=True)).get("wide_ring_min") != str(64 * M):
+    failures.append("the ring from 64 MiB, where it is faster")
+t["mode=ring"] = {8 * M: 60.0, 64 * M: 260.0}
+if bc.tune_of(bc.pick(t, wide=True)).get("wide_ring_min") != "0":
+    failures.append("no ring where it is never faster")
+if "wide_ring_min" in bc.tune_of(bc.pick(t, wide=False)):
+    failures.append("no ring tier on 2 ranks")
 for f in failures:
     print("FAILED:", f)
 sys.exit(1 if failures else 0)

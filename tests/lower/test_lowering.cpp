@@ -377,7 +377,7 @@ TEST(LowerCollective, PipelineChunkGrowsWithTheMessageAndShrinksWithTheHops) {
 }
 
 // More than 2 ranks: one-shot modes move n-1 times the message per rank, so allreduce.bidir takes ll, then the
-// wide mid mode, then twoshot (each rank reduces its slice, 2(n-1)/n of the message per rank).
+// wide mid mode, then twoshot (each rank reduces its slice, 2(n-1)/n of the message per rank), then the ring.
 TEST(LowerCollective, WideBidirChoosesTwoshotAboveItsCrossovers) {
   auto four = [](int64_t bytes) {
     AlgoArgs a;
@@ -429,6 +429,38 @@ TEST(LowerCollective, WideBidirChoosesTwoshotAboveItsCrossovers) {
   EXPECT_EQ(lower_collective(bidir, tuned, Machine{}).kernel.mode, BidirMode::push);
   tuned.tune = "wide_mid=ll";
   EXPECT_THROW(lower_collective(bidir, tuned, Machine{}), Error);
+}
+
+// From wide_ring_min on (more than 2 ranks), allreduce.bidir is lowered as allreduce.ring is: the same schedule on
+// the general path, its channels included, under its own name and mode.
+TEST(LowerCollective, WideBidirRunsTheRingFromItsCrossover) {
+  AlgoArgs a;
+  a.nranks = 4;
+  a.count = (512 << 20) / 4;
+  a.tune = "wide_ring_min=512M";
+  const LoweredPlan bidir = lower_collective(find_algorithm("allreduce.bidir"), a, Machine{});
+  const LoweredPlan ring = lower_collective(find_algorithm("allreduce.ring"), a, Machine{});
+  EXPECT_EQ(bidir.path, Path::general);
+  ASSERT_TRUE(bidir.mode.has_value());
+  EXPECT_EQ(*bidir.mode, BidirMode::ring);
+  EXPECT_EQ(bidir.algo, "allreduce.bidir");
+  EXPECT_EQ(bidir.general.steps.size(), ring.general.steps.size());
+  EXPECT_EQ(bidir.launches, ring.launches);
+  EXPECT_EQ(column(bidir, "bidir_mode"), "ring");
+  // Below it, and by default (0: never), the two-shot; the ring is never the middle mode.
+  a.count /= 2;
+  EXPECT_EQ(lower_collective(find_algorithm("allreduce.bidir"), a, Machine{}).kernel.mode, BidirMode::twoshot);
+  a.tune = "";
+  a.count *= 4;
+  EXPECT_EQ(lower_collective(find_algorithm("allreduce.bidir"), a, Machine{}).kernel.mode, BidirMode::twoshot);
+  a.tune = "mode=ring";  // at any size, as allreduce.ring (here the fused path)
+  a.count = 1024;
+  EXPECT_EQ(lower_collective(find_algorithm("allreduce.bidir"), a, Machine{}).path,
+            lower_collective(find_algorithm("allreduce.ring"), a, Machine{}).path);
+  BidirParams p;
+  EXPECT_THROW(p.apply("wide_mid=ring"), Error);
+  EXPECT_THROW(p.apply("auto_mid=ring"), Error);
+  EXPECT_THROW(bidir_launch(BidirMode::ring, 1 << 20, 4, false, p, LaunchLimits{}), Error);
 }
 
 TEST(LowerCollective, GeneralSchedulesRunFusedWhileSmall) {
