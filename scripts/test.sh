@@ -63,6 +63,9 @@ if compgen -G "results/h200x4/*.csv" >/dev/null; then
   ./build/cli/cclab compare --measured results/h200x4 --topo hgx-h200 --profile profiles/h200x2.json \
     --csv build/compare/h200x4.csv
   ./build/cli/cclab compare --measured results/h200x4 --topo profiles/h200x4.json --csv build/compare/h200x4_own.csv
+  # another call's records, the first call's profile
+  [ -d results/h200x4_repeat ] && ./build/cli/cclab compare --measured results/h200x4_repeat \
+    --topo profiles/h200x4.json --csv build/compare/h200x4_repeat.csv
 fi
 if compgen -G "results/h100x4/*.csv" >/dev/null; then
   ./build/cli/cclab compare --measured results/h100x4 --topo profiles/h100x4.json --csv build/compare/h100x4.csv
