@@ -134,7 +134,6 @@ struct ExecutorParams {
   Sourced<Seconds> fork_local;       // fork to a second stream of the origin GPU and join back (two edges)
   Sourced<Seconds> fork_local2;      // fork to two streams of the origin GPU (copies on both) and join back
   Sourced<Seconds> fork_local_mix;   // one local stream with a local then a peer copy: beyond the two nodes
-  Sourced<Seconds> fork_peer;        // fork to a stream of the other GPU and join back (two cross-GPU edges)
   Sourced<Seconds> event_peer;       // one dependency between streams of two GPUs inside the graph
   Sourced<Seconds> copy_local_node;  // one device-to-device copy node within a GPU
   // Fork from GPU0's origin to k streams on each of two GPUs and join back, k = 1, 2, 3 (more: the last
@@ -168,7 +167,6 @@ struct ExecutorParams {
   Sourced<Seconds> fork_mix21;
   // One flag exchange between kernels of two GPUs: both store into the peer, then wait for the peer's store
   // (two lanes waiting on each other), against flag_hop where one GPU waits at a time.
-  Sourced<Seconds> flag_exchange;
 };
 
 struct ModelParams {

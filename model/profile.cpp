@@ -191,10 +191,6 @@ Derived derive_params(const Calibration& cal, const topo::Topology& topology) {
       add("exec.reduce_peer_node_us", std::max(0.0, f->fit.value.us() - std::max(0.0, fl->fit.value.us() - copy)),
           "reduce kernel node reading the peer (16 bytes), minus the fork to a second stream of GPU0 and back",
           "graph.fork_reduce_peer - (graph.fork_local - graph.copy)", f->fit.rms_rel_residual, f->fit.max_rel_residual);
-    if (const auto* f = lat_of("graph.fork_peer"))
-      add("exec.fork_peer_us", std::max(0.0, f->fit.value.us() - copy),
-          "fork to a stream of GPU1 and join back, minus the copy node", "graph.fork_peer - graph.copy",
-          f->fit.rms_rel_residual, f->fit.max_rel_residual);
     if (const auto* c = lat_of("graph.copy_local"))
       add("exec.copy_local_node_us", c->fit.value.us(), "8-byte copy node within GPU0, per iteration",
           "graph.copy_local", c->fit.rms_rel_residual, c->fit.max_rel_residual);
@@ -268,11 +264,6 @@ Derived derive_params(const Calibration& cal, const topo::Topology& topology) {
           "its hops",
           "graph.flag_chain_table.2 - 2 hops", ct->fit.rms_rel_residual, ct->fit.max_rel_residual);
   }
-  if (const auto* x2 = lat_of("graph.flag_exchange.2"), *x6 = lat_of("graph.flag_exchange.6"); x2 && x6)
-    add("exec.flag_exchange_us", std::max(0.0, (x6->fit.value.us() - x2->fit.value.us()) / 4),
-        "flag exchange between per-GPU graphs' kernels (both GPUs store into the peer, then wait for its store): "
-        "slope in exchanges (6 - 2)",
-        "(graph.flag_exchange.6 - graph.flag_exchange.2) / 4", x6->fit.rms_rel_residual, x6->fit.max_rel_residual);
   if (const auto* l = lat_of("latency.flag"))
     add("exec.flag_rtt_us", l->fit.value.us(), "median flag round trip GPU0 -> GPU1 -> GPU0 inside running kernels",
         "latency.flag", l->fit.rms_rel_residual, l->fit.max_rel_residual);

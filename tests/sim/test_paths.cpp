@@ -32,7 +32,6 @@ model::ModelParams test_params(const topo::Topology& t) {
   p.exec.kernel_node = {microseconds(2), "test"};
   p.exec.kernel_pdl = {microseconds(1), "test"};
   p.exec.fork_local = {microseconds(2), "test"};
-  p.exec.fork_peer = {microseconds(9), "test"};
   p.exec.fork_streams = {{{microseconds(10), "test"}, {microseconds(25), "test"}, {microseconds(45), "test"}}};
   p.exec.event_peer = {microseconds(6), "test"};
   p.exec.flag_rtt = {microseconds(1.6), "test"};
