@@ -8,7 +8,7 @@
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
-#include <regex>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -387,14 +387,30 @@ std::string measurements_to_json(const MicroMeasurements& m) {
   return j.dump(2);
 }
 
+namespace {
+
+// The digits of the first "<before><digits><after>" in s (what a search for before(\d+)after finds), or none.
+// Plain string search: <regex> made this the slowest file of the library to compile.
+std::optional<std::string> number_between(const std::string& s, std::string_view before, std::string_view after) {
+  for (size_t p = s.find(before); p != std::string::npos; p = s.find(before, p + 1)) {
+    const size_t b = p + before.size();
+    size_t e = b;
+    while (e < s.size() && s[e] >= '0' && s[e] <= '9') ++e;
+    if (e > b && s.compare(e, after.size(), after) == 0) return s.substr(b, e - b);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 SeriesConditions series_conditions(const std::string& method) {
   SeriesConditions c;
-  std::smatch m;
   // A repeat at another count names it first; the others say it in one of the microbenchmarks' phrasings.
-  for (const char* launches : {R"(\[(\d+) launches per graph)", R"(graphs of (\d+))",
-                               R"(graph per GPU of (\d+) launches)", R"(\((\d+) per replay\))"})
-    if (std::regex_search(method, m, std::regex(launches))) {
-      c.launches_per_replay = std::stoi(m[1].str());
+  const std::pair<std::string_view, std::string_view> phrasings[] = {
+      {"[", " launches per graph"}, {"graphs of ", ""}, {"graph per GPU of ", " launches"}, {"(", " per replay)"}};
+  for (const auto& [before, after] : phrasings)
+    if (const auto n = number_between(method, before, after)) {
+      c.launches_per_replay = std::stoi(*n);
       break;
     }
   return c;

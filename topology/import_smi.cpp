@@ -8,7 +8,6 @@
 #include <map>
 #include <numeric>
 #include <optional>
-#include <regex>
 #include <set>
 #include <sstream>
 
@@ -70,8 +69,55 @@ std::vector<std::string> split_cells(const std::string& line) {
   return out;
 }
 
+// The matching below is plain string code, not <regex>, which made this file slow to compile. Whitespace is what
+// a regex's \s is in the C locale.
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'; }
+
+// s from position b on is between min and max digits and nothing else.
+bool digits_only(const std::string& s, size_t b, size_t min, size_t max) {
+  const size_t n = s.size() - std::min(b, s.size());
+  return n >= min && n <= max && std::all_of(s.begin() + (s.size() - n), s.end(), is_digit);
+}
+
 // At most 4 digits: nvidia-smi numbers devices from 0, and a huge number must not size any table.
-bool is_device(const std::string& s) { return std::regex_match(s, std::regex("(GPU|NIC)[0-9]{1,4}")); }
+bool is_device(const std::string& s) {
+  return (s.rfind("GPU", 0) == 0 || s.rfind("NIC", 0) == 0) && digits_only(s, 3, 1, 4);
+}
+
+// The link count of an NV# label (NV plus 1 to 3 digits), or none.
+std::optional<int> nvlinks(const std::string& label) {
+  if (label.rfind("NV", 0) != 0 || !digits_only(label, 2, 1, 3)) return std::nullopt;
+  return std::stoi(label.substr(2));
+}
+
+// A "NIC Legend:" line, "  NIC0: mlx5_0" (blanks around each part, one word after the colon): the NIC and its
+// name, or none.
+std::optional<std::pair<std::string, std::string>> nic_legend(const std::string& line) {
+  size_t i = 0;
+  auto blanks = [&] {
+    while (i < line.size() && is_space(line[i])) ++i;
+  };
+  auto word = [&](auto in_word) {
+    const size_t b = i;
+    while (i < line.size() && in_word(line[i])) ++i;
+    return line.substr(b, i - b);
+  };
+  blanks();
+  if (line.compare(i, 3, "NIC") != 0) return std::nullopt;
+  const size_t nic = i;
+  i += 3;
+  if (word(is_digit).empty()) return std::nullopt;
+  const std::string device = line.substr(nic, i - nic);
+  blanks();
+  if (i == line.size() || line[i] != ':') return std::nullopt;
+  ++i;
+  blanks();
+  const std::string name = word([](char c) { return !is_space(c); });
+  blanks();
+  if (name.empty() || i != line.size()) return std::nullopt;
+  return std::pair{device, name};
+}
 
 struct UnionFind {
   std::vector<int> p;
@@ -212,21 +258,17 @@ Topology import_nvidia_smi(const std::string& raw_in, const std::string& origin,
   // NIC names from the "NIC Legend:" block (NIC0: mlx5_0).
   std::map<std::string, std::string> nic_names;
   for (size_t k = end_of_rows; k < lines.size(); ++k) {
-    static const std::regex nic_line(R"(\s*(NIC[0-9]+)\s*:\s*(\S+)\s*)");
-    std::smatch m;
-    if (std::regex_match(lines[k], m, nic_line)) nic_names[m[1]] = m[2];
+    if (const auto nic = nic_legend(lines[k])) nic_names[nic->first] = nic->second;
   }
   // Labels: known, X on the diagonal, symmetric.
-  static const std::regex nv(R"(NV([0-9]{1,3}))");
   int max_nv = 0;
   for (int a = 0; a < nd; ++a) {
     for (int b = 0; b < nd; ++b) {
       const std::string& l = label[a][b];
-      std::smatch m;
       if (a == b) {
         if (l != "X") fail(row_line[a], devices[a] + "/" + devices[b] + ": the diagonal must be X, got '" + l + "'");
-      } else if (std::regex_match(l, m, nv)) {
-        const int n = std::stoi(m[1]);
+      } else if (const auto nv = nvlinks(l)) {
+        const int n = *nv;
         if (n < 1) fail(row_line[a], devices[a] + "/" + devices[b] + ": NV0 is not a link");
         max_nv = std::max(max_nv, n);
       } else if (l != "PIX" && l != "PXB" && l != "PHB" && l != "NODE" && l != "SYS") {
@@ -424,12 +466,11 @@ Topology import_nvidia_smi(const std::string& raw_in, const std::string& origin,
 
   // NVLink: direct bonds, or one NVSwitch when a GPU's NV# sum exceeds what a GPU has.
   std::vector<int> nv_sum(nd, 0), nv_max(nd, 0);
-  std::smatch m;
   for (int a : gpus) {
     for (int b : gpus) {
-      if (a != b && std::regex_match(label[a][b], m, nv)) {
-        nv_sum[a] += std::stoi(m[1]);
-        nv_max[a] = std::max(nv_max[a], std::stoi(m[1]));
+      if (const auto nv = a != b ? nvlinks(label[a][b]) : std::nullopt) {
+        nv_sum[a] += *nv;
+        nv_max[a] = std::max(nv_max[a], *nv);
       }
     }
   }
@@ -455,7 +496,7 @@ Topology import_nvidia_smi(const std::string& raw_in, const std::string& origin,
   } else {
     for (int a : gpus) {
       for (int b : gpus) {
-        if (a < b && std::regex_match(label[a][b], m, nv)) t.add_duplex(node[a], node[b], nv_link(std::stoi(m[1])));
+        if (const auto nv = a < b ? nvlinks(label[a][b]) : std::nullopt) t.add_duplex(node[a], node[b], nv_link(*nv));
       }
     }
   }

@@ -7,7 +7,6 @@
 #include <chrono>
 #include <cstdio>
 #include <future>
-#include <regex>
 #include <set>
 #include <string>
 #include <vector>
@@ -82,11 +81,13 @@ std::string expect_refused(const Schedule& s, int ngpus, const std::set<int>& op
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::internal) << e.what();
     const std::string msg = e.what();
-    std::smatch m;
-    const std::regex named("op ([0-9]+)");
-    std::set<int> mentioned;
-    for (auto it = std::sregex_iterator(msg.begin(), msg.end(), named); it != std::sregex_iterator(); ++it)
-      mentioned.insert(std::stoi((*it)[1]));
+    std::set<int> mentioned;  // every "op <digits>" in it
+    for (size_t p = msg.find("op "); p != std::string::npos; p = msg.find("op ", p + 1)) {
+      const size_t b = p + 3;
+      size_t e = b;
+      while (e < msg.size() && msg[e] >= '0' && msg[e] <= '9') ++e;
+      if (e > b) mentioned.insert(std::stoi(msg.substr(b, e - b)));
+    }
     bool hit = false;
     for (int op : ops) hit = hit || mentioned.count(op);
     EXPECT_TRUE(hit) << "the error does not name a stuck op: " << msg;

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <regex>
+#include <optional>
 
 #include "core/error.hpp"
 #include "model/calibrate.hpp"
@@ -16,6 +16,18 @@ namespace cclab::model {
 namespace {
 
 namespace fs = std::filesystem;
+
+// The file the first `"measurements": "<file>"` of a profile's text names, or none.
+std::optional<std::string> named_measurements(const std::string& text) {
+  const std::string key = "\"measurements\":";
+  for (size_t p = text.find(key); p != std::string::npos; p = text.find(key, p + 1)) {
+    const size_t b = text.find_first_not_of(" \t\n\v\f\r", p + key.size());
+    if (b == std::string::npos || text[b] != '"') continue;
+    const size_t e = text.find('"', b + 1);
+    if (e != std::string::npos) return text.substr(b + 1, e - b - 1);
+  }
+  return std::nullopt;
+}
 
 MicroSeries line_series(const std::string& name, double alpha_us, double beta_gbps) {
   SaturatingFit f;
@@ -190,6 +202,10 @@ TEST(CalibrateProfile, BadProfilesAreInputErrorsNamingTheFile) {
       write("badparam.json", R"({"format": "cclab-profile/1", "topology": "h200x2", "params": {"warp_speed": 9}})"),
       "warp_speed");
   EXPECT_FALSE(is_profile_file(write("plain.json", R"({"name": "x"})")));
+  // Terms that earlier profiles fitted and nothing reads any more are skipped, not refused.
+  EXPECT_NO_THROW(load_profile_file(write(
+      "retired.json",
+      R"({"format": "cclab-profile/1", "topology": "h200x2", "params": {"exec.fork_peer_us": 9, "exec.flag_exchange_us": 1}})")));
   fs::remove_all(dir);
 }
 
@@ -298,6 +314,12 @@ TEST(CalibrateProfile, SeriesConditionsComeFromTheirMethods) {
   EXPECT_EQ(series_conditions("one graph per GPU of 100 launches, median of 5 replays").launches_per_replay, 100);
   EXPECT_EQ(series_conditions("per iteration of a replayed graph (20 per replay): one copy").launches_per_replay, 20);
   EXPECT_EQ(series_conditions("empty kernels back to back on one stream").launches_per_replay, 0);
+  // The first phrasing found wins, each at its first complete occurrence; a phrasing cut short counts for nothing.
+  EXPECT_EQ(series_conditions("(7 per replay) graph per GPU of 9 launches").launches_per_replay, 9);
+  EXPECT_EQ(series_conditions("graphs of N, then graphs of 30").launches_per_replay, 30);
+  EXPECT_EQ(series_conditions("[n launches per graph] [40 launches per graph, not 20]").launches_per_replay, 40);
+  EXPECT_EQ(series_conditions("[100 launches per grap (20 per replay").launches_per_replay, 0);
+  EXPECT_EQ(series_conditions("graph per GPU of 8 launch").launches_per_replay, 0);
 }
 
 // The committed profiles carry that condition on their tables, which the simulator reads instead of the
@@ -350,10 +372,9 @@ TEST(CalibrateProfile, CommittedProfilesNameTheirMeasurementsBesideThem) {
     if (entry.path().extension() != ".json" || file.find("measurements") != std::string::npos) continue;
     std::ifstream in(entry.path());
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    std::smatch named;
-    ASSERT_TRUE(std::regex_search(text, named, std::regex(R"re("measurements":\s*"([^"]*)")re")))
-        << file << " names no measurements file";
-    const std::string samples = named[1].str();
+    const std::optional<std::string> named = named_measurements(text);
+    ASSERT_TRUE(named) << file << " names no measurements file";
+    const std::string samples = *named;
     EXPECT_EQ(fs::path(samples).filename().string(), samples)
         << file << " names " << samples << ", not a file beside it";
     EXPECT_NO_THROW(load_measurements(entry.path().string())) << file;

@@ -167,6 +167,33 @@ TEST(ImportNvidiaSmi, OwnMatrixReimports) {
   EXPECT_EQ(switches, 1);
 }
 
+// What the importer matches by hand: NV# labels (NV and 1 to 3 digits), device names (GPU or NIC and 1 to 4
+// digits) and NIC legend lines (one word after the colon, blanks around).
+TEST(ImportNvidiaSmi, LabelsDeviceNamesAndNicLegend) {
+  const Topology a = import_nvidia_smi("\tGPU0\tGPU1\nGPU0\t X \tNV12\nGPU1\tNV12\t X \n", "a.txt");
+  EXPECT_EQ(connection_label(a, 0, 1), "NV12");
+  EXPECT_DOUBLE_EQ(a.route_gpus(0, 1).bottleneck.value, 300e9);   // 12 x 25 GB/s
+  EXPECT_EQ(a.node(a.gpu(0)).model, "A100 SXM4 80GB (assumed)");  // NV12 and no more: an A100
+  const Topology n = import_nvidia_smi(
+      "\tGPU0\tNIC9999\tNIC1\tNIC2\n"
+      "GPU0\t X \tPIX\tPIX\tPIX\nNIC9999\tPIX\t X \tPIX\tPIX\nNIC1\tPIX\tPIX\t X \tPIX\nNIC2\tPIX\tPIX\tPIX\t X \n"
+      "\nNIC Legend:\n\n  NIC9999 :\tmlx5_9  \nNIC1: two words\nNIC2:mlx5_2\r\n",
+      "n.txt");
+  EXPECT_EQ(n.node(n.find_node("n0.nic9999")).model, "mlx5_9");
+  EXPECT_EQ(n.node(n.find_node("n0.nic1")).model, "");  // not one word: no name
+  EXPECT_EQ(n.node(n.find_node("n0.nic2")).model, "mlx5_2");
+  // A fifth digit is no device: the header's devices end before it, and its row is not a device row.
+  expect_input_error([] { import_nvidia_smi("\tGPU0\tNIC10000\nGPU0\t X \tPIX\nNIC10000\tPIX\t X \n", "d.txt"); },
+                     {"d.txt:3:", "expected a row starting with GPU<n> or NIC<n>, got 'NIC10000"});
+  for (const char* l : {"NV1234", "NV", "NVx1", "NV-1", "nv2", "NV 2"}) {
+    SCOPED_TRACE(l);
+    const std::string t = std::string("\tGPU0\tGPU1\nGPU0\t X \t") + l + "\nGPU1\t" + l + "\t X \n";
+    expect_input_error([&] { import_nvidia_smi(t, "l.txt"); }, {"l.txt:2:", "unknown connection"});
+  }
+  expect_input_error([] { import_nvidia_smi("\tGPU0\tGPU1\nGPU0\t X \tNV000\nGPU1\tNV000\t X \n", "z.txt"); },
+                     {"z.txt:2:", "NV0 is not a link"});
+}
+
 TEST(ImportNcclXml, RealH200x2Dump) {
   const Topology t = load_topology(data("h200x2-nccl-topo.xml"));
   EXPECT_EQ(t.num_gpus(), 2);
