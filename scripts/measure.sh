@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The executor's measurement run on a GPU machine (2 x H200: device kind nvidia-h200-x2; 4 GPUs: -x4), from the
-# repository root, on every GPU of the machine: build (or take binaries built from the same commit, CCLAB_PREBUILT=dir), GPU
-# tests, a calibration of allreduce.bidir's crossovers, then the sweep of every algorithm the
-# executor runs plus the NCCL baselines and sol.bidir_copy, 8 B to 1 GiB, as contract CSV.
+# repository root, on every GPU of the machine: build (or take binaries built from the same commit, CCLAB_PREBUILT=dir),
+# a calibration of allreduce.bidir's crossovers, the sweep of every algorithm the executor runs plus the NCCL
+# baselines and sol.bidir_copy, 8 B to 1 GiB, as contract CSV, then compute-sanitizer on a short run and the
+# executor's GPU tests in what time is left.
 #
 # Output ($OUT, default ./measure-out; at most 8 files): <machine>/*.csv (h200x2, h200x4, h100x2: the machine's
 # folder name by scripts/check_device.py; scripts/publish_measure.sh copies them into results/<machine>/),
@@ -131,11 +132,6 @@ sweep allreduce_bfloat16.csv 4 bfloat16 8 1G $ALLREDUCES
 # Last: on 4 GPUs its 512 MiB size has run past a group's limit, and what it takes the GPU tests lose.
 GROUP_S=60 sweep others_float.csv 4 float 8 1G reducescatter.hier
 
-stamp "GPU tests (executor; ctest label gpu)"
-[ "$(left)" -gt 40 ] && timeout $(($(left) > 150 ? 150 : $(left) - 30)) "$BIN/test_exec_gpu" --gtest_brief=1 \
-  --gtest_filter='Gpu/AllAlgorithms.ZeroWrong/2ranks_float_graph:Gpu/AllAlgorithms.ZeroWrong/4ranks_*:Gpu/AllAlgorithms.ZeroWrong/8ranks_*:GpuRun.*' \
-  >>"$LOG" 2>&1
-echo "  gpu tests rc=$?: $(grep -E '^\[  (PASSED|FAILED) ' "$LOG" | tail -2 | tr '\n' ' ')" | tee -a "$LOG"
 stamp "compute-sanitizer memcheck and racecheck, short run"
 SAN="-b 4100 -e 4100 -w 0 -n 1 --graph 0 --timeout 100 --tune kernel_timeout=60"
 [ "$(left)" -gt 25 ] && timeout $(($(left) > 80 ? 45 : $(left) - 20)) compute-sanitizer --tool memcheck "$CCLAB" run --algo allreduce.bidir.ll,allreduce.bidir.flash,allreduce.bidir.lamport,allreduce.bidir.push,allreduce.bidir.stream,allreduce.bidir.copy,allreduce.ring $SAN >"$TMP/memcheck.log" 2>&1
@@ -144,6 +140,13 @@ echo "  memcheck rc=$?: $(grep -E 'ERROR SUMMARY' "$TMP/memcheck.log" | tail -1)
 echo "  racecheck rc=$?: $(grep -E 'RACECHECK SUMMARY' "$TMP/racecheck.log" | tail -1)" | tee -a "$LOG"
 cat "$TMP/memcheck.log" "$TMP/racecheck.log" >>"$LOG"
 
+stamp "GPU tests (executor; ctest label gpu)"
+# Last before the summary: they take what is left. A test stops at SIGTERM only after the row in progress (an
+# 8-rank case on 4 GPUs takes ~100 s), so KILL follows 5 s later: the summary still gets written.
+[ "$(left)" -gt 40 ] && timeout -k 5 $(($(left) > 150 ? 150 : $(left) - 30)) "$BIN/test_exec_gpu" --gtest_brief=1 \
+  --gtest_filter='Gpu/AllAlgorithms.ZeroWrong/2ranks_float_graph:Gpu/AllAlgorithms.ZeroWrong/4ranks_*:Gpu/AllAlgorithms.ZeroWrong/8ranks_*:GpuRun.*' \
+  >>"$LOG" 2>&1
+echo "  gpu tests rc=$?: $(grep -E '^\[  (PASSED|FAILED) ' "$LOG" | tail -2 | tr '\n' ' ')" | tee -a "$LOG"
 stamp "summary"
 {
   python3 scripts/exec_summary.py "$REC/allreduce_float.csv" "$REC/others_float.csv"
