@@ -157,10 +157,9 @@ void BidirParams::apply(const std::string& tune) {
   if (push_threads % 64 != 0) throw_input("--tune push_threads must be a multiple of 64");
   if (lamport_threads % 64 != 0) throw_input("--tune lamport_threads must be a multiple of 64");
   if (lamport_max_bytes > (int64_t(1) << 30)) throw_input("--tune lamport_max_bytes must be at most 1G");
-  auto schedule = [](BidirMode m) { return m == BidirMode::copy || m == BidirMode::ring; };
-  if (auto_mid == BidirMode::ll || schedule(auto_mid))
+  if (auto_mid == BidirMode::ll || runs_as_schedule(auto_mid))
     throw_input("--tune auto_mid: flash, push, stream, lamport or twoshot");
-  if (wide_mid == BidirMode::ll || schedule(wide_mid))
+  if (wide_mid == BidirMode::ll || runs_as_schedule(wide_mid))
     throw_input("--tune wide_mid: flash, push, stream, lamport or twoshot");
   if (twoshot_threads % (twoshot_push ? 64 : 32) != 0)
     throw_input("--tune twoshot_threads must be a multiple of 32 (64 with twoshot_push: half store, half reduce)");
@@ -224,7 +223,7 @@ BidirMode choose_bidir_mode(int64_t bytes, int nranks, const BidirParams& p) {
 
 BidirLaunch bidir_launch(BidirMode mode, int64_t bytes, int nranks, bool in_place, const BidirParams& p,
                          const LaunchLimits& gpu) {
-  if (mode == BidirMode::copy || mode == BidirMode::ring)
+  if (runs_as_schedule(mode))
     throw_input(std::string(bidir_mode_name(mode)) + " mode runs as a schedule on the general lowering, not a kernel");
   if (mode == BidirMode::ll && bytes > p.ll_max_bytes)
     throw_input("ll mode handles at most " + std::to_string(p.ll_max_bytes) + " bytes");

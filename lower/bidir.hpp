@@ -33,6 +33,8 @@ constexpr int kBidirMaxLanes = 512;    // stream lanes
 enum class BidirMode : uint8_t { ll, flash, stream, copy, push, lamport, twoshot, ring };
 std::string_view bidir_mode_name(BidirMode m);
 BidirMode parse_bidir_mode(std::string_view s);
+// copy and ring run as schedules on the general lowering, not as a kernel of their own.
+constexpr bool runs_as_schedule(BidirMode m) { return m == BidirMode::copy || m == BidirMode::ring; }
 
 struct BidirParams {
   // flash

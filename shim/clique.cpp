@@ -630,8 +630,7 @@ BidirMode size_mode(size_t bytes) {
   // The table's large mode may be a schedule of copy-engine copies on several streams (copy, ring), which the shim
   // does not run on the caller's stream: there the middle sizes' lamport kernel goes on, in chunks of its buffers
   // (run_allreduce).
-  const bool schedule = m == BidirMode::copy || m == BidirMode::ring;
-  return schedule && p.auto_mid == BidirMode::lamport ? BidirMode::lamport : m;
+  return lower::runs_as_schedule(m) && p.auto_mid == BidirMode::lamport ? BidirMode::lamport : m;
 }
 
 void comms_created(const ncclComm_t* comms, int ndev, const int* devlist) {

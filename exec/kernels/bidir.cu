@@ -1184,8 +1184,7 @@ void BidirContext::check_errors(const std::string& what) {
 BidirWorkload::BidirWorkload(BidirContext& ctx, const BidirLaunch& launch, CollSpec spec)
     : ctx_(ctx), spec_(std::move(spec)), launch_(launch) {
   if (spec_.coll != Coll::allreduce) throw_internal(__FILE__, __LINE__, "fused bidir kernels run all-reduce only");
-  if (launch_.mode == BidirMode::copy || launch_.mode == BidirMode::ring)
-    throw_internal(__FILE__, __LINE__, "copy and ring modes run as schedules");
+  if (lower::runs_as_schedule(launch_.mode)) throw_internal(__FILE__, __LINE__, "copy and ring modes run as schedules");
   const auto& comm = ctx.comm();
   const int64_t bytes = spec_.count * dtype_size(spec_.dtype);
   std::vector<BufferSizes> sizes(size_t(spec_.nranks), BufferSizes{bytes, bytes, 0});
