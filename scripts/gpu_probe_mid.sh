@@ -7,7 +7,7 @@ W=$1
 export NCCL_NVLS_ENABLE=0
 source scripts/probe_run.sh
 GEN="allreduce.ring,allgather.ring,reducescatter.ring,alltoall.direct"
-run() { PROBE_S=50 probe "$@" --inplace 0 -w 3 --timeout 20 -b 16M -e 128M -f 2; }
+run() { PROBE_S=40 probe "$@" --inplace 0 -w 3 --timeout 20 -b 16M -e 128M -f 2; }
 run nccl --algo allreduce.nccl,allgather.nccl,reducescatter.nccl,alltoall.nccl,broadcast.nccl
 run fused_c1 --algo $GEN --tune lowering=fused
 run fused_c2 --algo $GEN --tune lowering=fused,channels=2
