@@ -296,6 +296,52 @@ int compcap_of_model(std::string_view model) {
   return 0;
 }
 
+// NCCL's ring graph inside one NVSwitch node (src/graph/search.cc, ncclTopoCompute; connect.cc), rewritten: the
+// search starts at the fastest speed of its architecture's table that one GPU's NVLink port carries and keeps
+// the speed whose channels x speed is largest, trying slower speeds while they are more than 0.49 of the
+// first; each channel takes `speed` of the port (at most MAXCHANNELS / 2 = 32 channels). The channels are then
+// duplicated at half the speed (ncclTopoDupChannels: from 25 GB/s, and on Hopper and later only from 50 GB/s
+// where more than 4 were found). tuning.cc prices bandwidth from the graph (channels x speed); the communicator
+// doubles the graph's channels again (connect.cc, "Duplication should be complete now"), up to MAXCHANNELS = 64.
+// 2 and 4 x H200 (18 links x 20.6 GB/s = 370.8): 6 x 60 -> 12 x 30 -> 24 channels, as NCCL 2.28.3 logged there
+// (results/h200x2/nccl_choices/, results/h200x4/nccl_choices/: "24 coll channels").
+struct RingGraph {
+  int channels = 0;  // the graph's channels after duplication
+  double speed = 0;  // GB/s per graph channel (bwIntra)
+  int comm_channels = 0;
+};
+RingGraph nccl_ring_graph(double port_GBps, int compcap) {
+  static constexpr double kSm90[] = {60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 11.0, 6.0, 3.0};
+  static constexpr double kSm100[] = {90.0, 80.0, 70.0, 60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 19.0, 18.0};
+  static constexpr double kOlder[] = {40.0, 30.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0};
+  const double* speeds = compcap >= 100 ? kSm100 : compcap >= 90 ? kSm90 : kOlder;
+  const size_t n = compcap >= 100 ? std::size(kSm100) : compcap >= 90 ? std::size(kSm90) : std::size(kOlder);
+  constexpr int kMaxGraphChannels = 32, kMaxChannels = 64;
+  size_t i = 0;
+  while (i + 1 < n && speeds[i] > port_GBps) ++i;
+  RingGraph g;
+  const double first = speeds[i];
+  for (size_t j = i; j < n && (j == i || speeds[j] / first > 0.49); ++j) {
+    const int ch = std::min(kMaxGraphChannels, int(port_GBps / speeds[j] + 1e-9));
+    if (ch > 0 && ch * speeds[j] > g.channels * g.speed) {
+      g.channels = ch;
+      g.speed = speeds[j];
+    }
+  }
+  if (g.channels == 0) {  // a port slower than the slowest speed: one channel at that speed
+    g.channels = 1;
+    g.speed = speeds[n - 1];
+  }
+  const bool dup = g.speed >= 25.0 && !(compcap > 80 && g.speed < 50.0 && g.channels > 4);
+  if (dup) {
+    const int d = std::min(2 * g.channels, kMaxGraphChannels);
+    g.speed /= (d + g.channels - 1) / g.channels;
+    g.channels = d;
+  }
+  g.comm_channels = std::min(kMaxChannels, 2 * g.channels);
+  return g;
+}
+
 NcclComm nccl_comm_for(const topo::Topology& t, const ModelParams& p, int nranks, int node_size,
                        const NcclSettings& settings) {
   NcclComm c;
@@ -418,8 +464,16 @@ NcclComm nccl_comm_for(const topo::Topology& t, const ModelParams& p, int nranks
     if (c.nic_pcie_GBps == 0) c.nic_pcie_GBps = c.nic_GBps / kPcieWriteEff;
     inter = c.nics * c.nic_GBps;
   }
-  c.bw_intra_GBps = ring_GBps / c.channels;
-  c.bw_inter_GBps = (c.nnodes > 1 ? inter : ring_GBps) / c.channels;
+  c.graph_channels = c.channels;
+  // One NVSwitch node over NVLink: NCCL's own search gives its channels and the bandwidth its tuner assumes.
+  if (c.nnodes == 1 && c.nvswitch && c.nvlink && c.nvlink_lanes > 0 && c.ppn > 1) {
+    const RingGraph g = nccl_ring_graph(c.nvlink_lanes * nccl_nvlink_per_link_GBps(c.compcap), c.compcap);
+    c.graph_channels = g.channels;
+    c.channels = g.comm_channels;
+    ring_GBps = g.channels * g.speed;
+  }
+  c.bw_intra_GBps = ring_GBps / c.graph_channels;
+  c.bw_inter_GBps = (c.nnodes > 1 ? inter : ring_GBps) / c.graph_channels;
   if (c.nnodes == 1 || c.ppn == 1) c.bw_intra_GBps = std::max(c.bw_intra_GBps, c.bw_inter_GBps);
   // NVLS: NVSwitch nodes of Hopper with 5 or more GPUs, Blackwell with 6 or more (NCCL's choice as published:
   // shared/published/README.md, and the p6-b200 rows of stas00/ml-engineering, Ring at 4 and 5 GPUs, NVLS from 6),
@@ -497,25 +551,26 @@ double tuning_bw(const NcclComm& c, std::string_view coll, NcclAlgo algo, Proto 
   if (proto == Proto::ll128 && (!c.nvlink || c.compcap < 70)) return -1;
 
   const double bw = nodes <= 2 ? c.bw_intra_GBps : c.bw_inter_GBps;
-  double busbw = c.channels * bw;
+  double busbw = c.graph_channels * bw;
   if (algo == NcclAlgo::nvls || algo == NcclAlgo::nvls_tree) {
     // The NVLS graph has one channel per GPU of the node, each at the GPU's NVLink rate / GPUs.
     const int nch = std::max(2, int(ppn));
-    const double per_ch = c.channels * c.bw_intra_GBps / nch;
+    const double per_ch = c.graph_channels * c.bw_intra_GBps / nch;
     double intra = per_ch * kNvlsEfficiency[ai] * (nch - 1) / nch;
     intra *= allreduce ? 2.0 : (ppn - 1) / ppn;
-    const double inter =
-        (nodes > 1 ? c.bw_inter_GBps * c.channels / nch : 1e30) * ((nodes <= 2 && algo == NcclAlgo::nvls_tree) ? 2 : 1);
+    const double inter = (nodes > 1 ? c.bw_inter_GBps * c.graph_channels / nch : 1e30) *
+                         ((nodes <= 2 && algo == NcclAlgo::nvls_tree) ? 2 : 1);
     double b = std::min(intra, inter);
     if (algo == NcclAlgo::nvls_tree) b = std::min(b, kPerChNvlsTree[ai][ni]);
     busbw = nch * b;
   }
   if (algo == NcclAlgo::ring && proto == Proto::ll) busbw = std::min(ll_max, busbw * .5);
-  if (algo == NcclAlgo::ring && proto == Proto::ll128) busbw = std::min(busbw * 0.92, c.channels * kPerChRingLl128[ai]);
-  if (algo == NcclAlgo::tree) busbw = std::min(busbw * .92, c.channels * kPerChTree[ai][ni]);
+  if (algo == NcclAlgo::ring && proto == Proto::ll128)
+    busbw = std::min(busbw * 0.92, c.graph_channels * kPerChRingLl128[ai]);
+  if (algo == NcclAlgo::tree) busbw = std::min(busbw * .92, c.graph_channels * kPerChTree[ai][ni]);
   if (algo == NcclAlgo::tree && proto == Proto::ll) busbw = std::min(busbw / 3.8, ll_max);
   if (algo == NcclAlgo::tree && proto == Proto::ll128)
-    busbw = std::min(busbw * (nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0), c.channels * kPerChTreeLl128[ai][ni]);
+    busbw = std::min(busbw * (nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0), c.graph_channels * kPerChTreeLl128[ai][ni]);
   if (algo == NcclAlgo::pat) busbw *= .75;
   // Bus bandwidth to algorithm bandwidth (tuning.cc): rings and NVLS by n / nsteps, trees by 0.5; non-ring
   // all-gather and reduce-scatter keep their figure.
@@ -648,6 +703,23 @@ NcclPlan nccl_plan(const ModelParams& p, const NcclComm& c, std::string_view col
   int nc = c.channels;
   const int64_t nt = max_threads(plan.proto), thr = thread_threshold(plan.algo, plan.proto, c.nranks);
   while (nc > 1 && bytes < int64_t(nc) * nt * thr) --nc;
+  // NCCL 2.28 then deals the collective's traffic out to channels in cells (enqueue.cc,
+  // scheduleCollTasksToPlan): traffic is the bytes each rank contributes times 2 for all-reduce, times the ranks
+  // for all-gather and reduce-scatter, 1 otherwise, and 4 times that on LL; a cell carries 16 KiB of it; each
+  // channel takes its share of the traffic rounded up to whole cells, so uneven division leaves channels idle
+  // (22 of 24 for a 512 KiB broadcast on LL: 128 cells, 6 per channel).
+  {
+    const bool rs_ag = is_rs_ag(coll);
+    int64_t per_byte = coll == "allreduce" ? 2 : rs_ag ? c.nranks : 1;
+    if (plan.proto == Proto::ll) per_byte *= 4;
+    constexpr int64_t kMinTrafficPerChannel = 16 << 10;
+    const int64_t own = rs_ag ? bytes / std::max(1, c.nranks) : bytes;
+    const int64_t cell = ((kMinTrafficPerChannel + per_byte - 1) / per_byte + 15) / 16 * 16;
+    const int64_t cells = std::max<int64_t>(1, (own + cell - 1) / cell);
+    const int64_t per_channel = std::max(kMinTrafficPerChannel, std::max(kMinTrafficPerChannel, own * per_byte) / nc);
+    const int64_t cells_per_channel = std::min(cells, (per_channel + cell * per_byte - 1) / (cell * per_byte));
+    nc = int(std::min<int64_t>(nc, (cells + cells_per_channel - 1) / cells_per_channel));
+  }
   plan.channels = nc;
   // Chunk: a buffer step (buffSize / NCCL_STEPS) times chunkSteps (rings on Simple: NCCL_STEPS/2 for
   // all-reduce, all-gather and reduce-scatter, 1 for broadcast); LL carries half data, LL128 120/128.

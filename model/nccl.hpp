@@ -68,7 +68,8 @@ struct NcclComm {
   bool nvls = false;         // NVLS usable (NVSwitch, Hopper or later, enough GPUs per node, not disabled)
   double bw_intra_GBps = 0;  // ring bandwidth per channel inside a node, as NCCL's graph search sees it
   double bw_inter_GBps = 0;  // per channel across nodes
-  int channels = 1;          // comm->nChannels (ring / tree)
+  int channels = 1;          // comm->nChannels (ring / tree): what a collective may spread over
+  int graph_channels = 1;    // the ring graph's channels, which tuning.cc's bandwidths count (bw_* are per one)
   int nvls_channels = 0;     // comm->nvlsChannels
   // Hardware (datasheet rates per direction, GB/s).
   double nvlink_GBps = 0;  // a GPU's NVLink port(s), all lanes

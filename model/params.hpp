@@ -89,15 +89,10 @@ struct NcclTuning {
   double per_ch_ring_ll128_GBps = 36.7;
   double per_ch_tree_GBps = 38.7;
   double per_ch_tree_ll128_GBps = 36.7;
-  // Channels NCCL opens for collectives (NVLS off); the sim lowers it for small sizes as NCCL does
-  // (enqueue.cc: while nBytes < nc * nthreads * threadThreshold, nc--).
+  // Channels NCCL opens for collectives (NVLS off) where its ring search is not emulated (PCIe, direct NVLink,
+  // across nodes); one NVSwitch node takes the search's own count (model/nccl.cpp, nccl_ring_graph). The sim lowers
+  // it for small sizes as NCCL does (enqueue.cc: while nBytes < nc * nthreads * threadThreshold, nc--).
   Sourced<double> max_channels{16, "NCCL on NVSwitch systems: 16 ring channels, graph search (src/graph/search.cc)"};
-  // The rings' bus bandwidth NCCL's tuner uses (channels x per-channel bandwidth from its graph search); its
-  // protocol choice on 2 GPUs follows from it (sim/paths_nccl.cpp).
-  Sourced<double> ring_bw_GBps{360,
-                               "NCCL 2.28.3 on 2 x H200 (NCCL_DEBUG=INFO tuning table, 2026-11-22, commit 4cf286c): "
-                               "Ring Simple "
-                               "360 GB/s = 24 channels x 15 GB/s (graph search: 12 x 30 GB/s, doubled)"};
   // Buffer sizes (bytes per channel, src/init.cc defaults): Simple 4 MiB, LL 512 KiB, LL128 ~4.7 MiB;
   // NCCL_STEPS = 8 steps per buffer.
   int64_t simple_buff = 4 << 20;

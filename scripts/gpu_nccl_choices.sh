@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What NCCL itself chose for each collective and size on this machine (gpu_call.sh step): NCCL_DEBUG_SUBSYS=INIT,TUNING
 # makes rank 0 log "<Func>: <bytes> Bytes -> Algo <a> proto <p> channel{Lo..Hi}={l..h}" per collective
-# (src/enqueue.cc), which scripts/nccl_choices.py turns into <out>/nccl_choices.csv. The ground truth for the
+# (src/enqueue.cc), which scripts/nccl_choices.py turns into <out>/nccl_choices/choices.csv. The ground truth for the
 # model's emulation of NCCL's tuner (model/nccl.cpp, nccl_plan), on every GPU of the machine.
 # Run it as a step of a device call: cp scripts/gpu_nccl_choices.sh .carry/ && bash .carry/gpu_call.sh <name> gpu_nccl_choices
 W=$1
@@ -12,5 +12,5 @@ for coll in allreduce allgather reducescatter broadcast reduce; do
     --graph 0 --inplace 0 >"$W/nccl_choices/$coll.log" 2>&1
   echo "$coll rc=$? $(grep -c 'Bytes -> Algo' "$W/nccl_choices/$coll.log") choices logged"
 done
-python3 scripts/nccl_choices.py "$W"/nccl_choices/*.log >"$W/nccl_choices.csv"
-column -s, -t "$W/nccl_choices.csv" | head -80
+python3 scripts/nccl_choices.py "$W"/nccl_choices/*.log >"$W/nccl_choices/choices.csv"
+cat "$W/nccl_choices/choices.csv"

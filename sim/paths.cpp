@@ -859,8 +859,8 @@ std::optional<Prediction> price(Simulator& sim, const Algorithm& algo, const Alg
   };
   switch (plan.path) {
     case lower::Path::library:
-      if (auto t =
-              nccl_two_gpus(P, algo.collective, args.count * dtype_size(args.dtype), args.nranks, how, plan.launches))
+      if (auto t = nccl_two_gpus(P, sim.topology(), algo.collective, args.count * dtype_size(args.dtype), args.nranks,
+                                 how, plan.launches))
         return made(*t, nullptr);
       return std::nullopt;
     case lower::Path::kernel: {

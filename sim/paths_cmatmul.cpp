@@ -97,7 +97,7 @@ std::optional<Prediction> predict_cmatmul_exec(Simulator& sim, const std::string
     if (const model::PathTable* nb = P.table("nccl.p2p.bidir"); nb && D == 2) {
       gather = nb->time(m * k * E).value;  // each rank's shard crosses once each way
       nccl_how = "nccl.p2p.bidir(shard)";
-    } else if (auto g = nccl_two_gpus(P, "allgather", int64_t(m * k * E) * D, D, nccl_how)) {
+    } else if (auto g = nccl_two_gpus(P, sim.topology(), "allgather", int64_t(m * k * E) * D, D, nccl_how)) {
       gather = g->value;
     } else {
       gather = nccl_baseline_seconds(sim, "allgather.nccl", args, int64_t(m * k) * D, nccl_how);
@@ -111,7 +111,7 @@ std::optional<Prediction> predict_cmatmul_exec(Simulator& sim, const std::string
     if (const model::PathTable* nb = P.table("nccl.p2p.bidir"); nb && D == 2) {
       scatter = nb->time(m * n * E).value;  // each rank's block of partials crosses once each way
       nccl_how = "nccl.p2p.bidir(block)";
-    } else if (auto g = nccl_two_gpus(P, "reducescatter", int64_t(m * n * E) * D, D, nccl_how)) {
+    } else if (auto g = nccl_two_gpus(P, sim.topology(), "reducescatter", int64_t(m * n * E) * D, D, nccl_how)) {
       scatter = g->value;
     } else {
       scatter = nccl_baseline_seconds(sim, "reducescatter.nccl", args, int64_t(m * n) * D, nccl_how);

@@ -16,8 +16,9 @@ namespace cclab::sim {
 // NCCL's collectives on 2 GPUs from its measured send/recv (nccl.p2p.*); nullopt where that model does not
 // apply (other rank counts, profiles without those series): the tuning model of sim/predict.cpp then does.
 // `iters`: launches per replayed graph of the record (0: not recorded; plan_launches gives the general lowering's).
-std::optional<Seconds> nccl_two_gpus(const model::ModelParams& P, std::string_view coll, int64_t bytes, int nranks,
-                                     std::string& how, int iters = 0);
+// The protocol is the one NCCL's tuner picks on `topology` (model::nccl_plan).
+std::optional<Seconds> nccl_two_gpus(const model::ModelParams& P, const topo::Topology& topology, std::string_view coll,
+                                     int64_t bytes, int nranks, std::string& how, int iters = 0);
 
 // NCCL's fixed cost per collective on this machine at protocol `proto` (LL or Simple), beside the steps and
 // bytes the tuning model prices: its send/recv of the smallest size measured, one way at that protocol pinned

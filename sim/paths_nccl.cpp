@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <string>
 
+#include "model/nccl.hpp"
 #include "sim/paths_detail.hpp"
 
 namespace cclab::sim {
@@ -23,22 +24,6 @@ Seconds p2p_time(const model::ModelParams& P, const std::string& name, double by
   how += name;
   const Seconds t = own->time(bytes);
   return graph ? t + replay_shift(P, own->launches_per_replay, n, how) : t;
-}
-
-// The protocol NCCL 2.28 runs a ring collective with on 2 GPUs of one node (tuning.cc): the cheaper of LL and
-// Simple by its own estimate, latency (baseLat + steps x hwLat on NVLink) + bytes / bandwidth, Simple at the
-// rings' bus bandwidth, LL at half of it capped by llMaxBw, both times n / nsteps for all-gather and
-// reduce-scatter. LL128's estimate is dearer than Simple's in both terms on NVLink (latency 15.9 > 11.8 us,
-// 0.92 of Simple's bandwidth): never picked, left out.
-bool nccl_ring_picks_ll(const model::NcclTuning& k, std::string_view coll, double S) {
-  const bool ar = coll == "allreduce";
-  const bool ag_rs = coll == "allgather" || coll == "reducescatter";
-  const int lat_steps = ar ? 2 : 1;  // all-reduce: 2 (n - 1) steps; the rest one step's latency
-  const double alg = ag_rs ? 2.0 : 1.0;
-  const double bw_s = k.ring_bw_GBps.value * alg, bw_ll = std::min(k.ll_max_bw_GBps, 0.5 * k.ring_bw_GBps.value) * alg;
-  const double t_ll = k.ring_base_us[0] + lat_steps * k.ring_nvlink_us[0] + S / (bw_ll * 1e3);
-  const double t_s = k.ring_base_us[2] + lat_steps * k.ring_nvlink_us[2] + S / (bw_s * 1e3);
-  return t_ll <= t_s;
 }
 
 // What NCCL's ring steps on the collective's 24 channels cost beyond send/recv moving the same bytes per
@@ -79,18 +64,19 @@ std::optional<RingStepExtra> ring_step_extra(const model::ModelParams& P, std::s
 }
 
 // With NCCL's send/recv timed at each protocol pinned (nccl.p2p.ll.* / nccl.p2p.simple.*): the collective at
-// the protocol NCCL's tuner picks for it (nccl_ring_picks_ll), as send/recv of that protocol moving its bytes
+// the protocol NCCL's tuner picks for it (model::nccl_plan), as send/recv of that protocol moving its bytes
 // (the rings' channels against send/recv's: bidir.step.* for Simple), all-reduce's second step waiting one
 // more flight of the peer's data (sync_latency). nullopt without those series.
-std::optional<Seconds> nccl_two_gpus_pinned(const model::ModelParams& P, std::string_view coll, double S, int iters,
-                                            std::string& how) {
+std::optional<Seconds> nccl_two_gpus_pinned(const model::ModelParams& P, const topo::Topology& topology,
+                                            std::string_view coll, double S, int iters, std::string& how) {
   const bool ring =
       coll == "allreduce" || coll == "allgather" || coll == "reducescatter" || coll == "broadcast" || coll == "reduce";
   if (!ring) return std::nullopt;
   for (const char* n : {"nccl.p2p.ll.graph.uni.n100", "nccl.p2p.ll.graph.bidir.n100", "nccl.p2p.simple.graph.uni.n100",
                         "nccl.p2p.simple.graph.bidir.n100"})
     if (!P.table(n) || P.table(n)->empty()) return std::nullopt;
-  const bool ll = nccl_ring_picks_ll(P.nccl, coll, S);
+  const model::NcclComm comm = model::nccl_comm_for(topology, P, 2, 2);
+  const bool ll = model::nccl_plan(P, comm, coll, int64_t(S)).proto == model::Proto::ll;
   const bool one_way = coll == "broadcast" || coll == "reduce";
   const double b = one_way || coll == "allreduce" ? S : S / 2;  // bytes per direction
   const std::string proto = ll ? "ll" : "simple";
@@ -143,8 +129,8 @@ std::optional<Seconds> nccl_measured_launch(const model::ModelParams& P, model::
   return Seconds(std::max(0.0, first - P.sync_latency.value.value));
 }
 
-std::optional<Seconds> nccl_two_gpus(const model::ModelParams& P, std::string_view coll, int64_t bytes, int nranks,
-                                     std::string& how, int iters) {
+std::optional<Seconds> nccl_two_gpus(const model::ModelParams& P, const topo::Topology& topology, std::string_view coll,
+                                     int64_t bytes, int nranks, std::string& how, int iters) {
   if (nranks != 2) return std::nullopt;
   // Send/recv captured in per-GPU graphs and replayed (nccl.p2p.graph.*) is how the records of NCCL's
   // collectives are timed (graph nodes instead of back-to-back launches: smaller fixed cost); profiles
@@ -156,7 +142,7 @@ std::optional<Seconds> nccl_two_gpus(const model::ModelParams& P, std::string_vi
   const model::PathTable* bi = P.table(bi_name);
   if (!uni || !bi) return std::nullopt;
   const double S = double(bytes);
-  if (auto t = nccl_two_gpus_pinned(P, coll, S, iters, how)) return t;
+  if (auto t = nccl_two_gpus_pinned(P, topology, coll, S, iters, how)) return t;
   if (coll == "broadcast" || coll == "reduce") {
     how = "nccl 2 GPUs: (S) of ";
     return p2p_time(P, uni_name, S, iters, graph, how);

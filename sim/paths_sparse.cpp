@@ -103,7 +103,7 @@ std::optional<Prediction> predict_sparse_exec(Simulator& sim, const AlgoArgs& ar
   const int64_t bytes = int64_t(rows_out * row);
   std::string nccl_how;
   Seconds reduce(0);
-  if (auto t = nccl_two_gpus(P, "allreduce", bytes, D, nccl_how)) {
+  if (auto t = nccl_two_gpus(P, sim.topology(), "allreduce", bytes, D, nccl_how)) {
     reduce = *t;
   } else {
     AlgoArgs a = args;

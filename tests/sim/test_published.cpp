@@ -11,7 +11,9 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -229,6 +231,47 @@ TEST(NcclChoice, OversubscribedSpineSlowsTreesNotRings) {
   EXPECT_EQ(tree_algo, model::NcclAlgo::tree);
   EXPECT_EQ(tree_os_algo, model::NcclAlgo::tree);
   EXPECT_GT(tree_os.value, 1.5 * tree.value);  // half of a node's tree traffic crosses groups, at 1/4 the rate
+}
+
+// What NCCL chose on the machines we measured (scripts/gpu_nccl_choices.sh: rank 0's TUNING log, per collective and
+// size, in results/<machine>/nccl_choices/choices.csv) against the model's emulation of its tuner on that machine's
+// profile: the same algorithm, protocol and channels for every logged size.
+TEST(NcclChoice, AgreesWithWhatNcclLoggedOnOurMachines) {
+  const fs::path results = fs::path(CCLAB_SOURCE_DIR) / "results";
+  int files = 0, rows = 0;
+  for (const auto& entry : fs::directory_iterator(results)) {
+    const fs::path csv = entry.path() / "nccl_choices" / "choices.csv";
+    const fs::path profile = fs::path(CCLAB_SOURCE_DIR) / "profiles" / (entry.path().filename().string() + ".json");
+    if (!fs::exists(csv)) continue;
+    ASSERT_TRUE(fs::exists(profile)) << csv << " has no profile " << profile;
+    ++files;
+    const model::Target t = model::resolve_target(profile.string());
+    std::ifstream in(csv);
+    std::string line;
+    std::getline(in, line);
+    ASSERT_EQ(line, "collective,ranks,bytes,algo,proto,channels") << csv;
+    while (std::getline(in, line)) {
+      std::stringstream ss(line);
+      std::string coll, ranks, bytes, algo, proto, channels;
+      std::getline(ss, coll, ',');
+      std::getline(ss, ranks, ',');
+      std::getline(ss, bytes, ',');
+      std::getline(ss, algo, ',');
+      std::getline(ss, proto, ',');
+      std::getline(ss, channels, ',');
+      const int n = std::stoi(ranks);
+      const model::NcclComm c = model::nccl_comm_for(t.topology, t.params, n, std::min(n, t.topology.gpus_per_server()),
+                                                     model::parse_nccl_settings("NCCL_NVLS_ENABLE=0"));
+      const model::NcclPlan plan = model::nccl_plan(t.params, c, coll, std::stoll(bytes));
+      const std::string where = csv.string() + ": " + line;
+      EXPECT_EQ(std::string(model::nccl_algo_name(plan.algo)), algo) << where;
+      EXPECT_EQ(std::string(model::proto_name(plan.proto)), proto) << where;
+      EXPECT_EQ(plan.channels, std::stoi(channels)) << where;
+      ++rows;
+    }
+  }
+  if (files == 0) GTEST_SKIP() << "no results/*/nccl_choices/choices.csv under " << results;
+  EXPECT_GT(rows, 0);
 }
 
 // The H20 rows priced with NVLS off, as the measured curve suggests they ran: within the goal.
