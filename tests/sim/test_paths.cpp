@@ -411,6 +411,30 @@ TEST(ExecPaths, FusedPathFromTheKernelsProbes) {
   EXPECT_NE(a2a.record.note.find("fused.prog.exchange.0"), std::string::npos) << a2a.record.note;
 }
 
+// A GPU's lanes share its NVLink port: however many channels the fused path spreads a ring over, it moves no
+// faster than the port carries the bytes (all-gather on 4 GPUs: each GPU stores 3/4 of the output into its next
+// peer, at the SM copies' top rate), and the note says so where that floor sets the time.
+TEST(ExecPaths, FusedChannelsShareTheirGpusPort) {
+  const model::Target target = model::resolve_target(std::string(CCLAB_SOURCE_DIR) + "/profiles/h200x4.json");
+  Simulator sim(target.topology, target.params);
+  const model::PathTable* store = target.params.table("p2p.sm_store.uni");
+  ASSERT_TRUE(store && !store->empty());
+  const double rate = double(store->points.back().first) / store->points.back().second;
+  AlgoArgs a = args2(128 << 20);
+  a.nranks = 4;
+  const double floor_us = 0.75 * double(128 << 20) / rate * 1e6;
+  for (const char* tune : {"lowering=fused", "lowering=fused,channels=8"}) {
+    const Prediction p = on_plan(sim, "allgather.ring", a, tune);
+    EXPECT_GE(p.result.time.us(), floor_us * (1 - 1e-9)) << tune << ": " << p.record.note;
+  }
+  const Prediction wide = on_plan(sim, "allgather.ring", a, "lowering=fused,channels=8");
+  EXPECT_NEAR(wide.result.time.us(), floor_us, 1e-6 * floor_us);
+  EXPECT_NE(wide.record.note.find("busiest NVLink port direction"), std::string::npos) << wide.record.note;
+  // Small messages stay with the per-op model: the floor is far below it.
+  const Prediction small = on_plan(sim, "allgather.ring", args2(64 << 10), "lowering=fused");
+  EXPECT_EQ(small.record.note.find("busiest NVLink port direction"), std::string::npos) << small.record.note;
+}
+
 TEST(ExecPaths, FusedOpsThatStoreNoFlagAtTheirOwnMeasurement) {
   const topo::Topology t = topo::load_topology("h200x2");
   model::ModelParams p = fused_params(t);
