@@ -232,6 +232,7 @@ bool is_diagnostic_series(std::string_view name) {
       "bidir.step.rrcs.g1",     "bidir.step.send.g1",  "chain.held",
       "chain.launch",           "chain.launch_unheld", "chain.unheld",
       "fused.step_chain.local", "lchain.unheld",       "nccl.p2p.uni",
+      "p2p.ce.pair.solo",       "p2p.ce.pair.first",   "p2p.ce.pair.last",
       "replay.unheld",          "xchain.held",         "xchain.launch",
       "xchain.unheld"};
   return kDiagnostic.contains(name);
@@ -274,7 +275,9 @@ const std::vector<std::string>& bench_names() {
         // GPU0-only plans of copies of 1-16 MiB behind the harness's hold (tables against the bytes)
         "held.copy", "held.fork_copy", "held.fork_local_mix", "held.fork_local2",
         // local copies in replayed graphs, each iteration on its own part of the buffers (not L2-resident)
-        "copy.local.graph.cold"};
+        "copy.local.graph.cold",
+        // two copy-engine copies into one peer at once, against one alone (how copies share a link)
+        "p2p.ce.pair.solo", "p2p.ce.pair.first", "p2p.ce.pair.last"};
     // the fork shapes behind the harness's hold (per iteration) and the host's launch of their graph
     for (const char* f : {"fork_both.1", "fork_both.2", "fork_both.3", "fork_kernels.1", "fork_kernels.2",
                           "fork_kernels.3", "fork_mix.1", "fork_mix.2_1", "fork_local_mix", "fork_local2"}) {

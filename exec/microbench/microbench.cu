@@ -434,6 +434,7 @@ class Bench {
   template <class T>
   void launch_reduce(const Gpu& g, const char* a, const char* b, char* dst, int64_t bytes) const;
   void bench_p2p();
+  void bench_ce_pair();
   void bench_local();
   void bench_latency();
   void bench_graph();
@@ -719,6 +720,85 @@ void Bench::bench_p2p() {
       "p2p.sm_store.cta",
       "one CTA of " + std::to_string(kThreads) + " threads on GPU0 storing into GPU1's memory, CUDA events",
       [&](int64_t b) { return std::vector<Lane>{one_cta(g0, g0.buf[0], g1.buf[1], b)}; }, 0, kOneCtaMax);
+}
+
+// Two copy-engine copies of S bytes each from GPU0 into GPU1, issued on two streams of GPU0 and released together
+// (both wait behind one gate kernel), against one such copy alone: when the first of the two ends and when the
+// second does. Served one after the other, the first ends at one copy's time and the second at two; sharing the
+// link side by side, both end at two copies' time. This is how the rings' channels share a link (each channel's
+// copy on its own stream): the simulator shares it max-min fairly (docs/findings/2026-11-27-four-gpus-ring-tier.md).
+void Bench::bench_ce_pair() {
+  if (gpus_.size() < 2) return;
+  Gpu& g0 = gpus_[0];
+  Gpu& g1 = gpus_[1];
+  const int d = g0.dev;
+  cudaEvent_t a_done = nullptr, b_done = nullptr;
+  CCLAB_CUDA(cudaSetDevice(d));
+  CCLAB_CUDA(cudaEventCreate(&a_done));
+  CCLAB_CUDA(cudaEventCreate(&b_done));
+  constexpr double kGate_s = 100e-6;  // longer than enqueueing two copies and three events
+  constexpr int kWarm = 2, kPairTrials = 7;
+  auto once = [&](int64_t b, bool pair, double& first, double& last) {
+    CCLAB_CUDA(cudaSetDevice(d));
+    k_spin<<<1, 1, 0, g0.stream[0]>>>((unsigned long long)(kGate_s * 1e9));
+    CCLAB_CUDA_LAUNCHED();
+    CCLAB_CUDA(cudaEventRecord(ev_[d].start, g0.stream[0]));
+    CCLAB_CUDA(cudaStreamWaitEvent(g0.stream[1], ev_[d].start, 0));
+    CCLAB_CUDA(cudaMemcpyPeerAsync(g1.buf[1], g1.dev, g0.buf[0], d, size_t(b), g0.stream[0]));
+    if (pair) CCLAB_CUDA(cudaMemcpyPeerAsync(g1.buf[2], g1.dev, g0.buf[2], d, size_t(b), g0.stream[1]));
+    CCLAB_CUDA(cudaEventRecord(a_done, g0.stream[0]));
+    CCLAB_CUDA(cudaEventRecord(b_done, g0.stream[1]));
+    CCLAB_CUDA(cudaEventSynchronize(a_done));
+    CCLAB_CUDA(cudaEventSynchronize(b_done));
+    float ta = 0, tb = 0;
+    CCLAB_CUDA(cudaEventElapsedTime(&ta, ev_[d].start, a_done));
+    CCLAB_CUDA(cudaEventElapsedTime(&tb, ev_[d].start, b_done));
+    if (!pair) tb = ta;
+    first = std::min(ta, tb) * 1e-3;
+    last = std::max(ta, tb) * 1e-3;
+  };
+  const std::string how =
+      "cudaMemcpyPeerAsync GPU0->GPU1 of S bytes on each of two streams of GPU0, released together by a gate "
+      "kernel, CUDA events (median of 7 after 2 warm-ups)";
+  BenchSeries solo{"p2p.ce.pair.solo", "the same, one copy alone", {}},
+      first{"p2p.ce.pair.first", how + ": the first to end", {}},
+      last{"p2p.ce.pair.last", how + ": the second to end", {}};
+  log("two copy-engine copies at once GPU0 -> GPU1 (1 MiB .. " + fmt_bytes(opt_.max_bytes / 2) + ")");
+  for (int64_t b : sizes()) {
+    if (b < (1 << 20) || b > opt_.max_bytes / 2) continue;
+    if (over_budget()) {
+      res_.warnings.push_back("p2p.ce.pair: stopped at " + fmt_bytes(b) + " (time budget spent)");
+      break;
+    }
+    std::vector<double> t1, tf, tl;
+    for (int i = 0; i < kWarm + kPairTrials; ++i) {
+      double f = 0, l = 0, s1 = 0, unused = 0;
+      once(b, false, s1, unused);
+      once(b, true, f, l);
+      if (i < kWarm) continue;
+      t1.push_back(s1);
+      tf.push_back(f);
+      tl.push_back(l);
+    }
+    auto median = [](std::vector<double> v) {
+      std::sort(v.begin(), v.end());
+      return v[v.size() / 2];
+    };
+    solo.points.push_back({b, median(t1), 1});
+    first.points.push_back({b, median(tf), 1});
+    last.points.push_back({b, median(tl), 1});
+  }
+  CCLAB_CUDA(cudaEventDestroy(a_done));
+  CCLAB_CUDA(cudaEventDestroy(b_done));
+  for (BenchSeries* sr : {&solo, &first, &last}) {
+    if (sr->points.empty()) continue;
+    std::ostringstream os;
+    os.precision(4);
+    const BenchPoint& p = sr->points.back();
+    os << "  " << sr->name << ": " << fmt_bytes(p.bytes) << " in " << p.seconds * 1e6 << " us";
+    log(os.str());
+    res_.series.push_back(std::move(*sr));
+  }
 }
 
 void Bench::bench_local() {
@@ -2172,6 +2252,7 @@ MicrobenchResult Bench::run() {
   group("fused steps", &Bench::bench_fused_steps);
   group("fused programs", &Bench::bench_fused_programs);
   group("peer bandwidth", &Bench::bench_p2p);
+  group("two copies on one link", &Bench::bench_ce_pair);
   group("NCCL send/recv", &Bench::bench_nccl_p2p);
   group("local bandwidth", &Bench::bench_local);
   group("matmul", &Bench::bench_matmul);
