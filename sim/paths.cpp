@@ -202,6 +202,8 @@ SimResult run_general(Simulator& sim, const lower::LoweredPlan& plan, std::strin
   ro.record_ops = false;
   // The measured node costs include the wire: a transfer costs max(route, node) latency, not their sum.
   ro.step_covers_route = true;
+  // Its peer copies are copy-engine copies: into one peer, one at a time (p2p.ce.pair.*).
+  ro.copies_in_issue_order = true;
   pr.apply(ro);
   // rank -> its streams (a channel each in the plan's schedule): whether each issues copies, and whether
   // one of its streams copies both within its GPU and into another (a local copy beside a put).

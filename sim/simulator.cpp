@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <deque>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <queue>
@@ -894,7 +896,44 @@ SimResult Simulator::run_impl(const Schedule& s, const RunOptions& opt, const st
     }
   };
 
-  auto start_op = [&](int32_t o, double now) {
+  // Peer copies waiting for the copy ahead of them into the same peer (copies_in_issue_order), by (from, to).
+  std::unordered_map<uint64_t, std::deque<int32_t>> copy_queue;
+  std::unordered_map<uint64_t, int32_t> copy_running;
+  auto copy_key = [&](const Op& op) -> std::optional<uint64_t> {
+    if (!opt.copies_in_issue_order) return std::nullopt;
+    int from = -1, to = -1;
+    if (op.kind == OpKind::put || op.kind == OpKind::get || op.kind == OpKind::copy) {
+      from = op.kind == OpKind::put ? op.rank : op.src.rank;
+      to = op.kind == OpKind::get ? op.rank : op.dst.rank;
+    }
+    if (from < 0 || from == to) return std::nullopt;
+    return (uint64_t(uint32_t(from)) << 32) | uint32_t(to);
+  };
+  std::function<void(int32_t, double)> start_op;
+  // The copy ahead has moved its bytes: the next one into the same peer starts (its fixed latency overlaps).
+  auto release_copy = [&](int32_t o, double now) {
+    const auto key = copy_key(s.ops[size_t(o)]);
+    if (!key) return;
+    auto it = copy_running.find(*key);
+    if (it == copy_running.end() || it->second != o) return;
+    auto& q = copy_queue[*key];
+    if (q.empty()) {
+      copy_running.erase(it);
+      return;
+    }
+    const int32_t next = q.front();
+    q.pop_front();
+    it->second = next;
+    start_op(next, now);
+  };
+  start_op = [&](int32_t o, double now) {
+    if (const auto key = copy_key(s.ops[size_t(o)])) {
+      auto [it, fresh] = copy_running.try_emplace(*key, o);
+      if (!fresh && it->second != o) {
+        copy_queue[*key].push_back(o);
+        return;
+      }
+    }
     if (opt.record_ops) times[o].start = now;
     int32_t fi = I.new_flow();
     Flow& f = I.flows[fi];
@@ -903,6 +942,7 @@ SimResult Simulator::run_impl(const Schedule& s, const RunOptions& opt, const st
     if (amount <= 0 || f.nuse == 0) {
       const double end = now + f.latency;
       I.free_flows.push_back(fi);
+      release_copy(o, now);
       finish_op(o, end);
       return;
     }
@@ -943,6 +983,7 @@ SimResult Simulator::run_impl(const Schedule& s, const RunOptions& opt, const st
       f.rate = 0;
       f.version = (f.version + 1) & 0x3fffffffu;
       I.free_flows.push_back(int32_t(ev.id));
+      release_copy(o, now);
       finish_op(o, end);
     }
     I.recompute(now);

@@ -54,6 +54,11 @@ struct RunOptions {
   // local rates against size: caches make small ones faster than HBM, launch tails slower).
   const model::ProtocolParams* local_copy_proto = nullptr;
   const model::ProtocolParams* local_reduce_proto = nullptr;
+  // Peer copies from one GPU into the same peer run one at a time, in the order they become ready: copy-engine
+  // copies do (two cudaMemcpyPeerAsync into one peer on two streams at once: the first ends when it would alone,
+  // the second at twice that, 1 MiB to 512 MiB on 2 x H200; calibration's p2p.ce.pair.*). Otherwise they share
+  // the route's links max-min fairly with every other flow.
+  bool copies_in_issue_order = false;
   bool record_ops = true;        // keep per-op start / end
   bool record_timeline = false;  // keep per-resource load over time (for --trace)
 };

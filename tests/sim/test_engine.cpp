@@ -59,6 +59,31 @@ TEST(SimEngine, FlowsOnOneLinkShareItFairly) {
   EXPECT_NEAR(r.bottleneck_utilisation, (16.0 * kMiB / kBw) / r.time.value, 1e-9);
 }
 
+// Copy-engine copies into one peer run one at a time, in the order they become ready: the first of two ends as
+// it would alone, the second after both; a copy into another peer and the peer's copies back do not wait.
+TEST(SimEngine, CopiesIntoOnePeerRunInIssueOrderWhenAsked) {
+  auto t = uniform(3);
+  Simulator sim(t, model::ModelParams::ideal());
+  Schedule s = empty_schedule(3);
+  Transport tr(s);
+  tr.put(0, in(0), out(1), 8 * kMiB, {}, 0);
+  tr.put(0, in(0, 8 * kMiB), out(1, 8 * kMiB), 8 * kMiB, {}, 1);
+  tr.put(0, in(0), out(2), 8 * kMiB, {}, 2);  // another peer
+  tr.put(1, in(1), out(0), 8 * kMiB, {}, 0);  // the other direction
+  RunOptions ro;
+  ro.copies_in_issue_order = true;
+  const SimResult r = sim.run(s, ro);
+  const double one = kAlpha + 8.0 * kMiB / kBw;
+  EXPECT_NEAR(std::min(r.ops[0].end, r.ops[1].end), one, 1e-12);
+  EXPECT_NEAR(std::max(r.ops[0].end, r.ops[1].end), one + 8.0 * kMiB / kBw, 1e-12);
+  EXPECT_NEAR(r.ops[2].end, one, 1e-12);
+  EXPECT_NEAR(r.ops[3].end, one, 1e-12);
+  // Without it they share the link and end together.
+  const SimResult fair = sim.run(s);
+  EXPECT_NEAR(fair.ops[0].end, fair.ops[1].end, 1e-15);
+  EXPECT_NEAR(fair.ops[0].end, kAlpha + 16.0 * kMiB / kBw, 1e-12);
+}
+
 TEST(SimEngine, ShortFlowLeavesAndTheLongOneSpeedsUp) {
   auto t = uniform(2);
   Simulator sim(t, model::ModelParams::ideal());
