@@ -644,10 +644,21 @@ NcclPlan nccl_plan(const ModelParams& p, const NcclComm& c, std::string_view col
   const bool nvl = c.transport == NcclTransport::nvlink;
   if (!is_ring_family(coll)) {
     // All-to-all, gather, scatter, send/recv: NCCL runs them as grouped point-to-point transfers, LL when
-    // each peer's share is small (enqueue.cc: P2P_LL_THRESHOLD 16384 bytes per channel), else Simple.
+    // each peer's share fits 16 KiB on each of the channels a peer's transfer may stripe over (enqueue.cc:
+    // P2P_LL_THRESHOLD 16384 x nChannelsMax), else Simple. Those channels (graph/paths.cc,
+    // ncclTopoComputeP2pChannels): 2 per NVLink link to the peer, 2 over PCIe or a network, at most the
+    // communicator's, rounded up to a power of 2: 32 on H100/H200 (18 links, 24 channels; NCCL 2.28.3 logged "32
+    // p2p channels per peer" on 2 and 4 x H200).
     plan.algo = NcclAlgo::p2p;
     const int64_t per_peer = c.nranks > 0 ? bytes / c.nranks : bytes;
-    plan.proto = per_peer <= 16384 ? Proto::ll : Proto::simple;
+    auto pow2_up = [](int v) {
+      int p = 1;
+      while (p < v) p *= 2;
+      return p;
+    };
+    const int per_path = c.nnodes == 1 && nvl && c.nvlink_lanes > 0 ? 2 * c.nvlink_lanes : 2;
+    const int per_peer_channels = std::min(pow2_up(std::min(c.channels, per_path)), pow2_up(c.channels));
+    plan.proto = per_peer <= int64_t(per_peer_channels) * 16384 ? Proto::ll : Proto::simple;
     plan.channels = 1;
     plan.chunk_bytes = k.simple_buff / k.steps;  // p2pChunkSize (512 KiB on NVLink)
     const int pi = proto_index(plan.proto);
