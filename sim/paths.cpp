@@ -242,9 +242,14 @@ SimResult run_general(Simulator& sim, const lower::LoweredPlan& plan, std::strin
           ? Seconds(std::max(0.0, (P.exec.fork_both_mix.value - P.exec.fork_streams[0].value).value))
           : P.exec.fork_local_mix.value;
   // The fork and join reach every GPU the plan runs on: the graph.fork_both.* shapes measured them to one
-  // other GPU; each further GPU adds its own cross-GPU fork and join edges, resolved one after another (4 x H100
-  // and 4 x H200: sol.bidir_copy's four copies take 41 us at 8 B where two GPUs' take 16 us).
-  ro.start_latency = (other_gpu ? fork_both_gpus(P.exec, copy_streams, kernel_streams) * double(other_gpus)
+  // other GPU; each further GPU adds its own cross-GPU edges, a fork and a join to each of its streams, resolved
+  // one after another at a cross-GPU dependency each (exec.event_peer_us): 4 x H100 and 4 x H200 run
+  // sol.bidir_copy's four copies (one stream per GPU) in 41 us at 8 B where two GPUs' take 16 us, 12.5 us per
+  // further GPU against two edges' 13.9. (Counting the whole two-GPU shape again per GPU priced the rings' fork to
+  // two copy streams per GPU at 3 x 58 us on 4 x H200.)
+  const Seconds further_gpus =
+      P.exec.event_peer.value * (2.0 * double(copy_streams + kernel_streams) * double(std::max(0, other_gpus - 1)));
+  ro.start_latency = (other_gpu ? fork_both_gpus(P.exec, copy_streams, kernel_streams) + further_gpus
                       : copy_streams + kernel_streams >= 2 ? P.exec.fork_local2.value
                                                            : P.exec.fork_local.value) +
                      mix_extra;
