@@ -224,11 +224,20 @@ SimResult run_general(Simulator& sim, const lower::LoweredPlan& plan, std::strin
   const bool mixed_stream =
       std::any_of(copy_kinds.begin(), copy_kinds.end(), [](const auto& kv) { return kv.second == 3; });
   int copy_streams = 0, kernel_streams = 0;
+  // The streams of the other GPUs (what the cross-GPU fork reaches) apart from GPU0's own: GPU0's streams beyond
+  // the others' fork within GPU0 (a root's local copy beside its put: broadcast, scatter, gather).
+  int other_copy = 0, other_kernel = 0, gpu0_streams = 0;
   for (const auto& [r, set] : streams) {
     int c = 0, k = 0;
     for (const auto& [ch, copies] : set) (copies ? c : k) += 1;
     copy_streams = std::max(copy_streams, c);
     kernel_streams = std::max(kernel_streams, k);
+    if (r == 0) {
+      gpu0_streams = c + k;
+    } else {
+      other_copy = std::max(other_copy, c);
+      other_kernel = std::max(other_kernel, k);
+    }
   }
   // Every iteration forks from GPU0's origin stream to the plan's streams and joins back:
   // graph.fork_both.<k> / fork_kernels.<k> / fork_mix.1 / fork_local* measured that by streams per GPU and
@@ -248,8 +257,13 @@ SimResult run_general(Simulator& sim, const lower::LoweredPlan& plan, std::strin
   // further GPU against two edges' 13.9. (Counting the whole two-GPU shape again per GPU priced the rings' fork to
   // two copy streams per GPU at 3 x 58 us on 4 x H200.)
   const Seconds further_gpus =
-      P.exec.event_peer.value * (2.0 * double(copy_streams + kernel_streams) * double(std::max(0, other_gpus - 1)));
-  ro.start_latency = (other_gpu ? fork_both_gpus(P.exec, copy_streams, kernel_streams) + further_gpus
+      P.exec.event_peer.value * (2.0 * double(other_copy + other_kernel) * double(std::max(0, other_gpus - 1)));
+  // The graph.fork_both.* shapes have as many streams on GPU0 as on the other GPU; GPU0's streams beyond that
+  // are local forks, the second local stream's cost each (graph.fork_local2 - graph.fork_local).
+  const int gpu0_extra = std::max(0, gpu0_streams - (other_copy + other_kernel));
+  const Seconds gpu0_local =
+      Seconds(std::max(0.0, (P.exec.fork_local2.value - P.exec.fork_local.value).value) * double(gpu0_extra));
+  ro.start_latency = (other_gpu ? fork_both_gpus(P.exec, other_copy, other_kernel) + further_gpus + gpu0_local
                       : copy_streams + kernel_streams >= 2 ? P.exec.fork_local2.value
                                                            : P.exec.fork_local.value) +
                      mix_extra;
@@ -306,9 +320,10 @@ SimResult run_general(Simulator& sim, const lower::LoweredPlan& plan, std::strin
   if (how)
     *how = "general lowering model: " + std::to_string(s.ops.size()) + " ops after coalescing, " +
            (pr.copy ? copy_table : std::string("protocol")) + " rates, fork/join " +
-           (other_gpu
-                ? std::to_string(copy_streams) + " copy + " + std::to_string(kernel_streams) + " kernel streams per GPU"
-                : std::string("local"));
+           (other_gpu ? std::to_string(other_copy) + " copy + " + std::to_string(other_kernel) +
+                            " kernel streams per GPU beyond GPU0" +
+                            (gpu0_extra ? " (GPU0 " + std::to_string(gpu0_extra) + " more)" : std::string())
+                      : std::string("local"));
   // A graph the plan does not hold (lower::LoweredPlan::held) has its host launch timed with its replay. replay.unheld
   // (a graph of alternating empty kernels and peer copies) is not used as a bound: it moved 2x between three
   // calibrations of one call (139 / 270 / 299 us per iteration at 2560 nodes) and its nodes cost more than these
