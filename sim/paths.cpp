@@ -631,6 +631,7 @@ std::optional<Seconds> fused_from_probes(const model::ModelParams& P, const Sche
   std::vector<double> end(n, 0), lane_free(f.lane_gpu.size(), 0);
   std::vector<char> lane_waited(f.lane_gpu.size(), 0);
   std::vector<int> copies_pre(f.lane_gpu.size(), 0), copies_post(f.lane_gpu.size(), 0), reduces(f.lane_gpu.size(), 0);
+  std::vector<std::set<int>> published_to(f.lane_gpu.size());
   std::map<int, double> touched_until;
   double last = 0;
   for (size_t i = 0; i < n; ++i) {
@@ -644,7 +645,10 @@ std::optional<Seconds> fused_from_probes(const model::ModelParams& P, const Sche
       const OpId d = f.waits[i][w];
       const int dl = f.lane[size_t(d)];
       own_wait = own_wait || dl == l;
-      if (dl != l) lane_waited[size_t(l)] = 1;
+      if (dl != l) {
+        lane_waited[size_t(l)] = 1;
+        published_to[size_t(l)].clear();  // what it stored before the wait has been acknowledged meanwhile
+      }
       t = std::max(t, end[size_t(d)] + (dl == l ? 0.0 : hop + f.wait_release_pos[i][w] * release));
     }
     const int m = move_of(op);
@@ -668,6 +672,14 @@ std::optional<Seconds> fused_from_probes(const model::ModelParams& P, const Sche
       }
       dur = fixed + grows(m, bytes / k) +
             (m == 1 ? std::max(0.0, quiet[1]->points.front().second - quiet[0]->points.front().second) : 0.0);
+      // Its flag is released once its stores are acknowledged (a round trip, latency.flag). The probes publish
+      // into one peer; a lane whose ops publish into one more GPU after another with no wait between (a
+      // scatter's put into each peer) adds that round trip for each further GPU.
+      if (f.publishes[i])
+        for (const Access& a : fused_accesses(s, op))
+          if (a.write && a.ref.rank != g && published_to[size_t(l)].insert(a.ref.rank).second &&
+              published_to[size_t(l)].size() > 1)
+            dur += release;
     }
     end[i] = t + dur;
     lane_free[size_t(l)] = end[i];

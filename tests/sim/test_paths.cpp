@@ -435,6 +435,23 @@ TEST(ExecPaths, FusedChannelsShareTheirGpusPort) {
   EXPECT_EQ(small.record.note.find("busiest NVLink port direction"), std::string::npos) << small.record.note;
 }
 
+// A lane's flag is released once its stores are acknowledged; the probes publish into one peer, so a lane that
+// publishes into one further GPU after another with no wait between (scatter.direct's root: a put into each of 3
+// peers) adds a round trip (latency.flag) per further GPU; a lane publishing into one peer adds none.
+TEST(ExecPaths, FusedPublishesIntoFurtherGpusWaitForTheirStores) {
+  const model::Target target = model::resolve_target(std::string(CCLAB_SOURCE_DIR) + "/profiles/h200x4.json");
+  auto us = [&](const char* algo, int ranks, double rtt_us) {
+    model::ModelParams p = target.params;
+    p.exec.flag_rtt = {microseconds(rtt_us), "test"};
+    Simulator sim(target.topology, p);
+    AlgoArgs a = args2(64);  // 16 floats: a block per rank
+    a.nranks = ranks;
+    return on_plan(sim, algo, a, "lowering=fused").result.time.us();
+  };
+  EXPECT_NEAR(us("scatter.direct", 4, 1.5) - us("scatter.direct", 4, 0.0), 2 * 1.5, 1e-9);
+  EXPECT_NEAR(us("scatter.direct", 2, 1.5) - us("scatter.direct", 2, 0.0), 0.0, 1e-9);  // one peer: the probes'
+}
+
 TEST(ExecPaths, FusedOpsThatStoreNoFlagAtTheirOwnMeasurement) {
   const topo::Topology t = topo::load_topology("h200x2");
   model::ModelParams p = fused_params(t);
