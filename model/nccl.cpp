@@ -638,6 +638,39 @@ Seconds nccl_tuning_latency(const ModelParams& p, const NcclComm& c, std::string
   return l < 0 ? Seconds(-1) : microseconds(l);
 }
 
+namespace {
+int pow2_up(int v) {
+  int p = 1;
+  while (p < v) p *= 2;
+  return p;
+}
+}  // namespace
+
+int nccl_p2p_channels_per_peer(const NcclComm& c) {
+  const bool nvl = c.transport == NcclTransport::nvlink;
+  const int per_path = c.nnodes == 1 && nvl && c.nvlink_lanes > 0 ? 2 * c.nvlink_lanes : 2;
+  return std::min(pow2_up(std::min(c.channels, per_path)), pow2_up(c.channels));
+}
+
+int nccl_p2p_channels(const ModelParams& p, const NcclComm& c, Proto proto, int64_t bytes) {
+  if (bytes <= 0) return 1;
+  const int per_peer = nccl_p2p_channels_per_peer(c), all = pow2_up(c.channels);
+  int least = per_peer;
+  while (least * c.nranks > all && least > 1) least /= 2;
+  const int64_t buff = proto == Proto::ll      ? p.nccl.ll_buff
+                       : proto == Proto::ll128 ? p.nccl.ll128_buff
+                                               : p.nccl.simple_buff;
+  const int64_t step = buff / p.nccl.steps;
+  const int64_t min_part = c.nnodes > 1 ? step / 2 : step / 8, max_part = c.nnodes > 1 ? step : step * 32;
+  int n = int(std::min<int64_t>(least, (bytes + min_part - 1) / min_part));
+  int64_t part = std::max(min_part, (bytes + n - 1) / n);
+  while (part > max_part && n <= per_peer / 2) {
+    n *= 2;
+    part = (bytes + n - 1) / n;
+  }
+  return std::max(1, n);
+}
+
 NcclPlan nccl_plan(const ModelParams& p, const NcclComm& c, std::string_view coll, int64_t bytes) {
   NcclPlan plan;
   const NcclTuning& k = p.nccl;
@@ -645,20 +678,10 @@ NcclPlan nccl_plan(const ModelParams& p, const NcclComm& c, std::string_view col
   if (!is_ring_family(coll)) {
     // All-to-all, gather, scatter, send/recv: NCCL runs them as grouped point-to-point transfers, LL when
     // each peer's share fits 16 KiB on each of the channels a peer's transfer may stripe over (enqueue.cc:
-    // P2P_LL_THRESHOLD 16384 x nChannelsMax), else Simple. Those channels (graph/paths.cc,
-    // ncclTopoComputeP2pChannels): 2 per NVLink link to the peer, 2 over PCIe or a network, at most the
-    // communicator's, rounded up to a power of 2: 32 on H100/H200 (18 links, 24 channels; NCCL 2.28.3 logged "32
-    // p2p channels per peer" on 2 and 4 x H200).
+    // P2P_LL_THRESHOLD 16384 x nChannelsMax), else Simple.
     plan.algo = NcclAlgo::p2p;
     const int64_t per_peer = c.nranks > 0 ? bytes / c.nranks : bytes;
-    auto pow2_up = [](int v) {
-      int p = 1;
-      while (p < v) p *= 2;
-      return p;
-    };
-    const int per_path = c.nnodes == 1 && nvl && c.nvlink_lanes > 0 ? 2 * c.nvlink_lanes : 2;
-    const int per_peer_channels = std::min(pow2_up(std::min(c.channels, per_path)), pow2_up(c.channels));
-    plan.proto = per_peer <= int64_t(per_peer_channels) * 16384 ? Proto::ll : Proto::simple;
+    plan.proto = per_peer <= int64_t(nccl_p2p_channels_per_peer(c)) * 16384 ? Proto::ll : Proto::simple;
     plan.channels = 1;
     plan.chunk_bytes = k.simple_buff / k.steps;  // p2pChunkSize (512 KiB on NVLink)
     const int pi = proto_index(plan.proto);

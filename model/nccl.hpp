@@ -128,6 +128,15 @@ struct NcclCost {
 std::optional<NcclCost> nccl_mechanism_cost(const ModelParams& p, const NcclComm& c, const NcclPlan& plan,
                                             std::string_view collective, int64_t bytes, DType dtype);
 
+// The channels a transfer to one peer may stripe over (graph/paths.cc, ncclTopoComputeP2pChannels): 2 per NVLink link
+// to the peer, 2 over PCIe or a network, at most the communicator's channels, rounded up to a power of 2: 32 on
+// H100/H200 (18 links, 24 channels; NCCL 2.28.3 logged "32 p2p channels per peer" on 2 and 4 x H200).
+int nccl_p2p_channels_per_peer(const NcclComm& c);
+// The channels one send (or receive) of `bytes` to a peer runs on at `proto` (enqueue.cc, addP2pToPlan and
+// scheduleP2pTasksToPlan): parts of at least a protocol step / 8 inside a node, on at least the channels per peer
+// halved until all the ranks' fit the communicator's (16 for 2 ranks on H200), doubled while parts exceed 32 steps.
+int nccl_p2p_channels(const ModelParams& p, const NcclComm& c, Proto proto, int64_t bytes);
+
 // NCCL's NVLink rate per link for a compute capability (topo.h SMxx_NVLINK_BW, GB/s): what its rings reach.
 double nccl_nvlink_per_link_GBps(int compcap);
 // Compute capability x 10 of a GPU by its model name ("H100 SXM5 80GB" -> 90); 0 when unknown.

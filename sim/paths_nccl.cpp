@@ -76,7 +76,8 @@ std::optional<Seconds> nccl_two_gpus_pinned(const model::ModelParams& P, const t
                         "nccl.p2p.simple.graph.bidir.n100"})
     if (!P.table(n) || P.table(n)->empty()) return std::nullopt;
   const model::NcclComm comm = model::nccl_comm_for(topology, P, 2, 2);
-  const bool ll = model::nccl_plan(P, comm, coll, int64_t(S)).proto == model::Proto::ll;
+  const model::NcclPlan plan = model::nccl_plan(P, comm, coll, int64_t(S));
+  const bool ll = plan.proto == model::Proto::ll;
   const bool one_way = coll == "broadcast" || coll == "reduce";
   const double b = one_way || coll == "allreduce" ? S : S / 2;  // bytes per direction
   const std::string proto = ll ? "ll" : "simple";
@@ -100,6 +101,19 @@ std::optional<Seconds> nccl_two_gpus_pinned(const model::ModelParams& P, const t
   } else {
     how += base + ".n100";
     t = pinned->time(b).value;
+  }
+  // A ring step that reduces on LL (all-reduce, reduce-scatter) is bound by its channel's CTA, which loads the
+  // peer's flagged lines, checks them, reduces and stores: its rate goes with the channels, the collective's
+  // (nccl_plan: 24 from 512 KiB) against those NCCL stripes the pinned send/recv over (at most 16 per peer between
+  // 2 ranks), on what the size adds to the smallest send/recv. Copies (all-gather, broadcast) are not: scaled the
+  // same way they moved from within 4% to -11% and -19% on 2 x H200.
+  if (ll && (coll == "allreduce" || coll == "reducescatter")) {
+    const int sr = model::nccl_p2p_channels(P, comm, model::Proto::ll, int64_t(b));
+    if (plan.channels > 0 && sr != plan.channels) {
+      const double size_part = std::max(0.0, pinned->time(b).value - pinned->points.front().second);
+      t -= size_part * (1.0 - double(sr) / double(plan.channels));
+      how += " (its size part x " + std::to_string(sr) + "/" + std::to_string(plan.channels) + " channels)";
+    }
   }
   if (!ll) {
     std::string h;

@@ -274,6 +274,25 @@ TEST(NcclChoice, AgreesWithWhatNcclLoggedOnOurMachines) {
   EXPECT_GT(rows, 0);
 }
 
+// Point-to-point on one NVSwitch node of H200 (NCCL 2.28.3 logged "32 p2p channels per peer"): a peer's transfer
+// stripes over up to 32 channels; between 2 ranks it starts from 16 (32 x 2 ranks halved to the communicator's 32),
+// in parts of at least a protocol step / 8 (LL: 64 KiB steps, 8 KiB parts; Simple: 512 KiB steps, 64 KiB parts),
+// doubling while parts exceed 32 steps.
+TEST(NcclChoice, PointToPointChannelsFollowNcclsStriping) {
+  const model::Target t = model::resolve_target(std::string(CCLAB_SOURCE_DIR) + "/profiles/h200x2.json");
+  const model::NcclComm c = model::nccl_comm_for(t.topology, t.params, 2, 2);
+  EXPECT_EQ(c.channels, 24);
+  EXPECT_EQ(model::nccl_p2p_channels_per_peer(c), 32);
+  EXPECT_EQ(model::nccl_p2p_channels(t.params, c, model::Proto::ll, 8 << 10), 1);
+  EXPECT_EQ(model::nccl_p2p_channels(t.params, c, model::Proto::ll, 64 << 10), 8);
+  EXPECT_EQ(model::nccl_p2p_channels(t.params, c, model::Proto::ll, 1 << 20), 16);
+  EXPECT_EQ(model::nccl_p2p_channels(t.params, c, model::Proto::simple, 1 << 20), 16);
+  EXPECT_EQ(model::nccl_p2p_channels(t.params, c, model::Proto::simple, int64_t(1) << 30), 32);
+  // All-to-all runs LL while a peer's share fits 16 KiB on each of its 32 channels: 2 ranks to 1 MiB.
+  EXPECT_EQ(model::nccl_plan(t.params, c, "alltoall", 1 << 20).proto, model::Proto::ll);
+  EXPECT_EQ(model::nccl_plan(t.params, c, "alltoall", 2 << 20).proto, model::Proto::simple);
+}
+
 // The H20 rows priced with NVLS off, as the measured curve suggests they ran: within the goal.
 TEST(Published, RowsOfH20AreARingWithoutNvls) {
   const fs::path path = published_dir() / "h20x8_allreduce.csv";
