@@ -1,6 +1,7 @@
 #include "model/nccl.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
@@ -638,23 +639,15 @@ Seconds nccl_tuning_latency(const ModelParams& p, const NcclComm& c, std::string
   return l < 0 ? Seconds(-1) : microseconds(l);
 }
 
-namespace {
-int pow2_up(int v) {
-  int p = 1;
-  while (p < v) p *= 2;
-  return p;
-}
-}  // namespace
-
 int nccl_p2p_channels_per_peer(const NcclComm& c) {
   const bool nvl = c.transport == NcclTransport::nvlink;
   const int per_path = c.nnodes == 1 && nvl && c.nvlink_lanes > 0 ? 2 * c.nvlink_lanes : 2;
-  return std::min(pow2_up(std::min(c.channels, per_path)), pow2_up(c.channels));
+  return int(std::bit_ceil(unsigned(std::max(1, std::min(c.channels, per_path)))));
 }
 
 int nccl_p2p_channels(const ModelParams& p, const NcclComm& c, Proto proto, int64_t bytes) {
   if (bytes <= 0) return 1;
-  const int per_peer = nccl_p2p_channels_per_peer(c), all = pow2_up(c.channels);
+  const int per_peer = nccl_p2p_channels_per_peer(c), all = int(std::bit_ceil(unsigned(std::max(1, c.channels))));
   int least = per_peer;
   while (least * c.nranks > all && least > 1) least /= 2;
   const int64_t buff = proto == Proto::ll      ? p.nccl.ll_buff

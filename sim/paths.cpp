@@ -355,10 +355,9 @@ SimResult run_general(Simulator& sim, const lower::LoweredPlan& plan, std::strin
   const model::PathTable* launch_t = !waits_across && table(P, "lchain.launch_unheld")
                                          ? table(P, "lchain.launch_unheld")
                                          : table(P, "xchain.launch_unheld");
-  // The microbenchmark's graphs span two GPUs (GPU0 and GPU1, 20 iterations each): plans over more GPUs are not
-  // of their shape. On 4 x H200 its launch of 768 nodes (3.9 ms, ~2.4 ms of it fixed per graph) bounded a one-launch
-  // 768-node tree replay at 4.7 ms, where the whole replay measured 1.18 ms
-  // (docs/findings/2026-11-27-nccl-choices-mid-size-rings.md).
+  // The microbenchmark's graphs span two GPUs (GPU0 and GPU1): plans over more GPUs are not of their shape. On 4 x H200
+  // its launch of 768 nodes (3.9 ms, ~2.4 ms of it fixed per graph) bounded a one-launch 768-node tree replay at 4.7
+  // ms, where the whole replay measured 1.18 ms (docs/findings/2026-11-27-nccl-choices-mid-size-rings.md).
   if (!plan.held && other_gpus == 1 && launch_t && !launch_t->points.empty() &&
       nodes <= launch_t->points.back().first) {
     const double bound = (launch_t->time(double(nodes)).value + r.time.value) / plan.launches;

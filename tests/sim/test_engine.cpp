@@ -30,6 +30,12 @@ Schedule empty_schedule(int n) {
 
 topo::Topology uniform(int n) { return topo::make_uniform(n, BytesPerSec(kBw), Seconds(kAlpha)); }
 
+// Rank 0 puts 8 MiB into rank 1 on channel 0 and another 8 MiB on channel 1: two copies into one peer at once.
+void two_puts_into_one_peer(Transport& tr) {
+  tr.put(0, in(0), out(1), 8 * kMiB, {}, 0);
+  tr.put(0, in(0, 8 * kMiB), out(1, 8 * kMiB), 8 * kMiB, {}, 1);  // other channel: concurrent
+}
+
 TEST(SimEngine, OneTransferCostsAlphaPlusBytesOverBandwidth) {
   auto t = uniform(2);
   Simulator sim(t, model::ModelParams::ideal());
@@ -48,8 +54,7 @@ TEST(SimEngine, FlowsOnOneLinkShareItFairly) {
   Simulator sim(t, model::ModelParams::ideal());
   Schedule s = empty_schedule(2);
   Transport tr(s);
-  tr.put(0, in(0), out(1), 8 * kMiB, {}, 0);
-  tr.put(0, in(0, 8 * kMiB), out(1, 8 * kMiB), 8 * kMiB, {}, 1);  // other channel: concurrent
+  two_puts_into_one_peer(tr);
   const SimResult r = sim.run(s);
   // Two flows of S on one link finish together after 2S/B.
   EXPECT_NEAR(r.time.value, kAlpha + 16.0 * kMiB / kBw, 1e-12);
@@ -66,8 +71,7 @@ TEST(SimEngine, CopiesIntoOnePeerRunInIssueOrderWhenAsked) {
   Simulator sim(t, model::ModelParams::ideal());
   Schedule s = empty_schedule(3);
   Transport tr(s);
-  tr.put(0, in(0), out(1), 8 * kMiB, {}, 0);
-  tr.put(0, in(0, 8 * kMiB), out(1, 8 * kMiB), 8 * kMiB, {}, 1);
+  two_puts_into_one_peer(tr);
   tr.put(0, in(0), out(2), 8 * kMiB, {}, 2);  // another peer
   tr.put(1, in(1), out(0), 8 * kMiB, {}, 0);  // the other direction
   RunOptions ro;
