@@ -4,6 +4,7 @@
 #include <bit>
 #include <functional>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "core/error.hpp"
@@ -413,6 +414,8 @@ std::string FusedParams::apply(const std::string& tune) {
       fused_max = parse_size(flag, v);
     } else if (k == "wide_fused_max") {
       wide_fused_max = parse_size(flag, v);
+    } else if (k == "wide_round_fused_max") {
+      wide_round_fused_max = parse_size(flag, v);
     } else if (k == "fused_threads") {
       threads = int(parse_int(flag, v, 32, kFusedMaxThreads));
       if (threads % 32 != 0) throw_input("--tune fused_threads must be a multiple of 32, not " + v);
@@ -440,8 +443,28 @@ std::string FusedParams::apply(const std::string& tune) {
   return rest;
 }
 
+namespace {
+
+// No op waits for another op, and every GPU writes into or reads from a peer: all of them use their links at once.
+bool one_round_on_every_gpu(const Schedule& s, const std::vector<int>& rank_device) {
+  if (!s.dep_pool.empty()) return false;
+  auto gpu = [&](int rank) { return rank < int(rank_device.size()) ? rank_device[size_t(rank)] : rank; };
+  std::set<int> gpus, sending;
+  for (int r = 0; r < s.nranks; ++r) gpus.insert(gpu(r));
+  for (const Op& op : s.ops) {
+    if (op.kind == OpKind::compute) return false;
+    if (gpu(op.dst.rank) != gpu(op.src.rank)) sending.insert(gpu(op.rank));
+  }
+  return sending == gpus;
+}
+
+}  // namespace
+
 bool FusedParams::use_fused(const Schedule& s, const std::vector<int>& rank_device) const {
-  if (!use_fused(s.count * dtype_size(s.dtype), s.nranks)) return false;
+  const int64_t bytes = s.count * dtype_size(s.dtype);
+  const bool wide_round = lowering == LoweringMode::automatic && s.nranks > 2 && bytes <= wide_round_fused_max &&
+                          one_round_on_every_gpu(s, rank_device);
+  if (!wide_round && !use_fused(bytes, s.nranks)) return false;
   if (lowering == LoweringMode::fused) return true;
   LowerOptions lo;
   lo.rank_device = rank_device;

@@ -127,6 +127,11 @@ struct FusedParams {
   // (reducescatter.hier ~650 us flat from 2 MiB), while the fused path reached 0.6-0.9 x NCCL there; the
   // general lowering is ahead again from 64 MiB for some schedules (allgather.ring, allreduce.ring).
   int64_t wide_fused_max = 16 << 20;
+  // Above it, on more than 2 GPUs, a one-round schedule (no op waits for another, and every GPU sends
+  // to its peers) stays fused up to this size: its SM stores drive every NVLink port at once, where the
+  // general lowering's copy-engine copies into one peer run in turn. On 4 x H200 and 4 x H100
+  // (results/*/probes_mid/) alltoall.direct ran 1.04-1.30 x NCCL fused at 32-128 MiB, 0.88-0.99 x general.
+  int64_t wide_round_fused_max = 128 << 20;
   int threads = kFusedMaxThreads;  // per CTA (at most the kernel's launch bound)
   int64_t cta_bytes = 32 << 10;    // FusedOptions::cta_bytes
   int max_ctas = 0;                // per launch; 0: one per SM
@@ -146,7 +151,7 @@ struct FusedParams {
     return lowering == LoweringMode::fused ||
            (lowering == LoweringMode::automatic && bytes <= (nranks > 2 ? wide_fused_max : fused_max));
   }
-  // The choice for a schedule: auto also keeps the general lowering when its plan has no cross-GPU
+  // The choice for a schedule: wide_round_fused_max for one-round schedules; auto also keeps the general lowering when its plan has no cross-GPU
   // waits and no copy-engine copies (e.g. a 2-rank reduce whose root's kernel reads its peer): that
   // plan needs no GPU-to-GPU handshake, while the fused kernels always pay a start and an end flag
   // hop (2 x H200: reduce.direct 2.9 us general vs 6.1 us fused at 16 B).

@@ -445,5 +445,27 @@ TEST(FusedParams, TuneKeysAreTakenAndOthersPassedOn) {
   EXPECT_THROW(fp.apply("fused_threads=1024"), Error);
 }
 
+// On more than 2 GPUs a one-round schedule (no waits, every GPU sends) stays fused past wide_fused_max, up to
+// wide_round_fused_max; a ring (waits), a rooted one-round schedule (one GPU sends) and 2 GPUs do not.
+TEST(FusedParams, OneRoundSchedulesOnEveryGpuStayFusedLonger) {
+  FusedParams fp;
+  const std::vector<int> four = {0, 1, 2, 3};
+  auto at = [](const char* algo, int n, int64_t bytes) {
+    AlgoArgs args;
+    args.nranks = n;
+    args.count = bytes / 4;
+    return make_schedule(find_algorithm(algo), args);
+  };
+  const int64_t mid = 2 * fp.wide_fused_max;
+  ASSERT_LT(mid, fp.wide_round_fused_max);
+  EXPECT_TRUE(fp.use_fused(at("alltoall.direct", 4, mid), four));
+  EXPECT_FALSE(fp.use_fused(at("alltoall.direct", 4, 2 * fp.wide_round_fused_max), four));
+  EXPECT_FALSE(fp.use_fused(at("allgather.ring", 4, mid), four));
+  EXPECT_FALSE(fp.use_fused(at("scatter.direct", 4, mid), four));
+  EXPECT_FALSE(fp.use_fused(at("alltoall.direct", 2, mid), {0, 1}));
+  fp.apply("wide_round_fused_max=16M");
+  EXPECT_FALSE(fp.use_fused(at("alltoall.direct", 4, mid), four));
+}
+
 }  // namespace
 }  // namespace cclab::lower
