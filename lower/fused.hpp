@@ -151,10 +151,10 @@ struct FusedParams {
     return lowering == LoweringMode::fused ||
            (lowering == LoweringMode::automatic && bytes <= (nranks > 2 ? wide_fused_max : fused_max));
   }
-  // The choice for a schedule: wide_round_fused_max for one-round schedules; auto also keeps the general lowering when its plan has no cross-GPU
-  // waits and no copy-engine copies (e.g. a 2-rank reduce whose root's kernel reads its peer): that
-  // plan needs no GPU-to-GPU handshake, while the fused kernels always pay a start and an end flag
-  // hop (2 x H200: reduce.direct 2.9 us general vs 6.1 us fused at 16 B).
+  // The choice for a schedule: wide_round_fused_max for one-round schedules; auto also keeps the general lowering when
+  // its plan has no cross-GPU waits and no copy-engine copies (e.g. a 2-rank reduce whose root's kernel reads its
+  // peer): that plan needs no GPU-to-GPU handshake, while the fused kernels always pay a start and an end flag hop (2 x
+  // H200: reduce.direct 2.9 us general vs 6.1 us fused at 16 B).
   bool use_fused(const Schedule& s, const std::vector<int>& rank_device) const;
   // The encoding's options on GPUs of `sms` SMs (every CTA of a launch must be resident: one per SM).
   FusedOptions options(const std::vector<int>& rank_device, int sms) const;
