@@ -59,6 +59,23 @@ bool conflict(const XOp& a, const XOp& b) {
   return false;
 }
 
+// Whether CTA g of `b` touches, of the bytes where it conflicts with `a`, only those CTA g of `a` touched, both
+// ops split over k CTAs: the same size, and every conflicting pair of accesses at the same offsets.
+bool aligned(const XOp& a, const XOp& b) {
+  if (a.bytes != b.bytes || a.bytes <= 0) return false;
+  bool any = false;
+  for (const Access& x : accesses(a))
+    for (const Access& y : accesses(b)) {
+      if (!x.write && !y.write) continue;
+      if (x.ref.rank != y.ref.rank || x.ref.buf != y.ref.buf || x.ref.offset >= y.ref.offset + y.bytes ||
+          y.ref.offset >= x.ref.offset + x.bytes)
+        continue;
+      if (x.ref.offset != y.ref.offset) return false;
+      any = true;
+    }
+  return any;
+}
+
 }  // namespace
 
 FusedProgram encode_fused(const Schedule& s, const FusedOptions& options) {
@@ -206,6 +223,45 @@ FusedProgram encode_fused(const Schedule& s, const FusedOptions& options) {
   }
   std::vector<uint32_t> started(L, 0);  // per lane: devices whose start flag of this epoch is known
   std::vector<std::vector<int32_t>> waits_of(xs.size()), start_of(xs.size());
+  // Sliced dependencies (options.slices): CTA g waits for CTA g's part only. What such a wait tells a lane is
+  // not a group's completion, so it leaves the clock as it is.
+  std::vector<std::vector<int32_t>> slice_waits_of(xs.size());
+  std::vector<char> sliced(xs.size(), 0);
+  // What CTA g of an op has seen done, through waits on parts and its own order, is the parts g of the op's
+  // ancestors: d's part is enough for j only if every ancestor of d that j conflicts with splits alike too.
+  std::vector<std::vector<uint64_t>> ancestors;
+  if (options.slices) {
+    const size_t words = (xs.size() + 63) / 64;
+    ancestors.assign(xs.size(), std::vector<uint64_t>(words, 0));
+    std::vector<int32_t> prev_on_lane(L, -1);
+    for (size_t j = 0; j < xs.size(); ++j) {
+      auto& a = ancestors[j];
+      auto take = [&](int32_t d) {
+        const auto& ad = ancestors[size_t(d)];
+        for (size_t w = 0; w < words; ++w) a[w] |= ad[w];
+        a[size_t(d) / 64] |= uint64_t(1) << (size_t(d) % 64);
+      };
+      for (int32_t d : xs[j].deps) take(d);
+      if (prev_on_lane[size_t(xs[j].lane)] >= 0) take(prev_on_lane[size_t(xs[j].lane)]);
+      prev_on_lane[size_t(xs[j].lane)] = int32_t(j);
+    }
+  }
+  auto splits_alike = [&](size_t c, size_t j) {
+    return p.lanes[size_t(xs[c].lane)].ctas == p.lanes[size_t(xs[j].lane)].ctas && aligned(xs[c], xs[j]);
+  };
+  auto sliceable = [&](int32_t d, size_t j) {
+    // A scale waits for everything (every rank's result is final), not for the bytes it touches.
+    if (!options.slices || p.lanes[size_t(xs[j].lane)].ctas < 2 || xs[j].kind == FusedKind::scale ||
+        !splits_alike(size_t(d), j))
+      return false;
+    const auto& ad = ancestors[size_t(d)];
+    for (size_t w = 0; w < ad.size(); ++w)
+      for (uint64_t bits = ad[w]; bits; bits &= bits - 1) {
+        const size_t c = w * 64 + size_t(std::countr_zero(bits));
+        if (conflict(xs[c], xs[j]) && !splits_alike(c, j)) return false;
+      }
+    return true;
+  };
   std::vector<int32_t> lane_prev(L, -1);  // last op index placed on each lane
   std::vector<std::vector<int32_t>> lane_ops(L);
   for (size_t j = 0; j < xs.size(); ++j) {
@@ -225,10 +281,18 @@ FusedProgram encode_fused(const Schedule& s, const FusedOptions& options) {
       const size_t m = size_t(xs[size_t(d)].lane);
       if (m == l && !group) continue;  // one CTA runs the lane in order
       if (clk[m] >= xs[size_t(d)].pos) continue;
+      if (sliceable(d, j)) {
+        if (m == l) continue;  // CTA g wrote its part of d before it reaches this op
+        slice_waits_of[j].push_back(d);
+        sliced[size_t(d)] = 1;
+        started[l] |= 1u << p.lanes[m].device;  // every CTA of the lane sees a flag of that GPU's launch
+        continue;
+      }
       wait_on(d);
     }
     if (group) {
-      // The lane's CTAs may be at different ops: wait for the latest earlier op this one conflicts with.
+      // The lane's CTAs may be at different ops: wait for the latest earlier op this one conflicts with (CTA g's
+      // own order covers the ones it conflicts with part by part).
       const auto& ops = lane_ops[l];
       int scanned = 0;
       for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
@@ -239,6 +303,7 @@ FusedProgram encode_fused(const Schedule& s, const FusedOptions& options) {
           break;
         }
         if (conflict(xs[size_t(i)], x)) {
+          if (sliceable(i, j)) continue;
           wait_on(i);
           break;
         }
@@ -283,11 +348,16 @@ FusedProgram encode_fused(const Schedule& s, const FusedOptions& options) {
   p.nslots = ndev;
   for (int d = 0; d < ndev; ++d) p.slot_owner.push_back({d, -1});
   auto need = [&](int32_t op, int waiter_device) {
-    if (slot[size_t(op)] < 0) slot[size_t(op)] = p.nslots++;
+    if (slot[size_t(op)] < 0) {
+      slot[size_t(op)] = p.nslots;
+      p.nslots += sliced[size_t(op)] ? p.lanes[size_t(xs[size_t(op)].lane)].ctas : 1;
+    }
     mask[size_t(op)] |= 1u << waiter_device;
   };
-  for (size_t j = 0; j < xs.size(); ++j)
+  for (size_t j = 0; j < xs.size(); ++j) {
     for (int32_t d : waits_of[j]) need(d, p.lanes[size_t(xs[j].lane)].device);
+    for (int32_t d : slice_waits_of[j]) need(d, p.lanes[size_t(xs[j].lane)].device);
+  }
   for (int d = 0; d < ndev; ++d)
     for (int32_t i : finals[size_t(d)]) need(i, d);
   p.slot_owner.resize(size_t(p.nslots));
@@ -316,21 +386,31 @@ FusedProgram encode_fused(const Schedule& s, const FusedOptions& options) {
       f.pos = x.pos;
       f.wait_begin = uint32_t(dv.waits.size());
       for (int d : start_of[size_t(i)]) dv.waits.push_back(d);
-      for (int32_t w : waits_of[size_t(i)]) dv.waits.push_back(slot[size_t(w)]);
+      // A whole-op wait on a sliced op waits for every CTA's part.
+      for (int32_t w : waits_of[size_t(i)])
+        for (int g = 0; g < (sliced[size_t(w)] ? p.lanes[size_t(xs[size_t(w)].lane)].ctas : 1); ++g)
+          dv.waits.push_back(slot[size_t(w)] + g);
+      for (int32_t w : slice_waits_of[size_t(i)]) dv.waits.push_back(slot[size_t(w)] | kSliceWait);
       f.wait_count = uint32_t(dv.waits.size() - f.wait_begin);
       f.slot = slot[size_t(i)];
+      f.sliced = sliced[size_t(i)] != 0;
       f.publish_mask = mask[size_t(i)];
-      p.waits += int64_t(waits_of[size_t(i)].size());
+      p.waits += int64_t(f.wait_count - start_of[size_t(i)].size());
+      p.sliced_waits += int64_t(slice_waits_of[size_t(i)].size());
       p.start_waits += int64_t(start_of[size_t(i)].size());
       p.publishes += std::popcount(f.publish_mask);
       index_in_device[size_t(i)] = int32_t(dv.ops.size());
-      if (f.slot >= 0) p.slot_owner[size_t(f.slot)] = {lane.device, int32_t(dv.ops.size())};
+      if (f.slot >= 0)
+        for (int g = 0; g < (f.sliced ? lane.ctas : 1); ++g)
+          p.slot_owner[size_t(f.slot + g)] = {lane.device, int32_t(dv.ops.size())};
       dv.ops.push_back(f);
     }
   }
   for (int d = 0; d < ndev; ++d) {
     FusedDevice& dv = p.devices[size_t(d)];
-    for (int32_t i : finals[size_t(d)]) dv.finals.push_back(slot[size_t(i)]);
+    for (int32_t i : finals[size_t(d)])
+      for (int g = 0; g < (sliced[size_t(i)] ? p.lanes[size_t(xs[size_t(i)].lane)].ctas : 1); ++g)
+        dv.finals.push_back(slot[size_t(i)] + g);
     p.waits += int64_t(dv.finals.size());
     int32_t ctas = 0;
     for (int32_t l : dv.lanes) ctas += p.lanes[size_t(l)].ctas;
@@ -342,8 +422,9 @@ FusedProgram encode_fused(const Schedule& s, const FusedOptions& options) {
     const size_t l = size_t(xs[j].lane);
     int32_t h = lane_hops[l];
     if (!start_of[j].empty()) h = std::max(h, 1);
-    for (int32_t d : waits_of[j])
-      h = std::max(h, hops[size_t(d)] + (p.lanes[size_t(xs[size_t(d)].lane)].device != p.lanes[l].device ? 1 : 0));
+    for (const auto* ws : {&waits_of[j], &slice_waits_of[j]})
+      for (int32_t d : *ws)
+        h = std::max(h, hops[size_t(d)] + (p.lanes[size_t(xs[size_t(d)].lane)].device != p.lanes[l].device ? 1 : 0));
     hops[j] = lane_hops[l] = h;
     p.critical_hops = std::max(p.critical_hops, h);
   }
@@ -373,9 +454,12 @@ std::string describe(const Schedule& s, const FusedProgram& p) {
       os << " -> " << ref(f.dst) << " " << f.bytes << " B";
       if (f.wait_count) {
         os << " waits";
-        for (uint32_t w = 0; w < f.wait_count; ++w) os << " s" << dv.waits[f.wait_begin + w];
+        for (uint32_t w = 0; w < f.wait_count; ++w) {
+          const int32_t raw = dv.waits[f.wait_begin + w];
+          os << " s" << (raw & ~kSliceWait) << (raw & kSliceWait ? "+g" : "");
+        }
       }
-      if (f.slot >= 0) os << " publishes s" << f.slot << " to mask " << f.publish_mask;
+      if (f.slot >= 0) os << " publishes s" << f.slot << (f.sliced ? "+g" : "") << " to mask " << f.publish_mask;
       os << "\n";
     }
   }
@@ -427,6 +511,8 @@ std::string FusedParams::apply(const std::string& tune) {
     } else if (k == "fused_fence") {
       if (v != "sc" && v != "release") throw_input("--tune fused_fence: sc or release, not '" + v + "'");
       sc_fence = v == "sc";
+    } else if (k == "fused_slices") {
+      slices = parse_int(flag, v, 0, 1) != 0;
     } else if (k == "fused_pdl") {
       pdl = parse_int(flag, v, 0, 1) != 0;
     } else if (k == "fused_timeout") {
@@ -483,6 +569,7 @@ FusedOptions FusedParams::options(const std::vector<int>& rank_device, int sms) 
   fo.rank_device = rank_device;
   fo.max_ctas = std::min(max_ctas > 0 ? std::min(max_ctas, sms) : sms, kFusedMaxCtas);
   fo.cta_bytes = cta_bytes;
+  fo.slices = slices;
   return fo;
 }
 

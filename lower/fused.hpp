@@ -16,6 +16,7 @@
 //    epoch e+1 lands in memory a peer still reads in epoch e.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -38,9 +39,12 @@ struct FusedOp {
   int64_t bytes = 0;
   uint32_t wait_begin = 0, wait_count = 0;  // slots to wait for (FusedDevice::waits)
   int32_t slot = -1;                        // flag slot published when the op is complete, or -1
-  uint32_t publish_mask = 0;                // devices (FusedProgram::devices indices) the flag goes to
-  int32_t lane = 0;                         // index into FusedProgram::lanes
-  int32_t pos = 0;                          // position within the lane
+  // Sliced (FusedOptions::slices): each CTA g of the lane publishes slot + g once its own part is written,
+  // with no group arrival; the op owns the lane's `ctas` slots from `slot` on.
+  bool sliced = false;
+  uint32_t publish_mask = 0;  // devices (FusedProgram::devices indices) the flag goes to
+  int32_t lane = 0;           // index into FusedProgram::lanes
+  int32_t pos = 0;            // position within the lane
 };
 
 // A lane: the ops of one (rank, channel group), run in order by `ctas` CTAs that split each op's bytes.
@@ -50,6 +54,18 @@ struct FusedLane {
   int32_t ctas = 1;
   int32_t cta_begin = 0;  // first CTA of the group within its device's launch
 };
+
+// A wait entry (FusedDevice::waits) with this bit set waits for slot (entry & ~kSliceWait) + g, g being the
+// waiting CTA's index within its lane: the part of a sliced op that the same CTA index of its lane wrote.
+constexpr int32_t kSliceWait = 1 << 30;
+
+// Each op's bytes are split among its lane's CTAs in whole 16-byte units, whatever the pointers' alignment (the
+// kernel and the slicing agree on it): CTA g of k takes [lo, hi).
+inline void fused_share(int64_t bytes, int g, int k, int64_t& lo, int64_t& hi) {
+  const int64_t units = (bytes + 15) / 16, per = (units + k - 1) / k;
+  lo = std::min(bytes, int64_t(g) * per * 16);
+  hi = std::min(bytes, int64_t(g + 1) * per * 16);
+}
 
 struct FusedDevice {
   int gpu = 0;                  // CUDA device id
@@ -75,6 +91,7 @@ struct FusedProgram {
   };
   std::vector<SlotOwner> slot_owner;
   int64_t waits = 0, start_waits = 0, publishes = 0;  // totals, for notes and tests
+  int64_t sliced_waits = 0;                           // of `waits`: per-CTA waits on sliced ops
   // The longest chain of cross-GPU flag hops through the program (start waits, dependencies, end
   // waits; same-GPU waits count 0): with the launch, what the time of a small message is made of.
   int32_t critical_hops = 0;
@@ -100,6 +117,10 @@ struct FusedOptions {
   // lane): ~3 us per group wait; one CTA moves 32 KiB in flight per ~1.3 us NVLink round: ~25 GB/s.
   double group_wait_s = 3e-6;
   double cta_bytes_per_s = 25e9;
+  // Per-CTA flags between ops whose CTAs split the same bytes alike (same size, same CTA count, the bytes one
+  // writes and the other reads or writes at the same offsets): CTA g of the consumer waits only for CTA g of the
+  // producer, and a lane's CTAs run ahead of each other through such ops instead of meeting at every flag.
+  bool slices = false;
 };
 
 // Throws an input error for schedules this path does not run (compute ops, library lowering, more
@@ -140,11 +161,12 @@ struct FusedParams {
   // release store (the first GPU run's version: zero wrong, ~2 us per flag hop); default "release":
   // the barrier + st.release.sys alone, which the PTX memory model makes sufficient.
   bool sc_fence = false;
+  bool slices = false;      // FusedOptions::slices (fused_slices=1)
   double timeout_s = 10.0;  // kernel spin-wait timeout
 
-  // Reads the keys this path owns from "key=value,..." (lowering, fused_max, wide_fused_max, fused_threads,
-  // fused_cta_bytes, fused_ctas, fused_pdl, fused_fence, fused_timeout; kernel_timeout is read and kept) and
-  // returns the string without them; throws an input error naming a bad value.
+  // Reads the keys this path owns from "key=value,..." (lowering, fused_max, wide_fused_max, wide_round_fused_max,
+  // fused_threads, fused_cta_bytes, fused_ctas, fused_pdl, fused_fence, fused_slices, fused_timeout; kernel_timeout is
+  // read and kept) and returns the string without them; throws an input error naming a bad value.
   std::string apply(const std::string& tune);
   // Whether `bytes` on `nranks` ranks runs fused under this mode (by size only).
   bool use_fused(int64_t bytes, int nranks = 2) const {

@@ -26,7 +26,7 @@ const std::set<std::string, std::less<>>& known_keys() {
       "twoshot_unroll", "twoshot_load_unroll", "twoshot_pdl", "twoshot_push", "twoshot_load_max",
       // the fused path (FusedParams::apply)
       "lowering", "fused_max", "wide_fused_max", "wide_round_fused_max", "fused_threads", "fused_cta_bytes",
-      "fused_ctas", "fused_fence", "fused_pdl", "fused_timeout",
+      "fused_ctas", "fused_fence", "fused_pdl", "fused_slices", "fused_timeout",
       // Settings
       "mode", "streams", "reduce_blocks", "channels", "chunk_bytes", "sol_chunks", "launches"};
   return keys;

@@ -39,7 +39,7 @@ stamp "build (commit $CCLAB_COMMIT)"
 cmake -S . -B build-measure -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DCCLAB_BENCH=OFF \
   >"$W/build.log" 2>&1 &&
   cmake --build build-measure -j "$(nproc)" --target cclab test_exec_gpu test_exec_cli test_exec_runner \
-    test_exec_mmsp_gpu >>"$W/build.log" 2>&1
+    test_exec_mmsp_gpu test_exec_fused_gpu >>"$W/build.log" 2>&1
 rc=$?
 stamp "build rc=$rc"
 if [ $rc -ne 0 ]; then

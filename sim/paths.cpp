@@ -424,7 +424,9 @@ FusedLayout layout_of(const Schedule& s, const lower::FusedProgram& p) {
       f.lane[size_t(op.op)] = op.lane;
       f.publishes[size_t(op.op)] = op.slot >= 0;
       for (uint32_t w = 0; w < op.wait_count; ++w) {
-        const int32_t slot = dv.waits[op.wait_begin + w];
+        // A wait on a sliced op's parts (a CTA's own part, or every CTA's one by one) is priced as one wait for
+        // the op: the model has no term yet for CTAs running ahead of each other.
+        const int32_t slot = dv.waits[op.wait_begin + w] & ~lower::kSliceWait;
         const auto& owner = p.slot_owner[size_t(slot)];
         if (owner.op < 0) {  // a start flag: its device releases it to its peers in device order
           const int pos = me < owner.device ? me : me - 1;
@@ -432,6 +434,8 @@ FusedLayout layout_of(const Schedule& s, const lower::FusedProgram& p) {
           continue;
         }
         const auto& from_op = p.devices[size_t(owner.device)].ops[size_t(owner.op)];
+        auto& waits = f.waits[size_t(op.op)];
+        if (from_op.op != kNoOp && std::find(waits.begin(), waits.end(), from_op.op) != waits.end()) continue;
         if (from_op.op != kNoOp) {
           f.waits[size_t(op.op)].push_back(from_op.op);
           // Among the releases into other GPUs (each waits for a round trip across NVLink); a waiter on the

@@ -28,8 +28,8 @@ struct DevOp {
   uint32_t wait_begin, wait_count;
   int32_t slot;
   uint32_t publish_mask;
-  uint32_t kind;  // FusedKind
-  uint32_t pad;
+  uint32_t kind;    // FusedKind
+  uint32_t sliced;  // FusedOp::sliced: CTA g publishes slot + g
 };
 struct DevLane {
   uint32_t op_begin, op_count;
@@ -115,11 +115,12 @@ __device__ bool wait_slot(const uint64_t* flags, int slot, uint64_t e, Err* err,
   }
 }
 
-// This CTA's part [lo, hi) of `bytes`, split among k CTAs in whole units.
-__device__ __forceinline__ void share(int64_t bytes, int64_t unit, int g, int k, int64_t& lo, int64_t& hi) {
-  const int64_t units = (bytes + unit - 1) / unit, per = (units + k - 1) / k;
-  lo = min(bytes, int64_t(g) * per * unit);
-  hi = min(bytes, int64_t(g + 1) * per * unit);
+// This CTA's part [lo, hi) of `bytes`, split among k CTAs in whole 16-byte units whatever the alignment:
+// lower::fused_share, which sliced waits rely on (CTA g of a consumer reads what CTA g of its producer wrote).
+__device__ __forceinline__ void share(int64_t bytes, int g, int k, int64_t& lo, int64_t& hi) {
+  const int64_t units = (bytes + 15) / 16, per = (units + k - 1) / k;
+  lo = min(bytes, int64_t(g) * per * 16);
+  hi = min(bytes, int64_t(g + 1) * per * 16);
 }
 
 template <typename T>
@@ -154,7 +155,7 @@ __device__ void copy_part(uint8_t* dst, const uint8_t* src, int64_t bytes, int g
   const uintptr_t align = reinterpret_cast<uintptr_t>(dst) | reinterpret_cast<uintptr_t>(src);
   int64_t lo, hi;
   if ((align & 15) == 0) {
-    share(bytes, 16, g, k, lo, hi);
+    share(bytes, g, k, lo, hi);
     const uint4* s = reinterpret_cast<const uint4*>(src);
     uint4* d = reinterpret_cast<uint4*>(dst);
     const int64_t v1 = hi / 16;
@@ -169,12 +170,12 @@ __device__ void copy_part(uint8_t* dst, const uint8_t* src, int64_t bytes, int g
     for (; v < v1; v += nt) __stcg(d + v, __ldcg(s + v));
     for (int64_t i = v1 * 16 + t; i < hi; i += nt) dst[i] = __ldcg(src + i);  // the last part's tail
   } else if (((align | uintptr_t(bytes)) & 3) == 0) {
-    share(bytes, 4, g, k, lo, hi);
+    share(bytes, g, k, lo, hi);
     const unsigned* s = reinterpret_cast<const unsigned*>(src);
     unsigned* d = reinterpret_cast<unsigned*>(dst);
     for (int64_t w = lo / 4 + t; w < hi / 4; w += nt) __stcg(d + w, __ldcg(s + w));
   } else {
-    share(bytes, 1, g, k, lo, hi);
+    share(bytes, g, k, lo, hi);
     for (int64_t i = lo + t; i < hi; i += nt) dst[i] = __ldcg(src + i);
   }
 }
@@ -188,7 +189,7 @@ __device__ void reduce_part(uint8_t* dst, const uint8_t* a, const uint8_t* b, in
   int64_t lo, hi;
   int64_t elem_lo;
   if ((align & 15) == 0) {
-    share(bytes, 16, g, k, lo, hi);
+    share(bytes, g, k, lo, hi);
     const uint4* va = reinterpret_cast<const uint4*>(a);
     const uint4* vb = reinterpret_cast<const uint4*>(b);
     uint4* vd = reinterpret_cast<uint4*>(dst);
@@ -206,7 +207,7 @@ __device__ void reduce_part(uint8_t* dst, const uint8_t* a, const uint8_t* b, in
     for (; v < v1; v += nt) __stcg(vd + v, dev::combine_vec<T, Op>(__ldcg(va + v), __ldcg(vb + v)));
     elem_lo = v1 * 16;  // the last part's tail, element by element
   } else {
-    share(bytes, int64_t(sizeof(T)), g, k, lo, hi);
+    share(bytes, g, k, lo, hi);
     elem_lo = lo;
   }
   const T* ea = reinterpret_cast<const T*>(a);
@@ -222,7 +223,7 @@ __device__ void scale_part(uint8_t* data, int64_t bytes, float divisor, int g, i
   const int t = threadIdx.x, nt = blockDim.x;
   int64_t lo, hi, elem_lo;
   if ((reinterpret_cast<uintptr_t>(data) & 15) == 0) {
-    share(bytes, 16, g, k, lo, hi);
+    share(bytes, g, k, lo, hi);
     uint4* v = reinterpret_cast<uint4*>(data);
     for (int64_t i = lo / 16 + t; i < hi / 16; i += nt) {
       uint4 x = __ldcg(v + i);
@@ -233,7 +234,7 @@ __device__ void scale_part(uint8_t* data, int64_t bytes, float divisor, int g, i
     }
     elem_lo = hi / 16 * 16;
   } else {
-    share(bytes, int64_t(sizeof(T)), g, k, lo, hi);
+    share(bytes, g, k, lo, hi);
     elem_lo = lo;
   }
   T* e = reinterpret_cast<T*>(data);
@@ -287,7 +288,8 @@ __global__ void __launch_bounds__(kThreads) fused_kernel(const __grid_constant__
         if (t == 0)
           for (uint32_t w = 0; w < op.wait_count; ++w) {
             const uint32_t at = op.wait_begin + w;
-            const int slot = at >= w0 && at - w0 < nw ? s_waits[at - w0] : a.waits[at];
+            const int raw = at >= w0 && at - w0 < nw ? s_waits[at - w0] : a.waits[at];
+            const int slot = raw & lower::kSliceWait ? (raw & ~lower::kSliceWait) + g : raw;
             if (!wait_slot(a.flags[a.dev], slot, e, a.err, a.timeout_ns, a.dev, 1, idx)) {
               abort_s = 1;
               break;
@@ -312,17 +314,20 @@ __global__ void __launch_bounds__(kThreads) fused_kernel(const __grid_constant__
       // Publish: the barrier made the CTA's writes (local and peer) visible to thread 0, whose release
       // store carries them (cumulativity) to whoever acquires the flag. A CTA group counts arrivals
       // first; the last one to arrive publishes for all.
+      // A sliced op's CTAs publish their own parts, each in its own slot, with no arrival count.
       if (op.slot >= 0 && t == 0) {
         bool last = true;
-        if (k > 1) {
+        if (k > 1 && !op.sliced) {
           fence_acq_rel_sys();
           last = (atomicAdd(&a.arrive[idx], 1u) + 1u) % uint32_t(k) == 0;
           if (last) fence_acq_rel_sys();  // the other CTAs' parts, ordered by their fences and the atomic
         }
         if (last && a.sc_fence) __threadfence_system();
-        if (last)
+        if (last) {
+          const int slot = op.slot + (op.sliced ? g : 0);
           for (int d = 0; d < a.ndev; ++d)
-            if (op.publish_mask >> d & 1u) st_release(a.flags[d] + op.slot, e);
+            if (op.publish_mask >> d & 1u) st_release(a.flags[d] + slot, e);
+        }
       }
     }
   }
@@ -429,6 +434,7 @@ FusedWorkload::FusedWorkload(const Communicator& comm, Schedule schedule, const 
       o.slot = f.slot;
       o.publish_mask = f.publish_mask;
       o.kind = uint32_t(f.kind);
+      o.sliced = f.sliced ? 1u : 0u;
       ops.push_back(o);
     }
     const size_t o_ops = 0, o_waits = align16(ops.size() * sizeof(fused::DevOp)),
@@ -554,10 +560,10 @@ std::string FusedWorkload::note() const {
   }
   return "lowering=fused: " + std::to_string(ops) + " ops in " + std::to_string(program_.lanes.size()) +
          " lanes, one launch per GPU of up to " + std::to_string(max_ctas) + " CTAs x " +
-         std::to_string(params_.threads) + " threads, " + std::to_string(program_.waits) + " flag waits + " +
-         std::to_string(program_.start_waits) + " start waits, " + std::to_string(program_.critical_hops) +
-         " cross-GPU hops on the critical path, " + std::to_string(program_.publishes) + " flag stores" +
-         (params_.pdl ? ", pdl" : "");
+         std::to_string(params_.threads) + " threads, " + std::to_string(program_.waits) + " flag waits (" +
+         std::to_string(program_.sliced_waits) + " per CTA part) + " + std::to_string(program_.start_waits) +
+         " start waits, " + std::to_string(program_.critical_hops) + " cross-GPU hops on the critical path, " +
+         std::to_string(program_.publishes) + " flag stores" + (params_.pdl ? ", pdl" : "");
 }
 
 }  // namespace cclab::exec

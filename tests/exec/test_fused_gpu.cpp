@@ -113,6 +113,21 @@ TEST(FusedGpu, LongReplaysKeepTheEpochs) {
   }
 }
 
+// Per-CTA flags (fused_slices=1): every general algorithm on every GPU present (ranks sharing them beyond),
+// at sizes that give a lane several CTAs, odd counts included, replayed many times; zero wrong, no timeout.
+TEST(FusedGpu, SlicedProgramsAreCorrect) {
+  if (visible_devices() < 2) GTEST_SKIP() << "needs 2 GPUs";
+  const Case c{std::max(2, visible_devices()), DType::f32, true};
+  for (int64_t bytes : {int64_t(1 << 20) + 4, int64_t(8 << 20)}) {
+    const auto rows = run_fused(general_algorithms(), c, bytes, RedOp::sum, 50, "lowering=fused,fused_slices=1");
+    EXPECT_FALSE(rows.empty());
+    for (const auto& r : rows) EXPECT_EQ(r.wrong, 0) << r.algo << " " << bytes;
+  }
+  const auto avg = run_fused({"allreduce.ring", "reducescatter.ring"}, Case{c.ranks, DType::bf16, false}, 3 << 20,
+                             RedOp::avg, 5, "lowering=fused,fused_slices=1");
+  for (const auto& r : avg) EXPECT_EQ(r.wrong, 0) << r.algo;
+}
+
 // lowering=auto: fused up to fused_max, the general lowering above; the note says which.
 TEST(FusedGpu, AutoPicksByFusedMax) {
   if (visible_devices() < 2) GTEST_SKIP() << "needs 2 GPUs";

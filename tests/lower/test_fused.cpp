@@ -6,6 +6,8 @@
 // peer still touches its memory, and no deadlock.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <bit>
 #include <random>
 
 #include "algorithms/fused_probes.hpp"
@@ -63,21 +65,59 @@ std::string simulate(const Schedule& s, const FusedProgram& p, uint64_t seed) {
       for (int g = 0; g < p.lanes[size_t(l)].ctas; ++g) ctas.push_back({d, l, g});
     if (dv.lanes.empty()) ctas.push_back({d, -1, 0});
   }
-  // op (device, index) -> shares done; schedule op -> (device, index).
-  std::vector<std::vector<int>> shares(static_cast<size_t>(ndev));
+  // op (device, index) -> which CTAs' parts are done; schedule op -> (device, index).
+  std::vector<std::vector<std::vector<char>>> shares(static_cast<size_t>(ndev));
   std::vector<std::pair<int, int>> where(s.ops.size(), {-1, -1});
   for (int d = 0; d < ndev; ++d) {
     const auto& dv = p.devices[size_t(d)];
-    shares[size_t(d)].assign(dv.ops.size(), 0);
-    for (size_t i = 0; i < dv.ops.size(); ++i)
+    shares[size_t(d)].resize(dv.ops.size());
+    for (size_t i = 0; i < dv.ops.size(); ++i) {
+      shares[size_t(d)][i].assign(size_t(p.lanes[size_t(dv.ops[i].lane)].ctas), 0);
       if (dv.ops[i].op != kNoOp) where[size_t(dv.ops[i].op)] = {d, int(i)};
+    }
   }
   for (size_t i = 0; i < s.ops.size(); ++i)
     if (where[i].first < 0) return "schedule op " + std::to_string(i) + " is not in the program";
   auto complete = [&](int d, int i) {
-    const auto& f = p.devices[size_t(d)].ops[size_t(i)];
-    return shares[size_t(d)][size_t(i)] == p.lanes[size_t(f.lane)].ctas;
+    for (char done : shares[size_t(d)][size_t(i)])
+      if (!done) return false;
+    return true;
   };
+  // Whether the parts of op (d, i) that CTA g of `f` depends on are done: where they touch the same bytes (one
+  // writing), the parts of (d, i) whose bytes meet the bytes part g of f touches (fused_share: the kernel's split);
+  // with no such bytes, the whole op if `whole`, else nothing.
+  auto seen = [&](int d, int i, const FusedOp& f, int g, bool whole) {
+    const FusedOp& a = p.devices[size_t(d)].ops[size_t(i)];
+    const int ka = p.lanes[size_t(a.lane)].ctas, kf = p.lanes[size_t(f.lane)].ctas;
+    int64_t flo, fhi;
+    fused_share(f.bytes, g, kf, flo, fhi);
+    bool touched = false;
+    for (const Acc& x : accesses(a))
+      for (const Acc& y : accesses(f)) {
+        if ((!x.write && !y.write) || x.ref.rank != y.ref.rank || x.ref.buf != y.ref.buf) continue;
+        const int64_t lo = std::max(x.ref.offset, y.ref.offset + flo),
+                      hi = std::min(x.ref.offset + x.bytes, y.ref.offset + fhi);
+        if (x.ref.offset < y.ref.offset + y.bytes && y.ref.offset < x.ref.offset + x.bytes) touched = true;
+        if (lo >= hi) continue;
+        for (int h = 0; h < ka; ++h) {
+          int64_t alo, ahi;
+          fused_share(a.bytes, h, ka, alo, ahi);
+          if (std::max(lo, x.ref.offset + alo) < std::min(hi, x.ref.offset + ahi) &&
+              !shares[size_t(d)][size_t(i)][size_t(h)])
+            return false;
+        }
+      }
+    return touched || !whole || complete(d, i);
+  };
+  // Every schedule op's ancestors (its dependencies, theirs, ...): what it must see of them is checked by bytes.
+  const size_t words = (s.ops.size() + 63) / 64;
+  std::vector<std::vector<uint64_t>> ancestors(s.ops.size(), std::vector<uint64_t>(words, 0));
+  for (size_t i = 0; i < s.ops.size(); ++i)
+    for (OpId d : s.deps(s.ops[i]))
+      if (d != kNoOp) {
+        for (size_t w = 0; w < words; ++w) ancestors[i][w] |= ancestors[size_t(d)][w];
+        ancestors[i][size_t(d) / 64] |= uint64_t(1) << (size_t(d) % 64);
+      }
   std::vector<std::vector<char>> flag(size_t(ndev), std::vector<char>(size_t(p.nslots), 0));
   std::vector<char> started(size_t(ndev), 0), finished(size_t(ndev), 0);
   auto dev_of = [&](int32_t rank) { return p.rank_device[size_t(rank)]; };
@@ -104,7 +144,10 @@ std::string simulate(const Schedule& s, const FusedProgram& p, uint64_t seed) {
       const auto& dv = p.devices[size_t(c.dev)];
       const FusedOp& f = dv.ops[p.lanes[size_t(c.lane)].op_begin + c.next];
       bool ok = true;
-      for (uint32_t w = 0; w < f.wait_count && ok; ++w) ok = flag[size_t(c.dev)][size_t(dv.waits[f.wait_begin + w])];
+      for (uint32_t w = 0; w < f.wait_count && ok; ++w) {
+        const int32_t raw = dv.waits[f.wait_begin + w];
+        ok = flag[size_t(c.dev)][size_t(raw & kSliceWait ? (raw & ~kSliceWait) + c.g : raw)];
+      }
       if (ok) actions.push_back(int(ci));
     }
     if (actions.empty()) break;
@@ -137,27 +180,35 @@ std::string simulate(const Schedule& s, const FusedProgram& p, uint64_t seed) {
     const int idx = int(lane.op_begin + c.next);
     const FusedOp& f = dv.ops[size_t(idx)];
     const std::string name = f.op == kNoOp ? "scale of rank " + std::to_string(f.rank) : "op " + std::to_string(f.op);
-    // The schedule's dependencies are complete.
+    // What the schedule orders before this op is done, byte by byte: the bytes of its ancestors it touches
+    // (one of the two writing), and its direct dependencies whole where they share no byte.
     if (f.op != kNoOp) {
+      std::vector<char> direct(s.ops.size(), 0);
       for (OpId d : s.deps(s.ops[size_t(f.op)]))
-        if (d != kNoOp && !complete(where[size_t(d)].first, where[size_t(d)].second))
-          return name + " ran before its dependency op " + std::to_string(d);
+        if (d != kNoOp) direct[size_t(d)] = 1;
+      const auto& anc = ancestors[size_t(f.op)];
+      for (size_t w = 0; w < words; ++w)
+        for (uint64_t bits = anc[w]; bits; bits &= bits - 1) {
+          const size_t d = w * 64 + size_t(std::countr_zero(bits));
+          if (!seen(where[d].first, where[d].second, f, c.g, direct[d] != 0))
+            return name + " (CTA " + std::to_string(c.g) + ") ran before what it needs of op " + std::to_string(d);
+        }
     } else {
       for (size_t i = 0; i < s.ops.size(); ++i)
         if (!complete(where[i].first, where[i].second)) return name + " ran before op " + std::to_string(i);
     }
-    // Earlier ops of the lane that touch the same bytes are complete.
+    // What earlier ops of the lane wrote or read of the bytes this part touches is done.
     for (uint32_t j = lane.op_begin; j < uint32_t(idx); ++j)
-      if (conflict(dv.ops[j], f) && !complete(c.dev, int(j)))
+      if (conflict(dv.ops[j], f) && !seen(c.dev, int(j), f, c.g, false))
         return name + " ran before the conflicting earlier op " + std::to_string(dv.ops[j].op) + " of its lane";
     // Other GPUs' memory only after they started.
     for (const Acc& a : accesses(f))
       if (!started[size_t(dev_of(a.ref.rank))]) return name + " touched a GPU that had not started";
-    ++shares[size_t(c.dev)][size_t(idx)];
+    shares[size_t(c.dev)][size_t(idx)][size_t(c.g)] = 1;
     ++c.next;
-    if (complete(c.dev, idx) && f.slot >= 0)
+    if (f.slot >= 0 && (f.sliced || complete(c.dev, idx)))
       for (int q = 0; q < ndev; ++q)
-        if (f.publish_mask >> q & 1u) flag[size_t(q)][size_t(f.slot)] = 1;
+        if (f.publish_mask >> q & 1u) flag[size_t(q)][size_t(f.slot + (f.sliced ? c.g : 0))] = 1;
   }
   for (int d = 0; d < ndev; ++d)
     if (!finished[size_t(d)]) return "deadlock: gpu " + std::to_string(d) + " never finished\n" + describe(s, p);
@@ -175,7 +226,8 @@ struct Layout {
   std::vector<int> rank_device;
 };
 
-void check_all(const std::vector<int>& rank_device, std::vector<int64_t> elems, int seeds, int max_ctas) {
+void check_all(const std::vector<int>& rank_device, std::vector<int64_t> elems, int seeds, int max_ctas,
+               bool slices = false) {
   const int n = int(rank_device.size());
   int programs = 0;
   for (const Algorithm* a : fused_algorithms()) {
@@ -202,6 +254,7 @@ void check_all(const std::vector<int>& rank_device, std::vector<int64_t> elems, 
           FusedOptions fo;
           fo.rank_device = rank_device;
           fo.max_ctas = max_ctas;
+          fo.slices = slices;
           FusedProgram p;
           try {
             p = encode_fused(s, fo);
@@ -227,6 +280,10 @@ TEST(FusedSim, EveryAlgorithmTwoRanksCtaGroups) { check_all({0, 1}, {(1 << 18) +
 TEST(FusedSim, EveryAlgorithmFourRanksOnTwoGpus) { check_all({0, 0, 1, 1}, {7, 1031}, 2, 132); }
 TEST(FusedSim, EveryAlgorithmEightRanksOnTwoGpus) { check_all({0, 0, 0, 0, 1, 1, 1, 1}, {13, 4099}, 1, 132); }
 TEST(FusedSim, EveryAlgorithmFourGpus) { check_all({0, 1, 2, 3}, {1031, (1 << 16) + 3}, 2, 16); }
+// Sliced ops (per-CTA flags): the same checks, part by part.
+TEST(FusedSim, EveryAlgorithmTwoRanksSliced) { check_all({0, 1}, {(1 << 18) + 5}, 2, 24, true); }
+TEST(FusedSim, EveryAlgorithmFourGpusSliced) { check_all({0, 1, 2, 3}, {(1 << 16) + 3, (1 << 18) + 1}, 2, 16, true); }
+TEST(FusedSim, EveryAlgorithmFourRanksOnTwoGpusSliced) { check_all({0, 0, 1, 1}, {(1 << 17) + 7}, 2, 32, true); }
 
 // The calibration's synthetic programs (algorithms/fused_probes.hpp) are valid schedules the fused kernel runs
 // safely, with one lane per rank that sends (rank 0 only for the one-way ones) and the ops the names promise.
@@ -273,6 +330,34 @@ TEST(FusedSim, CatchesMissingWaits) {
   }
   EXPECT_GT(caught_waits, 0);
   EXPECT_GT(caught_finals, 0);
+}
+
+// The ring's steps split alike: on 4 GPUs with slices each CTA waits for its own part of the peer's step, and
+// the checker sees parts waited for at another CTA's slot.
+TEST(FusedSim, SlicedRingsWaitPartByPartAndWrongPartsAreCaught) {
+  AlgoArgs args;
+  args.nranks = 4;
+  args.count = (1 << 20) + 4;
+  const Schedule s = make_schedule(find_algorithm("allreduce.ring"), args);
+  FusedOptions fo;
+  fo.max_ctas = 16;
+  const FusedProgram group = encode_fused(s, fo);
+  fo.slices = true;
+  const FusedProgram sliced = encode_fused(s, fo);
+  EXPECT_EQ(group.sliced_waits, 0);
+  EXPECT_GT(sliced.sliced_waits, 0);
+  EXPECT_GT(sliced.nslots, group.nslots);  // a slot per CTA of each sliced op
+  FusedProgram shifted = sliced;
+  for (auto& dv : shifted.devices)
+    for (auto& w : dv.waits)
+      if (w & kSliceWait) w &= ~kSliceWait;  // every CTA waits for CTA 0's part
+  int caught = 0;
+  for (uint64_t seed = 0; seed < 50; ++seed) {
+    EXPECT_EQ(simulate(s, sliced, seed), "") << seed;
+    const std::string err = simulate(s, shifted, seed);
+    caught += err.empty() ? 0 : 1;
+  }
+  EXPECT_GT(caught, 0);
 }
 
 TEST(FusedEncoding, WaitsSlotsAndStartFlags) {

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Probe (gpu_call.sh step) of the fused lowering's per-CTA flags (--tune fused_slices=1): their GPU test first
+# (every general algorithm checked, replayed), then the rings and the pipeline at 2-128 MiB with group flags, with
+# per-CTA flags and under the default lowering, NCCL beside them in the same call. Records: <out>/probe_<name>.csv;
+# the last lines are a table of time against NCCL's.
+# Run it as a step of a device call: cp scripts/gpu_probe_slices.sh .carry/ && bash .carry/gpu_call.sh <name> gpu_probe_slices
+W=$1
+export NCCL_NVLS_ENABLE=0
+source scripts/probe_run.sh
+BIN=$(dirname "$CCLAB")
+t0=$(date +%s)
+timeout 240 "$BIN/test_exec_fused_gpu" --gtest_filter='FusedGpu.SlicedProgramsAreCorrect' >"$W/gpu_test_sliced.log" 2>&1
+echo "sliced GPU test rc=$? $(($(date +%s) - t0)) s"
+tail -3 "$W/gpu_test_sliced.log"
+GEN="allreduce.ring,allgather.ring,reducescatter.ring,broadcast.pipeline"
+run() { PROBE_S=60 probe "$@" --inplace 0 -w 3 --timeout 20 -b 2M -e 128M -f 2; }
+run nccl --algo allreduce.nccl,allgather.nccl,reducescatter.nccl,broadcast.nccl
+run fused_group --algo $GEN --tune lowering=fused
+run fused_sliced --algo $GEN --tune lowering=fused,fused_slices=1
+run default --algo $GEN
+python3 - "$W" <<'PY'
+import csv, os, sys
+w = sys.argv[1]
+def rows(name):
+    path = os.path.join(w, "probe_%s.csv" % name)
+    return list(csv.DictReader(open(path))) if os.path.exists(path) else []
+nccl = {(r["collective"], r["bytes"]): float(r["time_us"]) for r in rows("nccl")}
+print("# time / NCCL's (below 1: faster), out of place, float")
+print("%-20s %10s %12s %12s %12s" % ("algo", "bytes", "fused_group", "fused_sliced", "default"))
+runs = {n: {(r["algo"], r["bytes"]): float(r["time_us"]) for r in rows(n)} for n in ("fused_group", "fused_sliced", "default")}
+for algo, b in sorted(runs["fused_sliced"], key=lambda k: (k[0], int(k[1]))):
+    coll = algo.split(".")[0]
+    ref = nccl.get((coll, b))
+    cell = lambda n: "%.2f" % (runs[n][(algo, b)] / ref) if ref and (algo, b) in runs[n] else "-"
+    print("%-20s %10s %12s %12s %12s" % (algo, b, cell("fused_group"), cell("fused_sliced"), cell("default")))
+PY
