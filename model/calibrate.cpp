@@ -245,11 +245,13 @@ const std::vector<std::string>& bench_names() {
         "latency.launch_host", "latency.event", "latency.event_peer", "latency.flag",
         // SM stores into the peer (push / ll modes), graph nodes and edges (the
         // general lowering), NCCL send/recv (the NCCL model's transport)
-        "p2p.sm_store.uni", "p2p.sm_store.bidir", "p2p.ll_store.bidir", "p2p.sm.cta", "p2p.sm_store.cta", "graph.copy",
-        "graph.copy2", "graph.copy_local", "graph.fork_both.1", "graph.fork_both.2", "graph.fork_both.3",
-        "graph.fork_kernels.1", "graph.fork_kernels.2", "graph.fork_kernels.3", "graph.fork_mix.1", "graph.fork_local2",
-        "graph.fork_local_mix", "graph.flag_chain.2", "graph.flag_chain.6", "graph.kernel", "graph.kernel_pdl",
-        "graph.fork_local", "graph.fork_peer", "graph.hop_peer", "nccl.p2p.uni", "nccl.p2p.bidir",
+        "p2p.sm_store.uni", "p2p.sm_store.bidir", "p2p.ll_store.bidir", "p2p.sm.cta", "p2p.sm_store.cta",
+        // SM stores from every GPU into all its peers at once (3 or more GPUs)
+        "p2p.sm_store.fanout", "graph.copy", "graph.copy2", "graph.copy_local", "graph.fork_both.1",
+        "graph.fork_both.2", "graph.fork_both.3", "graph.fork_kernels.1", "graph.fork_kernels.2",
+        "graph.fork_kernels.3", "graph.fork_mix.1", "graph.fork_local2", "graph.fork_local_mix", "graph.flag_chain.2",
+        "graph.flag_chain.6", "graph.kernel", "graph.kernel_pdl", "graph.fork_local", "graph.fork_peer",
+        "graph.hop_peer", "nccl.p2p.uni", "nccl.p2p.bidir",
         // a local then a peer copy on a stream of each GPU; a reduce kernel reading the peer, forked; a kernel
         // then a copy waiting for it on two streams of each GPU; a kernel waiting for the other GPU's copy
         "graph.fork_both_mix.1", "graph.fork_reduce_peer", "graph.fork_mix_chain.1", "graph.fork_mix_cross.1",

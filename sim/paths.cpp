@@ -713,7 +713,8 @@ std::optional<Seconds> fused_from_probes(const model::ModelParams& P, const Sche
 // The floor every fused program stands on: a GPU's NVLink port carries each byte its lanes move to or from a
 // peer, whatever the lanes and CTAs (the per-op models above price each lane as if it had the port to itself).
 // Per GPU and direction (its stores into peers and the peers' loads from it leave it; the rest enter), the time
-// of those bytes at the rate SM copies of that kind reach across the link: stores at the top of p2p.sm_store.uni,
+// of those bytes at the rate SM copies of that kind reach across the link: stores at the top of p2p.sm_store.uni
+// (of p2p.sm_store.fanout where a GPU stores into, or is stored into by, several peers and the profile has it),
 // loads at the top of p2p.sm.uni (their largest size measured), the route's bandwidth without them. Zero where no
 // byte crosses a GPU.
 Seconds fused_port_floor(Simulator& sim, const Schedule& s, const FusedLayout& f, std::string* how) {
@@ -725,14 +726,39 @@ Seconds fused_port_floor(Simulator& sim, const Schedule& s, const FusedLayout& f
   };
   const double store_rate = top_rate("p2p.sm_store.uni"), load_rate = top_rate("p2p.sm.uni");
   if (store_rate <= 0 || load_rate <= 0) return Seconds(0);
+  // A GPU that stores into several peers (out), or that several store into (in), at the rate every GPU reached
+  // storing into all its peers at once (p2p.sm_store.fanout, measured on 3 or more GPUs; absent, one peer's rate).
+  std::map<int, std::set<int>> stores_to, stored_by;  // per GPU (rank)
+  for (size_t i = 0; i < s.ops.size(); ++i) {
+    const int g = f.lane_gpu[size_t(f.lane[i])];
+    for (const Access& a : fused_accesses(s, s.ops[i]))
+      if (a.write && a.ref.rank != g) {
+        stores_to[g].insert(a.ref.rank);
+        stored_by[a.ref.rank].insert(g);
+      }
+  }
+  const model::PathTable* fanout = table(P, "p2p.sm_store.fanout");
+  const double fanout_rate = fanout && !fanout->points.empty() && fanout->points.back().second > 0
+                                 ? double(fanout->points.back().first) / fanout->points.back().second
+                                 : 0.0;
+  auto store_rate_at = [&](std::map<int, std::set<int>>& peers, int gpu) {
+    return fanout_rate > 0 && peers[gpu].size() > 1 ? fanout_rate : store_rate;
+  };
+  bool fanned = false;
   std::map<int, double> out, in;  // per GPU (rank): seconds of the port's direction
   for (size_t i = 0; i < s.ops.size(); ++i) {
     const int g = f.lane_gpu[size_t(f.lane[i])];
     for (const Access& a : fused_accesses(s, s.ops[i])) {
       if (a.ref.rank == g) continue;
-      const double t = double(a.bytes) / (a.write ? store_rate : load_rate);
-      (a.write ? out[g] : in[g]) += t;
-      (a.write ? in[a.ref.rank] : out[a.ref.rank]) += t;
+      if (a.write) {
+        const double rate_out = store_rate_at(stores_to, g), rate_in = store_rate_at(stored_by, a.ref.rank);
+        fanned = fanned || rate_out != store_rate || rate_in != store_rate;
+        out[g] += double(a.bytes) / rate_out;
+        in[a.ref.rank] += double(a.bytes) / rate_in;
+      } else {
+        in[g] += double(a.bytes) / load_rate;
+        out[a.ref.rank] += double(a.bytes) / load_rate;
+      }
     }
   }
   double busiest = 0;
@@ -745,6 +771,11 @@ Seconds fused_port_floor(Simulator& sim, const Schedule& s, const FusedLayout& f
                   "p2p.sm_store.uni / p2p.sm.uni at their largest size)",
                   busiest * 1e6, store_rate / 1e9, load_rate / 1e9);
     *how += buf;
+    if (fanned) {
+      std::snprintf(buf, sizeof buf, "; stores with several peers at %.0f GB/s (p2p.sm_store.fanout)",
+                    fanout_rate / 1e9);
+      *how += buf;
+    }
   }
   return Seconds(busiest);
 }

@@ -69,6 +69,35 @@ __global__ void k_copy(const int4* __restrict__ src, int4* __restrict__ dst, int
     for (int64_t b = tail_begin; b < tail_end; ++b) dstb[b] = srcb[b];
 }
 
+// One GPU's stores into each of its peers at once (p2p.sm_store.fanout): block b serves peer b % peers, the peer's
+// blocks copy source slice `peer` into its destination, 16-byte vectors, kUnroll in flight per thread.
+constexpr int kMaxFanoutPeers = 7;
+struct FanoutArgs {
+  const int4* src;
+  int4* dst[kMaxFanoutPeers];
+  int64_t per16;  // vectors per peer
+  int peers;
+};
+__global__ void k_copy_fanout(const __grid_constant__ FanoutArgs a) {
+  const int peer = int(blockIdx.x) % a.peers, blocks = int(gridDim.x) / a.peers;
+  const int4* __restrict__ src = a.src + int64_t(peer) * a.per16;
+  int4* __restrict__ dst = a.dst[peer];
+  const int64_t stride = int64_t(blocks) * blockDim.x * kUnroll;
+  int64_t i = int64_t(blockIdx.x / a.peers) * blockDim.x * kUnroll + threadIdx.x;
+  for (; i + int64_t(kUnroll - 1) * blockDim.x < a.per16; i += stride) {
+    int4 v[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) v[u] = src[i + u * blockDim.x];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) dst[i + u * blockDim.x] = v[u];
+  }
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u) {
+    const int64_t j = i + int64_t(u) * blockDim.x;
+    if (j < a.per16) dst[j] = src[j];
+  }
+}
+
 template <class T>
 __device__ T add_elem(T a, T b) {
   return a + b;
@@ -435,6 +464,7 @@ class Bench {
   void launch_reduce(const Gpu& g, const char* a, const char* b, char* dst, int64_t bytes) const;
   void bench_p2p();
   void bench_ce_pair();
+  void bench_fanout();
   void bench_local();
   void bench_latency();
   void bench_graph();
@@ -720,6 +750,48 @@ void Bench::bench_p2p() {
       "p2p.sm_store.cta",
       "one CTA of " + std::to_string(kThreads) + " threads on GPU0 storing into GPU1's memory, CUDA events",
       [&](int64_t b) { return std::vector<Lane>{one_cta(g0, g0.buf[0], g1.buf[1], b)}; }, 0, kOneCtaMax);
+}
+
+// Every GPU at once stores `bytes` split evenly over all its peers (an all-to-all's traffic; the fused path's and the
+// two-shot's on more than 2 GPUs): what a GPU's NVLink port carries out, and in, with several peers on both ends,
+// against one peer both ways (p2p.sm_store.bidir). Bytes per GPU and direction (whole 16-byte vectors per peer).
+void Bench::bench_fanout() {
+  const int n = int(gpus_.size());
+  if (n < 3) return;
+  if (n - 1 > kMaxFanoutPeers) {
+    res_.warnings.push_back("p2p.sm_store.fanout: more than " + std::to_string(kMaxFanoutPeers) +
+                            " peers, not measured");
+    return;
+  }
+  log("stores fanned out to every peer, all " + std::to_string(n) + " GPUs at once");
+  auto lane = [this, n](int me, int64_t b) {
+    Gpu& g = gpus_[size_t(me)];
+    return Lane{g.dev, g.stream[0], [this, n, me, b, &g] {
+                  FanoutArgs a{};
+                  a.src = reinterpret_cast<const int4*>(g.buf[0]);
+                  a.per16 = std::max<int64_t>(1, b / 16 / (n - 1));
+                  a.peers = n - 1;
+                  for (int q = 0, k = 0; q < n; ++q)
+                    if (q != me)  // my slot in q's destination: one per sender, (n - 1) x per16 vectors in all
+                      a.dst[k++] = reinterpret_cast<int4*>(gpus_[size_t(q)].buf[1]) + (me < q ? me : me - 1) * a.per16;
+                  const int64_t per_block = int64_t(kThreads) * kUnroll;
+                  const int per_peer = int(std::clamp<int64_t>((a.per16 + per_block - 1) / per_block, 1,
+                                                               std::max(1, kBlocksPerSm * g.sms / (n - 1))));
+                  k_copy_fanout<<<per_peer*(n - 1), kThreads, 0, g.stream[0]>>>(a);
+                  CCLAB_CUDA_LAUNCHED();
+                }};
+  };
+  sweep(
+      "p2p.sm_store.fanout",
+      "a kernel on every GPU at once storing the bytes split evenly over all its peers (int4, up to " +
+          std::to_string(kBlocksPerSm) + " CTAs per SM of " + std::to_string(kThreads) +
+          " threads; bytes per GPU and direction), CUDA events",
+      [&](int64_t b) {
+        std::vector<Lane> v;
+        for (int d = 0; d < n; ++d) v.push_back(lane(d, b));
+        return v;
+      },
+      16 * int64_t(n - 1));
 }
 
 // Two copy-engine copies of S bytes each from GPU0 into GPU1, issued on two streams of GPU0 and released together
@@ -2253,6 +2325,7 @@ MicrobenchResult Bench::run() {
   group("fused programs", &Bench::bench_fused_programs);
   group("peer bandwidth", &Bench::bench_p2p);
   group("two copies on one link", &Bench::bench_ce_pair);
+  group("stores to every peer", &Bench::bench_fanout);
   group("NCCL send/recv", &Bench::bench_nccl_p2p);
   group("local bandwidth", &Bench::bench_local);
   group("matmul", &Bench::bench_matmul);

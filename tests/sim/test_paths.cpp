@@ -435,6 +435,32 @@ TEST(ExecPaths, FusedChannelsShareTheirGpusPort) {
   EXPECT_EQ(small.record.note.find("busiest NVLink port direction"), std::string::npos) << small.record.note;
 }
 
+// Where the profile measured every GPU storing into all its peers at once (p2p.sm_store.fanout, 3 or more GPUs), a
+// GPU that stores into several peers moves its bytes at that rate: the all-to-all's floor follows it, the ring's
+// (one peer out, one in) does not.
+TEST(ExecPaths, FusedStoresIntoSeveralPeersAtTheFanoutRate) {
+  const model::Target target = model::resolve_target(std::string(CCLAB_SOURCE_DIR) + "/profiles/h200x4.json");
+  model::ModelParams p = target.params;
+  const model::PathTable* store = p.table("p2p.sm_store.uni");
+  ASSERT_TRUE(store && !store->empty());
+  const double one_peer = double(store->points.back().first) / store->points.back().second;
+  const double fanout = 0.8 * one_peer;
+  const int64_t top = store->points.back().first;
+  p.tables["p2p.sm_store.fanout"] =
+      model::PathTable{{{1 << 20, double(1 << 20) / fanout}, {top, double(top) / fanout}}};
+  AlgoArgs a = args2(128 << 20);
+  a.nranks = 4;
+  Simulator before(target.topology, target.params), after(target.topology, p);
+  const Prediction a2a0 = on_plan(before, "alltoall.direct", a, "lowering=fused");
+  const Prediction a2a = on_plan(after, "alltoall.direct", a, "lowering=fused");
+  EXPECT_NEAR(a2a.result.time.us(), 0.75 * double(128 << 20) / fanout * 1e6, 1e-3) << a2a.record.note;
+  EXPECT_GT(a2a.result.time.us(), a2a0.result.time.us());
+  EXPECT_NE(a2a.record.note.find("p2p.sm_store.fanout"), std::string::npos) << a2a.record.note;
+  const Prediction ring0 = on_plan(before, "allgather.ring", a, "lowering=fused,channels=8");
+  const Prediction ring = on_plan(after, "allgather.ring", a, "lowering=fused,channels=8");
+  EXPECT_DOUBLE_EQ(ring.result.time.us(), ring0.result.time.us()) << ring.record.note;
+}
+
 // A lane's flag is released once its stores are acknowledged; the probes publish into one peer, so a lane that
 // publishes into one further GPU after another with no wait between (scatter.direct's root: a put into each of 3
 // peers) adds a round trip (latency.flag) per further GPU; a lane publishing into one peer adds none.
