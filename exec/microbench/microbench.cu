@@ -48,11 +48,12 @@ constexpr unsigned long long kFlagTimeout_ns = 2'000'000'000ULL;  // a flag not 
 
 // --- kernels -------------------------------------------------------------------------------------------
 
-// dst = src, 16-byte vectors, kUnroll independent loads per thread (the loads may come from a peer GPU).
-__global__ void k_copy(const int4* __restrict__ src, int4* __restrict__ dst, int64_t n16, const char* __restrict__ srcb,
-                       char* __restrict__ dstb, int64_t tail_begin, int64_t tail_end) {
-  const int64_t stride = int64_t(gridDim.x) * blockDim.x * kUnroll;
-  int64_t i = int64_t(blockIdx.x) * blockDim.x * kUnroll + threadIdx.x;
+// dst = src over n16 16-byte vectors, kUnroll independent loads per thread (the loads may come from a peer GPU):
+// this thread's share when `block` is its block's index among `blocks` blocks working on these vectors.
+__device__ __forceinline__ void copy_vectors(const int4* __restrict__ src, int4* __restrict__ dst, int64_t n16,
+                                             int64_t block, int64_t blocks) {
+  const int64_t stride = blocks * blockDim.x * kUnroll;
+  int64_t i = block * blockDim.x * kUnroll + threadIdx.x;
   for (; i + int64_t(kUnroll - 1) * blockDim.x < n16; i += stride) {
     int4 v[kUnroll];
 #pragma unroll
@@ -65,12 +66,18 @@ __global__ void k_copy(const int4* __restrict__ src, int4* __restrict__ dst, int
     const int64_t j = i + int64_t(u) * blockDim.x;
     if (j < n16) dst[j] = src[j];
   }
+}
+
+// dst = src: the vectors over the whole grid, the bytes past the last vector by one thread.
+__global__ void k_copy(const int4* __restrict__ src, int4* __restrict__ dst, int64_t n16, const char* __restrict__ srcb,
+                       char* __restrict__ dstb, int64_t tail_begin, int64_t tail_end) {
+  copy_vectors(src, dst, n16, blockIdx.x, gridDim.x);
   if (blockIdx.x == 0 && threadIdx.x == 0)
     for (int64_t b = tail_begin; b < tail_end; ++b) dstb[b] = srcb[b];
 }
 
 // One GPU's stores into each of its peers at once (p2p.sm_store.fanout): block b serves peer b % peers, the peer's
-// blocks copy source slice `peer` into its destination, 16-byte vectors, kUnroll in flight per thread.
+// blocks copy source slice `peer` into its destination.
 constexpr int kMaxFanoutPeers = 7;
 struct FanoutArgs {
   const int4* src;
@@ -79,23 +86,8 @@ struct FanoutArgs {
   int peers;
 };
 __global__ void k_copy_fanout(const __grid_constant__ FanoutArgs a) {
-  const int peer = int(blockIdx.x) % a.peers, blocks = int(gridDim.x) / a.peers;
-  const int4* __restrict__ src = a.src + int64_t(peer) * a.per16;
-  int4* __restrict__ dst = a.dst[peer];
-  const int64_t stride = int64_t(blocks) * blockDim.x * kUnroll;
-  int64_t i = int64_t(blockIdx.x / a.peers) * blockDim.x * kUnroll + threadIdx.x;
-  for (; i + int64_t(kUnroll - 1) * blockDim.x < a.per16; i += stride) {
-    int4 v[kUnroll];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) v[u] = src[i + u * blockDim.x];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) dst[i + u * blockDim.x] = v[u];
-  }
-#pragma unroll
-  for (int u = 0; u < kUnroll; ++u) {
-    const int64_t j = i + int64_t(u) * blockDim.x;
-    if (j < a.per16) dst[j] = src[j];
-  }
+  const int peer = int(blockIdx.x) % a.peers;
+  copy_vectors(a.src + int64_t(peer) * a.per16, a.dst[peer], a.per16, blockIdx.x / a.peers, gridDim.x / a.peers);
 }
 
 template <class T>
