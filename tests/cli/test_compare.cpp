@@ -167,6 +167,16 @@ TEST(Compare, StatisticsOnASyntheticRecordsFolder) {
   }
   // --require-goals turns a miss into exit 3.
   EXPECT_EQ(run("compare --measured " + dir.str() + " --topo h200x2 --require-goals").rc, 3);
+  // --goals checks other goals (the four-GPU issue's: median <= 8%, max <= 25%; geomean not named, not checked).
+  const CmdResult loose =
+      run("compare --measured " + dir.str() + " --topo h200x2 --goals median=8,max=31 --require-goals");
+  EXPECT_EQ(loose.rc, 0) << loose.out;
+  EXPECT_NE(loose.out.find("goals (median <= 8.0%, max <= 31.0% per algorithm): met (2 of 2"), std::string::npos)
+      << loose.out;
+  const CmdResult tight = run("compare --measured " + dir.str() + " --topo h200x2 --goals max=25");
+  EXPECT_NE(tight.out.find("goals (max <= 25.0% per algorithm): NOT met (1 of 2"), std::string::npos) << tight.out;
+  EXPECT_EQ(run("compare --measured " + dir.str() + " --topo h200x2 --goals mean=8").rc, 1);  // bad input
+  EXPECT_EQ(run("compare --measured " + dir.str() + " --topo h200x2 --goals median=x").rc, 1);
 }
 
 // NCCL's own estimate beside cclab's: rows whose cclab error and NCCL-estimate error are both known by
