@@ -347,10 +347,12 @@ FusedProgram encode_fused(const Schedule& s, const FusedOptions& options) {
   std::vector<uint32_t> mask(xs.size(), 0);
   p.nslots = ndev;
   for (int d = 0; d < ndev; ++d) p.slot_owner.push_back({d, -1});
+  // A sliced op owns a slot per CTA of its lane, every other op one.
+  auto slots_of = [&](int32_t op) { return sliced[size_t(op)] ? p.lanes[size_t(xs[size_t(op)].lane)].ctas : 1; };
   auto need = [&](int32_t op, int waiter_device) {
     if (slot[size_t(op)] < 0) {
       slot[size_t(op)] = p.nslots;
-      p.nslots += sliced[size_t(op)] ? p.lanes[size_t(xs[size_t(op)].lane)].ctas : 1;
+      p.nslots += slots_of(op);
     }
     mask[size_t(op)] |= 1u << waiter_device;
   };
@@ -388,8 +390,7 @@ FusedProgram encode_fused(const Schedule& s, const FusedOptions& options) {
       for (int d : start_of[size_t(i)]) dv.waits.push_back(d);
       // A whole-op wait on a sliced op waits for every CTA's part.
       for (int32_t w : waits_of[size_t(i)])
-        for (int g = 0; g < (sliced[size_t(w)] ? p.lanes[size_t(xs[size_t(w)].lane)].ctas : 1); ++g)
-          dv.waits.push_back(slot[size_t(w)] + g);
+        for (int g = 0; g < slots_of(w); ++g) dv.waits.push_back(slot[size_t(w)] + g);
       for (int32_t w : slice_waits_of[size_t(i)]) dv.waits.push_back(slot[size_t(w)] | kSliceWait);
       f.wait_count = uint32_t(dv.waits.size() - f.wait_begin);
       f.slot = slot[size_t(i)];
@@ -401,16 +402,14 @@ FusedProgram encode_fused(const Schedule& s, const FusedOptions& options) {
       p.publishes += std::popcount(f.publish_mask);
       index_in_device[size_t(i)] = int32_t(dv.ops.size());
       if (f.slot >= 0)
-        for (int g = 0; g < (f.sliced ? lane.ctas : 1); ++g)
-          p.slot_owner[size_t(f.slot + g)] = {lane.device, int32_t(dv.ops.size())};
+        for (int g = 0; g < slots_of(i); ++g) p.slot_owner[size_t(f.slot + g)] = {lane.device, int32_t(dv.ops.size())};
       dv.ops.push_back(f);
     }
   }
   for (int d = 0; d < ndev; ++d) {
     FusedDevice& dv = p.devices[size_t(d)];
     for (int32_t i : finals[size_t(d)])
-      for (int g = 0; g < (sliced[size_t(i)] ? p.lanes[size_t(xs[size_t(i)].lane)].ctas : 1); ++g)
-        dv.finals.push_back(slot[size_t(i)] + g);
+      for (int g = 0; g < slots_of(i); ++g) dv.finals.push_back(slot[size_t(i)] + g);
     p.waits += int64_t(dv.finals.size());
     int32_t ctas = 0;
     for (int32_t l : dv.lanes) ctas += p.lanes[size_t(l)].ctas;

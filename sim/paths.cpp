@@ -434,10 +434,10 @@ FusedLayout layout_of(const Schedule& s, const lower::FusedProgram& p) {
           continue;
         }
         const auto& from_op = p.devices[size_t(owner.device)].ops[size_t(owner.op)];
-        auto& waits = f.waits[size_t(op.op)];
-        if (from_op.op != kNoOp && std::find(waits.begin(), waits.end(), from_op.op) != waits.end()) continue;
         if (from_op.op != kNoOp) {
-          f.waits[size_t(op.op)].push_back(from_op.op);
+          auto& waits = f.waits[size_t(op.op)];
+          if (std::find(waits.begin(), waits.end(), from_op.op) != waits.end()) continue;  // another CTA's part
+          waits.push_back(from_op.op);
           // Among the releases into other GPUs (each waits for a round trip across NVLink); a waiter on the
           // publisher's own GPU is priced as the 2-GPU probes timed it.
           const uint32_t before = from_op.publish_mask & ((1u << me) - 1u) & ~(1u << owner.device);
@@ -737,12 +737,10 @@ Seconds fused_port_floor(Simulator& sim, const Schedule& s, const FusedLayout& f
         stored_by[a.ref.rank].insert(g);
       }
   }
-  const model::PathTable* fanout = table(P, "p2p.sm_store.fanout");
-  const double fanout_rate = fanout && !fanout->points.empty() && fanout->points.back().second > 0
-                                 ? double(fanout->points.back().first) / fanout->points.back().second
-                                 : 0.0;
-  auto store_rate_at = [&](std::map<int, std::set<int>>& peers, int gpu) {
-    return fanout_rate > 0 && peers[gpu].size() > 1 ? fanout_rate : store_rate;
+  const double fanout_rate = table(P, "p2p.sm_store.fanout") ? top_rate("p2p.sm_store.fanout") : 0.0;
+  auto store_rate_at = [&](const std::map<int, std::set<int>>& peers, int gpu) {
+    const auto it = peers.find(gpu);
+    return fanout_rate > 0 && it != peers.end() && it->second.size() > 1 ? fanout_rate : store_rate;
   };
   bool fanned = false;
   std::map<int, double> out, in;  // per GPU (rank): seconds of the port's direction
