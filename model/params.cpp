@@ -394,6 +394,13 @@ std::string source_of(const ModelParams& p, const std::string& name) {
   return "";
 }
 
+// A [size, value] point of a curve or table: a size in (0, 9e18] (it becomes an int64) and a finite value > 0.
+bool positive_point(const nlohmann::json& pt) {
+  if (!pt.is_array() || pt.size() != 2 || !pt[0].is_number() || !pt[1].is_number()) return false;
+  const double size = pt[0].get<double>(), value = pt[1].get<double>();
+  return size > 0 && size <= 9e18 && value > 0 && std::isfinite(value);
+}
+
 std::mutex g_loader_mutex;
 std::map<std::string, ProfileLoader>& loaders() {
   static std::map<std::string, ProfileLoader> m;
@@ -485,9 +492,7 @@ ModelParams load_profile(const std::string& path, ModelParams base) {
       if (!val.contains("points") || !val["points"].is_array())
         throw_input(path + ": curves." + key + " needs \"points\": [[bytes, factor], ...]");
       for (const auto& pt : val["points"]) {
-        if (!pt.is_array() || pt.size() != 2 || !pt[0].is_number() || !pt[1].is_number() || pt[0].get<double>() <= 0 ||
-            pt[1].get<double>() <= 0)
-          throw_input(path + ": curves." + key + ": each point is [bytes > 0, factor > 0]");
+        if (!positive_point(pt)) throw_input(path + ": curves." + key + ": each point is [bytes > 0, factor > 0]");
         pp.curve.push_back({pt[0].get<int64_t>(), pt[1].get<double>()});
       }
       std::sort(pp.curve.begin(), pp.curve.end(), [](auto& a, auto& b) { return a.bytes < b.bytes; });
@@ -502,10 +507,7 @@ ModelParams load_profile(const std::string& path, ModelParams base) {
         throw_input(path + ": tables." + key + " needs \"points\": [[bytes, seconds], ...]");
       PathTable t;
       for (const auto& pt : val["points"]) {
-        if (!pt.is_array() || pt.size() != 2 || !pt[0].is_number() || !pt[1].is_number() ||
-            !(pt[0].get<double>() > 0) || !(pt[1].get<double>() > 0) || pt[0].get<double>() > 9e18 ||
-            !std::isfinite(pt[1].get<double>()))
-          throw_input(path + ": tables." + key + ": each point is [bytes > 0, seconds > 0]");
+        if (!positive_point(pt)) throw_input(path + ": tables." + key + ": each point is [bytes > 0, seconds > 0]");
         t.points.push_back({pt[0].get<int64_t>(), pt[1].get<double>()});
       }
       std::sort(t.points.begin(), t.points.end());

@@ -340,6 +340,11 @@ TEST(SimParams, BadProfilesAreInputErrors) {
   EXPECT_THROW(model::load_profile(path, model::ModelParams::ideal()), Error);
   write("{\"params\": {\"sync_latency_us\": -1}}");
   EXPECT_THROW(model::load_profile(path, model::ModelParams::ideal()), Error);
+  // A curve's or table's size beyond an int64 (found by the profile fuzzer) is bad input, not a conversion.
+  write("{\"curves\": {\"copy_engine\": {\"points\": [[4.1e96, 0.5], [1048576, 0.9]]}}}");
+  EXPECT_THROW(model::load_profile(path, model::ModelParams::ideal()), Error);
+  write("{\"tables\": {\"copy.local\": {\"points\": [[4.1e96, 1e-6], [1048576, 2e-6]]}}}");
+  EXPECT_THROW(model::load_profile(path, model::ModelParams::ideal()), Error);
   EXPECT_THROW(model::load_profile(path + ".missing", model::ModelParams::ideal()), Error);
 }
 
