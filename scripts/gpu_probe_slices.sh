@@ -9,7 +9,7 @@ export NCCL_NVLS_ENABLE=0
 source scripts/probe_run.sh
 BIN=$(dirname "$CCLAB")
 t0=$(date +%s)
-timeout 240 "$BIN/test_exec_fused_gpu" --gtest_filter='FusedGpu.SlicedProgramsAreCorrect' >"$W/gpu_test_sliced.log" 2>&1
+timeout 150 "$BIN/test_exec_fused_gpu" --gtest_filter='FusedGpu.SlicedProgramsAreCorrect' >"$W/gpu_test_sliced.log" 2>&1
 echo "sliced GPU test rc=$? $(($(date +%s) - t0)) s"
 tail -3 "$W/gpu_test_sliced.log"
 GEN="allreduce.ring,allgather.ring,reducescatter.ring,broadcast.pipeline"
