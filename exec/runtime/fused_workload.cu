@@ -285,16 +285,17 @@ __global__ void __launch_bounds__(kThreads) fused_kernel(const __grid_constant__
       const int idx = int(ln.op_begin + i);
       const DevOp op = int(i) < cached ? s_ops[i] : a.ops[idx];
       if (op.wait_count) {
-        if (t == 0)
-          for (uint32_t w = 0; w < op.wait_count; ++w) {
-            const uint32_t at = op.wait_begin + w;
-            const int raw = at >= w0 && at - w0 < nw ? s_waits[at - w0] : a.waits[at];
-            const int slot = raw & lower::kSliceWait ? (raw & ~lower::kSliceWait) + g : raw;
-            if (!wait_slot(a.flags[a.dev], slot, e, a.err, a.timeout_ns, a.dev, 1, idx)) {
-              abort_s = 1;
-              break;
-            }
+        // The CTA's threads poll the waits side by side: a whole-op wait on a sliced op is one wait per CTA part
+        // of it, which one thread would poll one after another.
+        for (uint32_t w = uint32_t(t); w < op.wait_count; w += uint32_t(nt)) {
+          const uint32_t at = op.wait_begin + w;
+          const int raw = at >= w0 && at - w0 < nw ? s_waits[at - w0] : a.waits[at];
+          const int slot = raw & lower::kSliceWait ? (raw & ~lower::kSliceWait) + g : raw;
+          if (!wait_slot(a.flags[a.dev], slot, e, a.err, a.timeout_ns, a.dev, 1, idx)) {
+            abort_s = 1;
+            break;
           }
+        }
         __syncthreads();
         if (abort_s) return;
       }
@@ -333,12 +334,11 @@ __global__ void __launch_bounds__(kThreads) fused_kernel(const __grid_constant__
   }
   if (b == 0) {
     // End waits: peers' ops that read or write this GPU's memory are complete.
-    if (t == 0)
-      for (int f = 0; f < a.nfinals; ++f)
-        if (!wait_slot(a.flags[a.dev], a.finals[f], e, a.err, a.timeout_ns, a.dev, 2, -1)) {
-          abort_s = 1;
-          break;
-        }
+    for (int f = t; f < a.nfinals; f += nt)
+      if (!wait_slot(a.flags[a.dev], a.finals[f], e, a.err, a.timeout_ns, a.dev, 2, -1)) {
+        abort_s = 1;
+        break;
+      }
     __syncthreads();
     if (abort_s) return;
   }
