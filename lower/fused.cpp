@@ -230,7 +230,8 @@ FusedProgram encode_fused(const Schedule& s, const FusedOptions& options) {
   // What CTA g of an op has seen done, through waits on parts and its own order, is the parts g of the op's
   // ancestors: d's part is enough for j only if every ancestor of d that j conflicts with splits alike too.
   std::vector<std::vector<uint64_t>> ancestors;
-  if (options.slices) {
+  const bool slices = options.slices.value_or(ndev > 2);
+  if (slices) {
     const size_t words = (xs.size() + 63) / 64;
     ancestors.assign(xs.size(), std::vector<uint64_t>(words, 0));
     std::vector<int32_t> prev_on_lane(L, -1);
@@ -251,7 +252,7 @@ FusedProgram encode_fused(const Schedule& s, const FusedOptions& options) {
   };
   auto sliceable = [&](int32_t d, size_t j) {
     // A scale waits for everything (every rank's result is final), not for the bytes it touches.
-    if (!options.slices || p.lanes[size_t(xs[j].lane)].ctas < 2 || xs[j].kind == FusedKind::scale ||
+    if (!slices || p.lanes[size_t(xs[j].lane)].ctas < 2 || xs[j].kind == FusedKind::scale ||
         !splits_alike(size_t(d), j))
       return false;
     const auto& ad = ancestors[size_t(d)];
@@ -499,6 +500,10 @@ std::string FusedParams::apply(const std::string& tune) {
       wide_fused_max = parse_size(flag, v);
     } else if (k == "wide_round_fused_max") {
       wide_round_fused_max = parse_size(flag, v);
+    } else if (k == "wide_sliced_fused_max") {
+      wide_sliced_fused_max = parse_size(flag, v);
+    } else if (k == "sliced_op_min") {
+      sliced_op_min = parse_size(flag, v);
     } else if (k == "fused_threads") {
       threads = int(parse_int(flag, v, 32, kFusedMaxThreads));
       if (threads % 32 != 0) throw_input("--tune fused_threads must be a multiple of 32, not " + v);
@@ -543,13 +548,32 @@ bool one_round_on_every_gpu(const Schedule& s, const std::vector<int>& rank_devi
   return sending == gpus;
 }
 
+int distinct_gpus(const std::vector<int>& rank_device, int nranks) {
+  if (rank_device.empty()) return nranks;
+  return int(std::set<int>(rank_device.begin(), rank_device.end()).size());
+}
+
+// The mean bytes an op of the schedule moves (copies and reductions).
+double mean_op_bytes(const Schedule& s) {
+  int64_t ops = 0, bytes = 0;
+  for (const Op& op : s.ops)
+    if (op.kind != OpKind::compute && op.bytes > 0) {
+      ++ops;
+      bytes += op.bytes;
+    }
+  return ops ? double(bytes) / double(ops) : 0.0;
+}
+
 }  // namespace
 
 bool FusedParams::use_fused(const Schedule& s, const std::vector<int>& rank_device) const {
   const int64_t bytes = s.count * dtype_size(s.dtype);
-  const bool wide_round = lowering == LoweringMode::automatic && s.nranks > 2 && bytes <= wide_round_fused_max &&
-                          one_round_on_every_gpu(s, rank_device);
-  if (!wide_round && !use_fused(bytes, s.nranks)) return false;
+  const bool wide = lowering == LoweringMode::automatic && s.nranks > 2;
+  const bool wide_round = wide && bytes <= wide_round_fused_max && one_round_on_every_gpu(s, rank_device);
+  // Per-CTA flags matter where ops wait for others (one-round schedules have the rule above).
+  const bool wide_sliced = wide && bytes <= wide_sliced_fused_max && !s.dep_pool.empty() &&
+                           sliced_on(distinct_gpus(rank_device, s.nranks)) && mean_op_bytes(s) >= double(sliced_op_min);
+  if (!wide_round && !wide_sliced && !use_fused(bytes, s.nranks)) return false;
   if (lowering == LoweringMode::fused) return true;
   LowerOptions lo;
   lo.rank_device = rank_device;

@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -120,7 +121,8 @@ struct FusedOptions {
   // Per-CTA flags between ops whose CTAs split the same bytes alike (same size, same CTA count, the bytes one
   // writes and the other reads or writes at the same offsets): CTA g of the consumer waits only for CTA g of the
   // producer, and a lane's CTAs run ahead of each other through such ops instead of meeting at every flag.
-  bool slices = false;
+  // Unset: on where the program spans more than 2 GPUs (measured there; 2-GPU programs keep group flags).
+  std::optional<bool> slices;
 };
 
 // Throws an input error for schedules this path does not run (compute ops, library lowering, more
@@ -153,6 +155,14 @@ struct FusedParams {
   // general lowering's copy-engine copies into one peer run in turn. On 4 x H200 and 4 x H100
   // (results/*/probes_mid/) alltoall.direct ran 1.04-1.30 x NCCL fused at 32-128 MiB, 0.88-0.99 x general.
   int64_t wide_round_fused_max = 128 << 20;
+  // Above wide_fused_max, on more than 2 GPUs with per-CTA flags, a schedule whose ops move on average at least
+  // sliced_op_min bytes stays fused up to this size: the flag hop and publish each op pays (a few us) are then small
+  // beside its transfer, and the lane's CTAs no longer meet at every step. On 4 x H200 and 4 x H100 (2026-11-28,
+  // docs/findings/2026-11-27-nccl-choices-mid-size-rings.md) the rings ran 0.80-1.08 x NCCL's time fused with
+  // per-CTA flags at 16-128 MiB, against 0.96-1.82 x under the general lowering; the pipeline broadcast, whose
+  // chunks are 512 KiB, stayed slower fused (2.0-2.8 x) than general (1.25-1.5 x).
+  int64_t wide_sliced_fused_max = 128 << 20;
+  int64_t sliced_op_min = 1 << 20;
   int threads = kFusedMaxThreads;  // per CTA (at most the kernel's launch bound)
   int64_t cta_bytes = 32 << 10;    // FusedOptions::cta_bytes
   int max_ctas = 0;                // per launch; 0: one per SM
@@ -161,12 +171,13 @@ struct FusedParams {
   // release store (the first GPU run's version: zero wrong, ~2 us per flag hop); default "release":
   // the barrier + st.release.sys alone, which the PTX memory model makes sufficient.
   bool sc_fence = false;
-  bool slices = false;      // FusedOptions::slices (fused_slices=1)
-  double timeout_s = 10.0;  // kernel spin-wait timeout
+  std::optional<bool> slices;  // FusedOptions::slices (fused_slices=1 or 0)
+  double timeout_s = 10.0;     // kernel spin-wait timeout
 
   // Reads the keys this path owns from "key=value,..." (lowering, fused_max, wide_fused_max, wide_round_fused_max,
-  // fused_threads, fused_cta_bytes, fused_ctas, fused_pdl, fused_fence, fused_slices, fused_timeout; kernel_timeout is
-  // read and kept) and returns the string without them; throws an input error naming a bad value.
+  // wide_sliced_fused_max, sliced_op_min, fused_threads, fused_cta_bytes, fused_ctas, fused_pdl, fused_fence,
+  // fused_slices, fused_timeout; kernel_timeout is read and kept) and returns the string without them; throws an input
+  // error naming a bad value.
   std::string apply(const std::string& tune);
   // Whether `bytes` on `nranks` ranks runs fused under this mode (by size only).
   bool use_fused(int64_t bytes, int nranks = 2) const {
@@ -178,6 +189,8 @@ struct FusedParams {
   // peer): that plan needs no GPU-to-GPU handshake, while the fused kernels always pay a start and an end flag hop (2 x
   // H200: reduce.direct 2.9 us general vs 6.1 us fused at 16 B).
   bool use_fused(const Schedule& s, const std::vector<int>& rank_device) const;
+  // Whether a program on `gpus` GPUs gets per-CTA flags (FusedOptions::slices).
+  bool sliced_on(int gpus) const { return slices.value_or(gpus > 2); }
   // The encoding's options on GPUs of `sms` SMs (every CTA of a launch must be resident: one per SM).
   FusedOptions options(const std::vector<int>& rank_device, int sms) const;
 };

@@ -20,6 +20,13 @@ namespace {
 
 const model::PathTable* table(const model::ModelParams& p, std::string_view name) { return p.table(name); }
 
+// The rate a table's largest measured size reached (bytes / seconds); 0 without points.
+double top_rate(const model::ModelParams& p, std::string_view name) {
+  if (const model::PathTable* t = table(p, name); t && !t->points.empty() && t->points.back().second > 0)
+    return double(t->points.back().first) / t->points.back().second;
+  return 0.0;
+}
+
 // A protocol whose size-dependent efficiency makes a flow of S bytes on a path of rate `rate` last what the
 // table says the size adds to one operation of S / split bytes (split: CTA groups sharing the op). Fixed
 // costs are charged separately (RunOptions latencies), so the curve carries the size part only.
@@ -379,6 +386,8 @@ struct FusedLayout {
   std::vector<int> lane_ctas;            // per lane
   std::vector<std::vector<OpId>> waits;  // per op: the ops whose flags it waits for (start flags left out)
   std::vector<char> publishes;           // per op: stores a flag (something waits for it, or an end wait)
+  // per op: its CTAs publish their own parts (per-CTA flags), each as a CTA alone does, with no arrival count
+  std::vector<char> sliced;
   // One thread releases a flag to several GPUs one store after another (the start flag to every peer, a
   // publish to each GPU of its mask), each system-scope release ordered after the previous one: per op, for
   // each of `waits` the waiter's place in its publisher's releases (0: the first, as the 2-GPU probes timed it),
@@ -408,6 +417,7 @@ FusedLayout layout_of(const Schedule& s, const lower::FusedProgram& p) {
   f.lane.assign(n, 0);
   f.waits.assign(n, {});
   f.publishes.assign(n, 0);
+  f.sliced.assign(n, 0);
   f.wait_release_pos.assign(n, {});
   f.start_release_pos.assign(n, -1);
   for (const auto& l : p.lanes) {
@@ -423,9 +433,10 @@ FusedLayout layout_of(const Schedule& s, const lower::FusedProgram& p) {
       if (op.op == kNoOp || size_t(op.op) >= n) continue;  // the avg scaling ops
       f.lane[size_t(op.op)] = op.lane;
       f.publishes[size_t(op.op)] = op.slot >= 0;
+      f.sliced[size_t(op.op)] = op.sliced;
       for (uint32_t w = 0; w < op.wait_count; ++w) {
-        // A wait on a sliced op's parts (a CTA's own part, or every CTA's one by one) is priced as one wait for
-        // the op: the model has no term yet for CTAs running ahead of each other.
+        // A wait on a sliced op's parts (a CTA's own part, or every CTA's, polled side by side) is priced as one
+        // wait for the op: the CTAs of a lane are taken to move at one pace.
         const int32_t slot = dv.waits[op.wait_begin + w] & ~lower::kSliceWait;
         const auto& owner = p.slot_owner[size_t(slot)];
         if (owner.op < 0) {  // a start flag: its device releases it to its peers in device order
@@ -457,6 +468,14 @@ FusedLayout layout_of(const Schedule& s, const lower::FusedProgram& p) {
 // for an op of another lane costs a flag hop (graph.flag_chain.*); every GPU launches once
 // (graph.flag_chain.*), a lane's first touch of a peer GPU waits for that GPU's start flag, and a GPU is done
 // once the peers' last ops on its memory are (one more hop). Empty when the profile lacks those tables.
+// An op's CTAs together move its bytes across the link no faster than SM copies of its direction reach at their
+// largest measured size (stores into a peer: p2p.sm_store.uni, loads from one: p2p.sm.uni); 0 for a local move
+// or where unmeasured. Ops with per-CTA flags are priced CTA by CTA, and this bounds their sum.
+double link_bound(const model::ModelParams& P, int move, double bytes) {
+  const double rate = move == 0 ? top_rate(P, "p2p.sm_store.uni") : move == 1 ? top_rate(P, "p2p.sm.uni") : 0.0;
+  return rate > 0 ? bytes / rate : 0.0;
+}
+
 std::optional<Seconds> fused_from_op_tables(const model::ModelParams& P, const Schedule& s, const FusedLayout& f,
                                             std::string* how) {
   const char* moves[] = {"put", "get", "local"};
@@ -494,7 +513,7 @@ std::optional<Seconds> fused_from_op_tables(const model::ModelParams& P, const S
   std::vector<std::set<int>> lane_started(f.lane_gpu.size());
   // Per GPU g: when the last op of another GPU's lane touching g's memory ends.
   std::map<int, double> touched_until, gpu_end;
-  int counted[3] = {0, 0, 0}, group_ops = 0, free_ops = 0, quiet_ops = 0;
+  int counted[3] = {0, 0, 0}, group_ops = 0, free_ops = 0, quiet_ops = 0, sliced_ops = 0;
   for (size_t i = 0; i < n; ++i) {
     const Op& op = s.ops[i];
     const int l = f.lane[i], g = f.lane_gpu[size_t(l)], k = f.lane_ctas[size_t(l)];
@@ -518,6 +537,10 @@ std::optional<Seconds> fused_from_op_tables(const model::ModelParams& P, const S
       ++quiet_ops;
     } else if (k == 1) {
       dur = step[m]->time(bytes).value;
+    } else if (f.sliced[i]) {
+      // each CTA moves its share and publishes it, as a lone CTA does, the op within the link's rate
+      dur = std::max(step[m]->time(bytes / k).value, link_bound(P, m, bytes));
+      ++sliced_ops;
     } else if (own_wait && group[m]) {
       dur = group[m]->time(bytes).value;  // measured with the wait for the previous op's flag in it
       ++group_ops;
@@ -546,6 +569,8 @@ std::optional<Seconds> fused_from_op_tables(const model::ModelParams& P, const S
         (group_ops ? ", " + std::to_string(group_ops) + " group waits at fused.group.*" : std::string()) +
         (free_ops ? ", " + std::to_string(free_ops) + " CTA-group ops at fused.group_free.*" : std::string()) +
         (quiet_ops ? ", " + std::to_string(quiet_ops) + " ops without a flag at fused.step_quiet.*" : std::string()) +
+        (sliced_ops ? ", " + std::to_string(sliced_ops) + " ops with per-CTA flags at fused.step.* of a CTA's share"
+                    : std::string()) +
         ", a flag hop per wait across lanes";
   return Seconds(total);
 }
@@ -657,14 +682,16 @@ std::optional<Seconds> fused_from_probes(const model::ModelParams& P, const Sche
     const int m = move_of(op);
     const double bytes = double(op.bytes) * (m == 2 && op.kind == OpKind::reduce ? 1.5 : 1.0);
     double dur;
-    if (k > 1 && own_wait && group[m]) {
+    // An op with per-CTA flags is priced as its CTAs alone (the last branch): no arrival count, and the waits
+    // on its own lane's ops are each CTA's program order.
+    if (k > 1 && !f.sliced[i] && own_wait && group[m]) {
       dur = group[m]->time(bytes).value;  // a CTA group's op waiting for its lane's previous op
-    } else if (k > 1 && f.publishes[i] && group_free[m]) {
+    } else if (k > 1 && !f.sliced[i] && f.publishes[i] && group_free[m]) {
       // Its CTAs count their arrivals (fences) before the flag; the flag's own release is in the probe already
       // (its one put stores a flag): what a flag adds to a one-CTA op (fused.step - fused.step_quiet) is not
       // counted twice.
       dur = std::max(0.0, group_free[m]->time(bytes).value - publish[m]);
-    } else {  // one CTA, or a CTA group's op without a flag: each CTA moves its share and goes on
+    } else {  // one CTA, a CTA group's op without a flag or with per-CTA flags: each CTA moves its share
       double fixed = put;
       if (op.kind == OpKind::reduce) {
         fixed = reduces[size_t(l)]++ ? reduce_next : reduce_first;
@@ -675,6 +702,7 @@ std::optional<Seconds> fused_from_probes(const model::ModelParams& P, const Sche
       }
       dur = fixed + grows(m, bytes / k) +
             (m == 1 ? std::max(0.0, quiet[1]->points.front().second - quiet[0]->points.front().second) : 0.0);
+      if (f.sliced[i]) dur = std::max(dur, fixed + link_bound(P, m, bytes));
       // Its flag is released once its stores are acknowledged (a round trip, latency.flag). The probes publish
       // into one peer; a lane whose ops publish into one more GPU after another with no wait between (a
       // scatter's put into each peer) adds that round trip for each further GPU.
@@ -719,12 +747,11 @@ std::optional<Seconds> fused_from_probes(const model::ModelParams& P, const Sche
 // byte crosses a GPU.
 Seconds fused_port_floor(Simulator& sim, const Schedule& s, const FusedLayout& f, std::string* how) {
   const model::ModelParams& P = sim.params();
-  auto top_rate = [&](const char* name) {
-    if (const model::PathTable* t = table(P, name); t && !t->points.empty() && t->points.back().second > 0)
-      return double(t->points.back().first) / t->points.back().second;
-    return rates_of(sim).link;
+  auto rate_of = [&](const char* name) {
+    const double r = top_rate(P, name);
+    return r > 0 ? r : rates_of(sim).link;
   };
-  const double store_rate = top_rate("p2p.sm_store.uni"), load_rate = top_rate("p2p.sm.uni");
+  const double store_rate = rate_of("p2p.sm_store.uni"), load_rate = rate_of("p2p.sm.uni");
   if (store_rate <= 0 || load_rate <= 0) return Seconds(0);
   // A GPU that stores into several peers (out), or that several store into (in), at the rate every GPU reached
   // storing into all its peers at once (p2p.sm_store.fanout, measured on 3 or more GPUs; absent, one peer's rate).
@@ -737,7 +764,7 @@ Seconds fused_port_floor(Simulator& sim, const Schedule& s, const FusedLayout& f
         stored_by[a.ref.rank].insert(g);
       }
   }
-  const double fanout_rate = table(P, "p2p.sm_store.fanout") ? top_rate("p2p.sm_store.fanout") : 0.0;
+  const double fanout_rate = top_rate(P, "p2p.sm_store.fanout");
   auto store_rate_at = [&](const std::map<int, std::set<int>>& peers, int gpu) {
     const auto it = peers.find(gpu);
     return fanout_rate > 0 && it != peers.end() && it->second.size() > 1 ? fanout_rate : store_rate;

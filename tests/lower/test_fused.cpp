@@ -341,8 +341,9 @@ TEST(FusedSim, SlicedRingsWaitPartByPartAndWrongPartsAreCaught) {
   const Schedule s = make_schedule(find_algorithm("allreduce.ring"), args);
   FusedOptions fo;
   fo.max_ctas = 16;
+  fo.slices = false;
   const FusedProgram group = encode_fused(s, fo);
-  fo.slices = true;
+  fo.slices.reset();  // the default on 4 GPUs
   const FusedProgram sliced = encode_fused(s, fo);
   EXPECT_EQ(group.sliced_waits, 0);
   EXPECT_GT(sliced.sliced_waits, 0);
@@ -534,6 +535,7 @@ TEST(FusedParams, TuneKeysAreTakenAndOthersPassedOn) {
 // wide_round_fused_max; a ring (waits), a rooted one-round schedule (one GPU sends) and 2 GPUs do not.
 TEST(FusedParams, OneRoundSchedulesOnEveryGpuStayFusedLonger) {
   FusedParams fp;
+  fp.apply("fused_slices=0");  // without the rule for per-CTA flags (below)
   const std::vector<int> four = {0, 1, 2, 3};
   auto at = [](const char* algo, int n, int64_t bytes) {
     AlgoArgs args;
@@ -550,6 +552,40 @@ TEST(FusedParams, OneRoundSchedulesOnEveryGpuStayFusedLonger) {
   EXPECT_FALSE(fp.use_fused(at("alltoall.direct", 2, mid), {0, 1}));
   fp.apply("wide_round_fused_max=16M");
   EXPECT_FALSE(fp.use_fused(at("alltoall.direct", 4, mid), four));
+}
+
+// On more than 2 GPUs programs get per-CTA flags by default, and a schedule whose ops wait for others and move
+// 1 MiB or more on average stays fused up to wide_sliced_fused_max; a pipeline of small chunks, 2 GPUs, and group
+// flags (fused_slices=0) do not.
+TEST(FusedParams, SlicedSchedulesOfLargeOpsStayFusedLonger) {
+  FusedParams fp;
+  const std::vector<int> four = {0, 1, 2, 3}, two = {0, 1};
+  auto at = [](const char* algo, int n, int64_t bytes) {
+    AlgoArgs args;
+    args.nranks = n;
+    args.count = bytes / 4;
+    return make_schedule(find_algorithm(algo), args);
+  };
+  EXPECT_TRUE(fp.sliced_on(4));
+  EXPECT_FALSE(fp.sliced_on(2));
+  const int64_t mid = 2 * fp.wide_fused_max;
+  ASSERT_LT(mid, fp.wide_sliced_fused_max);
+  for (const char* algo : {"allreduce.ring", "allgather.ring", "reducescatter.ring"}) {
+    EXPECT_TRUE(fp.use_fused(at(algo, 4, mid), four)) << algo;
+    EXPECT_TRUE(fp.use_fused(at(algo, 4, fp.wide_sliced_fused_max), four)) << algo;
+    EXPECT_FALSE(fp.use_fused(at(algo, 4, 2 * fp.wide_sliced_fused_max), four)) << algo;
+    EXPECT_FALSE(fp.use_fused(at(algo, 2, mid), two)) << algo;
+  }
+  EXPECT_FALSE(fp.use_fused(at("broadcast.pipeline", 4, mid), four));  // 512 KiB chunks
+  EXPECT_FALSE(fp.use_fused(at("scatter.direct", 4, mid), four));      // no op waits for another
+  // The encoding follows: per-CTA waits on 4 GPUs, none on 2.
+  FusedOptions fo = fp.options(four, 16);
+  EXPECT_GT(encode_fused(at("allreduce.ring", 4, 1 << 20), fo).sliced_waits, 0);
+  fo = fp.options(two, 16);
+  EXPECT_EQ(encode_fused(at("allreduce.ring", 2, 1 << 20), fo).sliced_waits, 0);
+  fp.apply("fused_slices=0");
+  EXPECT_FALSE(fp.use_fused(at("allgather.ring", 4, mid), four));
+  EXPECT_EQ(encode_fused(at("allreduce.ring", 4, 1 << 20), fp.options(four, 16)).sliced_waits, 0);
 }
 
 }  // namespace
