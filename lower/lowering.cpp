@@ -25,8 +25,8 @@ const std::set<std::string, std::less<>>& known_keys() {
       "wide_ll_max", "wide_mid_max", "wide_mid", "wide_large", "wide_ring_min", "twoshot_blocks", "twoshot_threads",
       "twoshot_unroll", "twoshot_load_unroll", "twoshot_pdl", "twoshot_push", "twoshot_load_max",
       // the fused path (FusedParams::apply)
-      "lowering", "fused_max", "wide_fused_max", "wide_round_fused_max", "fused_threads", "fused_cta_bytes",
-      "fused_ctas", "fused_fence", "fused_pdl", "fused_slices", "fused_timeout",
+      "lowering", "fused_max", "wide_fused_max", "wide_round_fused_max", "wide_sliced_fused_max", "sliced_op_min",
+      "fused_threads", "fused_cta_bytes", "fused_ctas", "fused_fence", "fused_pdl", "fused_slices", "fused_timeout",
       // Settings
       "mode", "streams", "reduce_blocks", "channels", "chunk_bytes", "sol_chunks", "launches"};
   return keys;
