@@ -399,6 +399,7 @@ FusedProgram encode_fused(const Schedule& s, const FusedOptions& options) {
       f.publish_mask = mask[size_t(i)];
       p.waits += int64_t(f.wait_count - start_of[size_t(i)].size());
       p.sliced_waits += int64_t(slice_waits_of[size_t(i)].size());
+      p.op_waits += int64_t(waits_of[size_t(i)].size());
       p.start_waits += int64_t(start_of[size_t(i)].size());
       p.publishes += std::popcount(f.publish_mask);
       index_in_device[size_t(i)] = int32_t(dv.ops.size());
@@ -548,32 +549,33 @@ bool one_round_on_every_gpu(const Schedule& s, const std::vector<int>& rank_devi
   return sending == gpus;
 }
 
-int distinct_gpus(const std::vector<int>& rank_device, int nranks) {
-  if (rank_device.empty()) return nranks;
-  return int(std::set<int>(rank_device.begin(), rank_device.end()).size());
-}
-
-// The mean bytes an op of the schedule moves (copies and reductions).
-double mean_op_bytes(const Schedule& s) {
-  int64_t ops = 0, bytes = 0;
-  for (const Op& op : s.ops)
-    if (op.kind != OpKind::compute && op.bytes > 0) {
-      ++ops;
-      bytes += op.bytes;
-    }
-  return ops ? double(bytes) / double(ops) : 0.0;
-}
-
 }  // namespace
+
+// Whether the schedule's ops move sliced_op_min bytes on average, and its fused program has per-CTA flags with every
+// wait of an op for another one of them (ring steps of equal size): no CTA of a lane then waits for the others.
+bool FusedParams::every_wait_per_cta(const Schedule& s, const std::vector<int>& rank_device) const {
+  int64_t ops = 0, bytes = 0;
+  for (const Op& op : s.ops) {
+    ops += op.bytes > 0 ? 1 : 0;
+    bytes += std::max<int64_t>(0, op.bytes);
+  }
+  if (ops == 0 || bytes < ops * sliced_op_min) return false;
+  try {
+    const FusedProgram p = encode_fused(s, options(rank_device, kFusedMaxCtas));
+    return p.sliced_waits > 0 && p.op_waits == 0;
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::input) throw;
+    return false;  // a schedule the fused path does not run
+  }
+}
 
 bool FusedParams::use_fused(const Schedule& s, const std::vector<int>& rank_device) const {
   const int64_t bytes = s.count * dtype_size(s.dtype);
   const bool wide = lowering == LoweringMode::automatic && s.nranks > 2;
   const bool wide_round = wide && bytes <= wide_round_fused_max && one_round_on_every_gpu(s, rank_device);
-  // Per-CTA flags matter where ops wait for others (one-round schedules have the rule above).
-  const bool wide_sliced = wide && bytes <= wide_sliced_fused_max && !s.dep_pool.empty() &&
-                           sliced_on(distinct_gpus(rank_device, s.nranks)) && mean_op_bytes(s) >= double(sliced_op_min);
-  if (!wide_round && !wide_sliced && !use_fused(bytes, s.nranks)) return false;
+  if (!wide_round && !use_fused(bytes, s.nranks) &&
+      !(wide && bytes <= wide_sliced_fused_max && every_wait_per_cta(s, rank_device)))
+    return false;
   if (lowering == LoweringMode::fused) return true;
   LowerOptions lo;
   lo.rank_device = rank_device;

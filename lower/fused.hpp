@@ -93,6 +93,7 @@ struct FusedProgram {
   std::vector<SlotOwner> slot_owner;
   int64_t waits = 0, start_waits = 0, publishes = 0;  // totals, for notes and tests
   int64_t sliced_waits = 0;                           // of `waits`: per-CTA waits on sliced ops
+  int64_t op_waits = 0;  // waits of an op for a whole other op (each counted once, however many parts it has)
   // The longest chain of cross-GPU flag hops through the program (start waits, dependencies, end
   // waits; same-GPU waits count 0): with the launch, what the time of a small message is made of.
   int32_t critical_hops = 0;
@@ -155,13 +156,15 @@ struct FusedParams {
   // general lowering's copy-engine copies into one peer run in turn. On 4 x H200 and 4 x H100
   // (results/*/probes_mid/) alltoall.direct ran 1.04-1.30 x NCCL fused at 32-128 MiB, 0.88-0.99 x general.
   int64_t wide_round_fused_max = 128 << 20;
-  // Above wide_fused_max, on more than 2 GPUs with per-CTA flags, a schedule whose ops move on average at least
-  // sliced_op_min bytes stays fused up to this size: the flag hop and publish each op pays (a few us) are then small
-  // beside its transfer, and the lane's CTAs no longer meet at every step. On 4 x H200 and 4 x H100 (2026-11-28,
-  // docs/findings/2026-11-27-nccl-choices-mid-size-rings.md) the rings ran 0.80-1.08 x NCCL's time fused with
-  // per-CTA flags at 16-128 MiB, against 0.96-1.82 x under the general lowering; the pipeline broadcast, whose
-  // chunks are 512 KiB, stayed slower fused (2.0-2.8 x) than general (1.25-1.5 x).
-  int64_t wide_sliced_fused_max = 128 << 20;
+  // Above wide_fused_max, on more than 2 GPUs, a schedule whose every wait for another op is per CTA
+  // (every_wait_per_cta) stays fused up to this size: its lanes' CTAs never meet. On 4 x H200 and 4 x H100
+  // (2026-11-28, docs/findings/2026-11-27-nccl-choices-mid-size-rings.md) the rings ran 0.80-1.08 x NCCL's time so
+  // at 16-256 MiB, against 0.96-1.82 x under the general lowering (0.92-1.09 x either way at 512 MiB-1 GiB); the
+  // trees, whose steps differ in size and wait for whole ops, ran 1.2-2.4 x slower fused than general at 32-128 MiB.
+  int64_t wide_sliced_fused_max = 256 << 20;
+  // ... where its ops move at least this much on average: each op pays a flag hop and a publish (a few us), which
+  // the pipelines' 512 KiB chunks do not amortise (the pipeline broadcast: 2.0-2.8 x NCCL's time fused with per-CTA
+  // flags at 32-128 MiB, 1.25-1.5 x general).
   int64_t sliced_op_min = 1 << 20;
   int threads = kFusedMaxThreads;  // per CTA (at most the kernel's launch bound)
   int64_t cta_bytes = 32 << 10;    // FusedOptions::cta_bytes
@@ -191,6 +194,7 @@ struct FusedParams {
   bool use_fused(const Schedule& s, const std::vector<int>& rank_device) const;
   // Whether a program on `gpus` GPUs gets per-CTA flags (FusedOptions::slices).
   bool sliced_on(int gpus) const { return slices.value_or(gpus > 2); }
+  bool every_wait_per_cta(const Schedule& s, const std::vector<int>& rank_device) const;
   // The encoding's options on GPUs of `sms` SMs (every CTA of a launch must be resident: one per SM).
   FusedOptions options(const std::vector<int>& rank_device, int sms) const;
 };

@@ -554,10 +554,10 @@ TEST(FusedParams, OneRoundSchedulesOnEveryGpuStayFusedLonger) {
   EXPECT_FALSE(fp.use_fused(at("alltoall.direct", 4, mid), four));
 }
 
-// On more than 2 GPUs programs get per-CTA flags by default, and a schedule whose ops wait for others and move
-// 1 MiB or more on average stays fused up to wide_sliced_fused_max; a pipeline of small chunks, 2 GPUs, and group
-// flags (fused_slices=0) do not.
-TEST(FusedParams, SlicedSchedulesOfLargeOpsStayFusedLonger) {
+// On more than 2 GPUs programs get per-CTA flags by default, and a schedule whose every wait for another op is per
+// CTA (the rings) stays fused up to wide_sliced_fused_max; trees and pipelines with whole-op waits, schedules with no
+// waits, 2 GPUs and group flags (fused_slices=0) do not.
+TEST(FusedParams, SchedulesWaitingOnlyPerCtaStayFusedLonger) {
   FusedParams fp;
   const std::vector<int> four = {0, 1, 2, 3}, two = {0, 1};
   auto at = [](const char* algo, int n, int64_t bytes) {
@@ -576,13 +576,12 @@ TEST(FusedParams, SlicedSchedulesOfLargeOpsStayFusedLonger) {
     EXPECT_FALSE(fp.use_fused(at(algo, 4, 2 * fp.wide_sliced_fused_max), four)) << algo;
     EXPECT_FALSE(fp.use_fused(at(algo, 2, mid), two)) << algo;
   }
-  EXPECT_FALSE(fp.use_fused(at("broadcast.pipeline", 4, mid), four));  // 512 KiB chunks
-  EXPECT_FALSE(fp.use_fused(at("scatter.direct", 4, mid), four));      // no op waits for another
+  for (const char* algo : {"broadcast.pipeline", "broadcast.binomial", "scatter.binomial", "gather.binomial",
+                           "broadcast.scatter_allgather", "alltoall.bruck", "allreduce.tree", "scatter.direct"})
+    EXPECT_FALSE(fp.use_fused(at(algo, 4, mid), four)) << algo;
   // The encoding follows: per-CTA waits on 4 GPUs, none on 2.
-  FusedOptions fo = fp.options(four, 16);
-  EXPECT_GT(encode_fused(at("allreduce.ring", 4, 1 << 20), fo).sliced_waits, 0);
-  fo = fp.options(two, 16);
-  EXPECT_EQ(encode_fused(at("allreduce.ring", 2, 1 << 20), fo).sliced_waits, 0);
+  EXPECT_GT(encode_fused(at("allreduce.ring", 4, 1 << 20), fp.options(four, 16)).sliced_waits, 0);
+  EXPECT_EQ(encode_fused(at("allreduce.ring", 2, 1 << 20), fp.options(two, 16)).sliced_waits, 0);
   fp.apply("fused_slices=0");
   EXPECT_FALSE(fp.use_fused(at("allgather.ring", 4, mid), four));
   EXPECT_EQ(encode_fused(at("allreduce.ring", 4, 1 << 20), fp.options(four, 16)).sliced_waits, 0);

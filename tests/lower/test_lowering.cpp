@@ -490,7 +490,7 @@ TEST(LowerCollective, WideGeneralPlansStayHeldAndRingsOverlapCopyAndReduce) {
   EXPECT_EQ(held_launches(3072, 20), 1);  // at least one, held or not
   AlgoArgs a;
   a.nranks = 4;
-  a.count = (int64_t(256) << 20) / 4;
+  a.count = 2 * FusedParams{}.wide_sliced_fused_max / 4;  // above the rings' fused sizes
   const LoweredPlan rs = lower_collective(find_algorithm("reducescatter.ring"), a, Machine{});
   EXPECT_EQ(rs.path, Path::general);
   EXPECT_EQ(rs.schedule.nranks, 4);
@@ -509,7 +509,7 @@ TEST(LowerCollective, WideGeneralPlansStayHeldAndRingsOverlapCopyAndReduce) {
   shared.rank_device = {0, 1, 0, 1};
   EXPECT_EQ(lower_collective(find_algorithm("reducescatter.ring"), a, shared).launches, 20);
   a.nranks = 8;
-  a.count = (int64_t(256) << 20) / 4;
+  a.count = 2 * FusedParams{}.wide_sliced_fused_max / 4;
   shared.rank_device = {0, 1, 2, 3, 0, 1, 2, 3};
   const LoweredPlan eight = lower_collective(find_algorithm("reducescatter.ring"), a, shared);
   EXPECT_EQ(eight.launches, 20);
