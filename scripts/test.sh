@@ -69,8 +69,13 @@ if compgen -G "results/h200x4/*.csv" >/dev/null; then
 fi
 if compgen -G "results/h100x4/*.csv" >/dev/null; then
   ./build/cli/cclab compare --measured results/h100x4 --topo profiles/h100x4.json --csv build/compare/h100x4.csv
+  [ -d results/h100x4_fresh ] && ./build/cli/cclab compare --measured results/h100x4_fresh \
+    --topo profiles/h100x4.json --csv build/compare/h100x4_fresh.csv
   [ -f profiles/h100x2.json ] && ./build/cli/cclab compare --measured results/h100x4 --topo dgx-h100 \
     --profile profiles/h100x2.json --csv build/compare/h100x4_from_h100x2.csv
+  [ -f profiles/h100x2.json ] && [ -d results/h100x4_fresh ] && ./build/cli/cclab compare \
+    --measured results/h100x4_fresh --topo dgx-h100 --profile profiles/h100x2.json \
+    --csv build/compare/h100x4_fresh_from_h100x2.csv
 fi
 # Another GPU: 2 x H100 from its own profile, and from the 2 x H200 profile on the DGX H100 preset
 if compgen -G "results/h100x2/*.csv" >/dev/null; then
