@@ -158,7 +158,7 @@ struct FusedParams {
   int64_t wide_round_fused_max = 128 << 20;
   // Above wide_fused_max, on more than 2 GPUs, a schedule whose every wait for another op is per CTA
   // (every_wait_per_cta) stays fused up to this size: its lanes' CTAs never meet. On 4 x H200 and 4 x H100
-  // (2026-11-28, docs/findings/2026-11-27-nccl-choices-mid-size-rings.md) the rings ran 0.80-1.08 x NCCL's time so
+  // (docs/findings/2026-11-28-per-cta-flags-four-gpus.md) the rings ran 0.80-1.08 x NCCL's time so
   // at 16-256 MiB, against 0.96-1.82 x under the general lowering (0.92-1.09 x either way at 512 MiB-1 GiB); the
   // trees, whose steps differ in size and wait for whole ops, ran 1.2-2.4 x slower fused than general at 32-128 MiB.
   int64_t wide_sliced_fused_max = 256 << 20;

@@ -461,13 +461,6 @@ FusedLayout layout_of(const Schedule& s, const lower::FusedProgram& p) {
   return f;
 }
 
-// The fused kernels from the profile's measurements of their own ops (fused.step.* for lanes of one CTA,
-// fused.group.* for ops of a CTA group that wait for an earlier op of their lane, fused.group_free.* for the
-// group's other ops; made by a kernel that runs ops as the fused path's kernel does): per lane, its ops one
-// after the other, each for the measured time of that op (copy + barrier + flag release) at its size; a wait
-// for an op of another lane costs a flag hop (graph.flag_chain.*); every GPU launches once
-// (graph.flag_chain.*), a lane's first touch of a peer GPU waits for that GPU's start flag, and a GPU is done
-// once the peers' last ops on its memory are (one more hop). Empty when the profile lacks those tables.
 // An op's CTAs together move its bytes across the link no faster than SM copies of its direction reach at their
 // largest measured size (stores into a peer: p2p.sm_store.uni, loads from one: p2p.sm.uni); 0 for a local move
 // or where unmeasured. Ops with per-CTA flags are priced CTA by CTA, and this bounds their sum.
@@ -476,6 +469,13 @@ double link_bound(const model::ModelParams& P, int move, double bytes) {
   return rate > 0 ? bytes / rate : 0.0;
 }
 
+// The fused kernels from the profile's measurements of their own ops (fused.step.* for lanes of one CTA,
+// fused.group.* for ops of a CTA group that wait for an earlier op of their lane, fused.group_free.* for the
+// group's other ops; made by a kernel that runs ops as the fused path's kernel does): per lane, its ops one
+// after the other, each for the measured time of that op (copy + barrier + flag release) at its size; a wait
+// for an op of another lane costs a flag hop (graph.flag_chain.*); every GPU launches once
+// (graph.flag_chain.*), a lane's first touch of a peer GPU waits for that GPU's start flag, and a GPU is done
+// once the peers' last ops on its memory are (one more hop). Empty when the profile lacks those tables.
 std::optional<Seconds> fused_from_op_tables(const model::ModelParams& P, const Schedule& s, const FusedLayout& f,
                                             std::string* how) {
   const char* moves[] = {"put", "get", "local"};
@@ -659,6 +659,7 @@ std::optional<Seconds> fused_from_probes(const model::ModelParams& P, const Sche
   std::vector<double> end(n, 0), lane_free(f.lane_gpu.size(), 0);
   std::vector<char> lane_waited(f.lane_gpu.size(), 0);
   std::vector<int> copies_pre(f.lane_gpu.size(), 0), copies_post(f.lane_gpu.size(), 0), reduces(f.lane_gpu.size(), 0);
+  int sliced_ops = 0;
   std::vector<std::set<int>> published_to(f.lane_gpu.size());
   std::map<int, double> touched_until;
   double last = 0;
@@ -702,7 +703,10 @@ std::optional<Seconds> fused_from_probes(const model::ModelParams& P, const Sche
       }
       dur = fixed + grows(m, bytes / k) +
             (m == 1 ? std::max(0.0, quiet[1]->points.front().second - quiet[0]->points.front().second) : 0.0);
-      if (f.sliced[i]) dur = std::max(dur, fixed + link_bound(P, m, bytes));
+      if (f.sliced[i]) {
+        dur = std::max(dur, fixed + link_bound(P, m, bytes));
+        ++sliced_ops;
+      }
       // Its flag is released once its stores are acknowledged (a round trip, latency.flag). The probes publish
       // into one peer; a lane whose ops publish into one more GPU after another with no wait between (a
       // scatter's put into each peer) adds that round trip for each further GPU.
@@ -733,8 +737,10 @@ std::optional<Seconds> fused_from_probes(const model::ModelParams& P, const Sche
            " lanes' ops at the probes' per-op costs (copies " + std::to_string(int(pre_first * 1e9)) + "+" +
            std::to_string(int(pre_next * 1e9)) + "/" + std::to_string(int(post_first * 1e9)) + "+" +
            std::to_string(int(post_next * 1e9)) + " ns before/after a wait, put " + std::to_string(int(put * 1e9)) +
-           " ns, reduce " + std::to_string(int(reduce * 1e9)) +
-           " ns) and fused.step_quiet.* growth, a flag hop per wait" + h;
+           " ns, reduce " + std::to_string(int(reduce * 1e9)) + " ns) and fused.step_quiet.* growth" +
+           (sliced_ops ? ", " + std::to_string(sliced_ops) + " ops with per-CTA flags CTA by CTA within the link's rate"
+                       : std::string()) +
+           ", a flag hop per wait" + h;
   return Seconds(base + std::max(0.0, last - base_lanes)) + replay;
 }
 

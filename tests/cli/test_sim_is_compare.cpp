@@ -48,8 +48,10 @@ struct Machine {
 std::vector<Machine> machines() {
   std::vector<Machine> m;
   const fs::path root = CCLAB_SOURCE_DIR;
-  for (const auto& [records, profile, topo] : std::vector<std::array<std::string, 3>>{
-           {"h200x2", "h200x2", "h200x2"}, {"h200x2_fresh", "h200x2", "h200x2"}, {"h100x4_fresh", "h100x4", "dgx-h100"}})
+  for (const auto& [records, profile, topo] :
+       std::vector<std::array<std::string, 3>>{{"h200x2", "h200x2", "h200x2"},
+                                               {"h200x2_fresh", "h200x2", "h200x2"},
+                                               {"h100x4_fresh", "h100x4", "dgx-h100"}})
     if (fs::exists(root / "results" / records) && fs::exists(root / "profiles" / (profile + ".json")))
       m.push_back({(root / "results" / records).string(), (root / "profiles" / (profile + ".json")).string(), topo});
   return m;

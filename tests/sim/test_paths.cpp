@@ -461,6 +461,25 @@ TEST(ExecPaths, FusedStoresIntoSeveralPeersAtTheFanoutRate) {
   EXPECT_DOUBLE_EQ(ring.result.time.us(), ring0.result.time.us()) << ring.record.note;
 }
 
+// An op with per-CTA flags is priced as its CTAs alone, each CTA's share at a lone CTA's cost, and no faster than
+// the link's SM-store rate: a 4-GPU all-gather ring of 8 MiB (3 steps of a 2 MiB block each) costs less than with
+// group flags, and at least its steps' blocks at that rate one after another.
+TEST(ExecPaths, FusedOpsWithPerCtaFlagsWithinTheLinkRate) {
+  const model::Target target = model::resolve_target(std::string(CCLAB_SOURCE_DIR) + "/profiles/h200x4.json");
+  const model::PathTable* store = target.params.table("p2p.sm_store.uni");
+  ASSERT_TRUE(store && !store->empty());
+  const double rate = double(store->points.back().first) / store->points.back().second;
+  Simulator sim(target.topology, target.params);
+  AlgoArgs a = args2(8 << 20);
+  a.nranks = 4;
+  const Prediction sliced = on_plan(sim, "allgather.ring", a, "lowering=fused");
+  const Prediction group = on_plan(sim, "allgather.ring", a, "lowering=fused,fused_slices=0");
+  EXPECT_NE(sliced.record.note.find("per-CTA"), std::string::npos) << sliced.record.note;
+  EXPECT_EQ(group.record.note.find("per-CTA"), std::string::npos) << group.record.note;
+  EXPECT_LT(sliced.result.time.us(), group.result.time.us());
+  EXPECT_GE(sliced.result.time.us(), 3 * double(2 << 20) / rate * 1e6);
+}
+
 // A lane's flag is released once its stores are acknowledged; the probes publish into one peer, so a lane that
 // publishes into one further GPU after another with no wait between (scatter.direct's root: a put into each of 3
 // peers) adds a round trip (latency.flag) per further GPU; a lane publishing into one peer adds none.
