@@ -162,7 +162,7 @@ Derived derive_params(const Calibration& cal, const topo::Topology& topology) {
         "event ping-pong hop between two streams minus a back-to-back launch", "latency.event - latency.launch",
         e->fit.rms_rel_residual, e->fit.max_rel_residual);
 
-  // --- the executor's general lowering: graph nodes and edges (graph.*, 20 iterations per replay) ---
+  // --- the executor's general lowering: graph nodes and edges (graph.*, per iteration of a replayed graph) ---
   // Each series is a median per iteration of a tiny structure; the node and edge costs are differences.
   if (const auto* cp = lat_of("graph.copy")) {
     const double copy = cp->fit.value.us();

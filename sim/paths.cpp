@@ -179,7 +179,7 @@ SimResult run_general(Simulator& sim, const lower::LoweredPlan& plan, std::strin
     pr.peer_reduce = link_proto(*t, rt.link, 1, "reduce.peer." + dtype_key(s.dtype));
   // Local copies as replayed in graphs where measured so (copy.local.graph), else back to back (copy.local).
   std::string local_table = table(P, "copy.local.graph") ? "copy.local.graph" : "copy.local";
-  // A plan's local copies run on L2-resident data while its buffers fit in L2 (a replay's 20 iterations
+  // A plan's local copies run on L2-resident data while its buffers fit in L2 (a replay's iterations
   // reuse them), on fresh data beyond: there, where measured so (copy.local.graph.cold, each iteration on
   // its own part of the buffers), that table from its smallest size on. The limit is what copy.local.graph
   // (one source and one destination repeated) shows: hot while both fit (5.7 us at 16 MiB, cold 9.9),

@@ -25,7 +25,8 @@ TEST(SourceNames, SimAndModelNameNoExecutorFileLaunchCountOrSmCount) {
   const std::vector<Rule> rules = {
       {"an executor source file", std::regex(R"(\bexec/|\.cu\b|\.cuh\b)")},
       {"a launch-count constant", std::regex(R"(\bk[A-Za-z]*(Iters|Launches)\b)")},
-      {"a launch count per replay", std::regex(R"(\b\d+ launches per (replay|graph)\b)")},
+      {"a launch count per replay",
+       std::regex(R"(\b\d+ (launches|iterations) per (replay|graph)\b|\breplay's \d+ (launches|iterations)\b)")},
       {"an SM count", std::regex(R"(\b\d+ SMs\b|\bk[A-Za-z]*Sms\b)")},
   };
   std::vector<std::string> found;
@@ -53,8 +54,12 @@ TEST(SourceNames, SimAndModelNameNoExecutorFileLaunchCountOrSmCount) {
 TEST(SourceNames, TheRulesMatchWhatTheyForbid) {
   EXPECT_TRUE(std::regex_search("kernels of exec/kernels/bidir.cu", std::regex(R"(\bexec/|\.cu\b|\.cuh\b)")));
   EXPECT_TRUE(std::regex_search("constexpr int kTableIters = 20;", std::regex(R"(\bk[A-Za-z]*(Iters|Launches)\b)")));
-  EXPECT_TRUE(
-      std::regex_search("timed at 100 launches per graph", std::regex(R"(\b\d+ launches per (replay|graph)\b)")));
+  const std::regex per_replay(
+      R"(\b\d+ (launches|iterations) per (replay|graph)\b|\breplay's \d+ (launches|iterations)\b)");
+  EXPECT_TRUE(std::regex_search("timed at 100 launches per graph", per_replay));
+  EXPECT_TRUE(std::regex_search("graph nodes (20 iterations per replay)", per_replay));
+  EXPECT_TRUE(std::regex_search("while they fit (a replay's 20 iterations reuse them)", per_replay));
+  EXPECT_FALSE(std::regex_search("per iteration of a replayed graph", per_replay));
   EXPECT_FALSE(std::regex_search("the series bidir.push.g132", std::regex(R"(\b\d+ SMs\b)")));
 }
 
