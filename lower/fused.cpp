@@ -553,7 +553,7 @@ bool one_round_on_every_gpu(const Schedule& s, const std::vector<int>& rank_devi
 
 // Whether the schedule's ops move sliced_op_min bytes on average, and its fused program has per-CTA flags with every
 // wait of an op for another one of them (ring steps of equal size): no CTA of a lane then waits for the others.
-bool FusedParams::every_wait_per_cta(const Schedule& s, const std::vector<int>& rank_device) const {
+bool FusedParams::every_wait_per_cta(const Schedule& s, const std::vector<int>& rank_device, int sms) const {
   int64_t ops = 0, bytes = 0;
   for (const Op& op : s.ops) {
     ops += op.bytes > 0 ? 1 : 0;
@@ -561,7 +561,7 @@ bool FusedParams::every_wait_per_cta(const Schedule& s, const std::vector<int>& 
   }
   if (ops == 0 || bytes < ops * sliced_op_min) return false;
   try {
-    const FusedProgram p = encode_fused(s, options(rank_device, kFusedMaxCtas));
+    const FusedProgram p = encode_fused(s, options(rank_device, sms));
     return p.sliced_waits > 0 && p.op_waits == 0;
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::input) throw;
@@ -569,12 +569,12 @@ bool FusedParams::every_wait_per_cta(const Schedule& s, const std::vector<int>& 
   }
 }
 
-bool FusedParams::use_fused(const Schedule& s, const std::vector<int>& rank_device) const {
+bool FusedParams::use_fused(const Schedule& s, const std::vector<int>& rank_device, int sms) const {
   const int64_t bytes = s.count * dtype_size(s.dtype);
   const bool wide = lowering == LoweringMode::automatic && s.nranks > 2;
   const bool wide_round = wide && bytes <= wide_round_fused_max && one_round_on_every_gpu(s, rank_device);
   if (!wide_round && !use_fused(bytes, s.nranks) &&
-      !(wide && bytes <= wide_sliced_fused_max && every_wait_per_cta(s, rank_device)))
+      !(wide && bytes <= wide_sliced_fused_max && every_wait_per_cta(s, rank_device, sms)))
     return false;
   if (lowering == LoweringMode::fused) return true;
   LowerOptions lo;

@@ -191,10 +191,11 @@ struct FusedParams {
   // its plan has no cross-GPU waits and no copy-engine copies (e.g. a 2-rank reduce whose root's kernel reads its
   // peer): that plan needs no GPU-to-GPU handshake, while the fused kernels always pay a start and an end flag hop (2 x
   // H200: reduce.direct 2.9 us general vs 6.1 us fused at 16 B).
-  bool use_fused(const Schedule& s, const std::vector<int>& rank_device) const;
+  // `sms`: the GPUs' SMs, the CTA budget of the program that would run (options()).
+  bool use_fused(const Schedule& s, const std::vector<int>& rank_device, int sms = kFusedMaxCtas) const;
   // Whether a program on `gpus` GPUs gets per-CTA flags (FusedOptions::slices).
   bool sliced_on(int gpus) const { return slices.value_or(gpus > 2); }
-  bool every_wait_per_cta(const Schedule& s, const std::vector<int>& rank_device) const;
+  bool every_wait_per_cta(const Schedule& s, const std::vector<int>& rank_device, int sms) const;
   // The encoding's options on GPUs of `sms` SMs (every CTA of a launch must be resident: one per SM).
   FusedOptions options(const std::vector<int>& rank_device, int sms) const;
 };

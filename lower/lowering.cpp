@@ -223,7 +223,7 @@ LoweredPlan lower_collective(const Algorithm& algo, const AlgoArgs& args_in, con
   if (set.channels > 0) args.channels = set.channels;
   if (set.chunk_bytes > 0) args.chunk_bytes = set.chunk_bytes;
   Schedule s = make_schedule(algo, args);
-  if (set.fused.use_fused(s, rank_device)) {
+  if (set.fused.use_fused(s, rank_device, machine.sms)) {
     try {
       p.fused = encode_fused(s, set.fused.options(rank_device, machine.sms));
       p.schedule = std::move(s);
