@@ -41,16 +41,17 @@ struct Machine {
   std::string records, profile, topo;
 };
 
-// The committed records with the profile and preset that predict them (results/h100x4_fresh: the profile of the
-// call before it, results/h100x4, on the DGX H100 preset). results/h200x4 ran before programs on more than 2 GPUs
-// took per-CTA flags, and results/h100x4 before only the rings stayed fused past 16 MiB there, so compare flags
-// some of their plans: they are compared in scripts/test.sh, not here.
+// The committed records with the profile and preset that predict them (results/h100x4 with its own call's
+// profile, results/h100x4_fresh with that later call's profile, on the DGX H100 preset). results/h200x4 ran before
+// programs on more than 2 GPUs took per-CTA flags, so compare flags some of its plans: it is compared in
+// scripts/test.sh, not here.
 std::vector<Machine> machines() {
   std::vector<Machine> m;
   const fs::path root = CCLAB_SOURCE_DIR;
   for (const auto& [records, profile, topo] :
        std::vector<std::array<std::string, 3>>{{"h200x2", "h200x2", "h200x2"},
                                                {"h200x2_fresh", "h200x2", "h200x2"},
+                                               {"h100x4", "h100x4", "dgx-h100"},
                                                {"h100x4_fresh", "h100x4", "dgx-h100"}})
     if (fs::exists(root / "results" / records) && fs::exists(root / "profiles" / (profile + ".json")))
       m.push_back({(root / "results" / records).string(), (root / "profiles" / (profile + ".json")).string(), topo});
