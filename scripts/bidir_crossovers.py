@@ -11,7 +11,8 @@ wide_mid_max, wide_mid, wide_large), which the lowering reads there. Every choic
 the three variants and of the two thresholds (at calibrated sizes) is scored by the sum over the
 calibrated sizes of time / best measured time at that size (out-of-place rows with no wrong
 element); the lowest score wins. Variants whose --tune keys disagree cannot be combined (one
-parameter set drives all modes), but for a two-shot mid variant with loads (twoshot_push=0) and a
+parameter set drives all modes), nor two variants of one mode whose keys of that mode differ (one may have run
+at a default the other changes), but for a two-shot mid variant with loads (twoshot_push=0) and a
 two-shot large variant with stores: that is twoshot_load_max, and the load variant's unroll becomes
 twoshot_load_unroll (the stores keep their own). The chosen variants' own keys are carried into the output.
 On more than 2 ranks, where the ring schedule was calibrated (mode=ring), it takes over from the smallest
@@ -25,6 +26,11 @@ from collections import defaultdict
 
 SMALL, MID = ("ll",), ("flash", "push", "lamport", "twoshot")
 LARGE = ("copy", "push", "flash", "stream", "lamport", "twoshot")
+
+
+def key_prefix(mode):
+    """The prefix of the --tune keys that shape a mode's launch (copy: ce_)."""
+    return "ce_" if mode == "copy" else mode + "_"
 
 
 def tune_of(s):
@@ -52,9 +58,23 @@ def pick(t, wide=False):
     def compatible(ll, mid, large):
         keys = {}
         split = loads_then_stores(mid, large)
-        for v in (ll, mid, large):
-            for k, x in keys_of(v, split, v is mid).items():
+        chosen = [(v, keys_of(v, split, v is mid)) for v in (ll, mid, large) if v]
+        for v, kv in chosen:
+            for k, x in kv.items():
                 if not (split and k == "twoshot_push") and keys.setdefault(k, x) != x:
+                    return False
+        # Two variants of one mode read the same keys: one that ran at a key's default cannot take the other's
+        # value of it (that pair was never timed), so they combine only where they set that mode's keys alike.
+        # Where the two-shot loads then stores, each side has its own unroll (the loads' where it was set).
+        apart = set()
+        if split:
+            apart = {"twoshot_push", "twoshot_load_unroll"}
+            if "twoshot_load_unroll" in keys_of(mid, split, True):
+                apart.add("twoshot_unroll")
+        for (v, kv), (w, kw) in itertools.combinations(chosen, 2):
+            if mode[v] == mode[w]:
+                own = lambda k: k.startswith(key_prefix(mode[v])) and k not in apart
+                if {k: x for k, x in kv.items() if own(k)} != {k: x for k, x in kw.items() if own(k)}:
                     return False
         return True
 

@@ -75,7 +75,7 @@ if [ "$GPUS" -le 2 ]; then  # the register flash engine and these variants are 2
   cal copy_p2 4M 1G mode=copy,ce_pieces=2
 else  # more GPUs: the two-shot's shapes
   cal twoshot_u1 64K 1G mode=twoshot,twoshot_unroll=1
-  cal twoshot_t256 64K 256M mode=twoshot,twoshot_threads=256
+  cal twoshot_t256 64K 1G mode=twoshot,twoshot_threads=256
   cal ring 16M 1G mode=ring  # the ring schedule, as NCCL at the largest sizes
 fi
 head -1 "$TMP/cal_ll.csv" >"$REC/calibration.csv"

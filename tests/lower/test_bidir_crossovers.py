@@ -1,5 +1,6 @@
 """scripts/bidir_crossovers.py on made-up calibration times (not measurements): a two-shot that loads at small
-sizes and stores at large ones keeps each variant's own unroll."""
+sizes and stores at large ones keeps each variant's own unroll; variants of one mode combine only where they set
+its keys alike."""
 import importlib.util
 import os
 import sys
@@ -37,6 +38,16 @@ if bc.tune_of(bc.pick(t, wide=True)).get("wide_ring_min") != "0":
     failures.append("no ring where it is never faster")
 if "wide_ring_min" in bc.tune_of(bc.pick(t, wide=False)):
     failures.append("no ring tier on 2 ranks")
+# Two store-only variants that each changed one key (made-up times): the pair of changes was never timed, so
+# the middle and large sizes cannot take one's threads and the other's unroll together.
+t = {
+    "mode=twoshot,twoshot_threads=256": {1 * M: 10.0, 64 * M: 300.0},
+    "mode=twoshot,twoshot_unroll=4": {1 * M: 12.0, 64 * M: 250.0},
+    "mode=twoshot": {1 * M: 11.0, 64 * M: 260.0},
+}
+got = bc.tune_of(bc.pick(t, wide=True))
+if "twoshot_threads" in got and "twoshot_unroll" in got:
+    failures.append("no untimed pair of one mode's keys: " + bc.pick(t, wide=True))
 for f in failures:
     print("FAILED:", f)
 sys.exit(1 if failures else 0)
