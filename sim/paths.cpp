@@ -388,12 +388,11 @@ struct FusedLayout {
   std::vector<char> publishes;           // per op: stores a flag (something waits for it, or an end wait)
   // per op: its CTAs publish their own parts (per-CTA flags), each as a CTA alone does, with no arrival count
   std::vector<char> sliced;
-  // One thread releases a flag to several GPUs one store after another (the start flag to every peer, a
-  // publish to each GPU of its mask), each system-scope release ordered after the previous one: per op, for
-  // each of `waits` the waiter's place in its publisher's releases (0: the first, as the 2-GPU probes timed it),
-  // and the latest place among the start flags it waits for (-1: none).
+  // The last CTA of a group's op releases its flag to each GPU of its mask one store after another, each
+  // system-scope release ordered after the previous one (a lone CTA's threads, and the start flags, release
+  // side by side): per op, for each of `waits` the waiter's place in its publisher's releases (0: the first,
+  // as the 2-GPU probes timed it).
   std::vector<std::vector<int>> wait_release_pos;
-  std::vector<int> start_release_pos;
   int flag_waits = 0;       // waits for ops' flags plus end waits
   int max_device_ctas = 0;  // the largest launch
 };
@@ -419,7 +418,6 @@ FusedLayout layout_of(const Schedule& s, const lower::FusedProgram& p) {
   f.publishes.assign(n, 0);
   f.sliced.assign(n, 0);
   f.wait_release_pos.assign(n, {});
-  f.start_release_pos.assign(n, -1);
   for (const auto& l : p.lanes) {
     f.lane_gpu.push_back(l.rank);
     f.lane_ctas.push_back(l.ctas);
@@ -439,20 +437,17 @@ FusedLayout layout_of(const Schedule& s, const lower::FusedProgram& p) {
         // wait for the op: the CTAs of a lane are taken to move at one pace.
         const int32_t slot = dv.waits[op.wait_begin + w] & ~lower::kSliceWait;
         const auto& owner = p.slot_owner[size_t(slot)];
-        if (owner.op < 0) {  // a start flag: its device releases it to its peers in device order
-          const int pos = me < owner.device ? me : me - 1;
-          f.start_release_pos[size_t(op.op)] = std::max(f.start_release_pos[size_t(op.op)], pos);
-          continue;
-        }
+        if (owner.op < 0) continue;  // a start flag
         const auto& from_op = p.devices[size_t(owner.device)].ops[size_t(owner.op)];
         if (from_op.op != kNoOp) {
           auto& waits = f.waits[size_t(op.op)];
           if (std::find(waits.begin(), waits.end(), from_op.op) != waits.end()) continue;  // another CTA's part
           waits.push_back(from_op.op);
-          // Among the releases into other GPUs (each waits for a round trip across NVLink); a waiter on the
-          // publisher's own GPU is priced as the 2-GPU probes timed it.
+          // Among a group's releases into other GPUs (each waits for a round trip across NVLink); a waiter on
+          // the publisher's own GPU is priced as the 2-GPU probes timed it.
+          const bool group = p.lanes[size_t(from_op.lane)].ctas > 1 && !from_op.sliced;
           const uint32_t before = from_op.publish_mask & ((1u << me) - 1u) & ~(1u << owner.device);
-          f.wait_release_pos[size_t(op.op)].push_back(me == owner.device ? 0 : std::popcount(before));
+          f.wait_release_pos[size_t(op.op)].push_back(group && me != owner.device ? std::popcount(before) : 0);
         }
         ++f.flag_waits;
       }
@@ -667,8 +662,6 @@ std::optional<Seconds> fused_from_probes(const model::ModelParams& P, const Sche
     const Op& op = s.ops[i];
     const int l = f.lane[i], g = f.lane_gpu[size_t(l)], k = f.lane_ctas[size_t(l)];
     double t = lane_free[size_t(l)];
-    // A start flag released after others by its GPU (the probe's one peer got it first).
-    t = std::max(t, std::max(0, f.start_release_pos[i]) * release);
     bool own_wait = false;
     for (size_t w = 0; w < f.waits[i].size(); ++w) {
       const OpId d = f.waits[i][w];

@@ -260,15 +260,15 @@ __global__ void __launch_bounds__(kThreads) fused_kernel(const __grid_constant__
   const int lane = a.cta_lane[b] == kNoLane ? -1 : a.cta_lane[b];
   // The epoch and the lane's tables are loaded at once (one global-memory latency).
   if (t == 0) {
-    const uint32_t e = *reinterpret_cast<volatile uint32_t*>(&a.ctrl->epoch) + 1;
-    e_s = e;
+    e_s = *reinterpret_cast<volatile uint32_t*>(&a.ctrl->epoch) + 1;
     abort_s = 0;
-    // This GPU's start flag, first thing: its previous launch (end waits included) is over (the
-    // kernel boundary and griddepcontrol.wait made its memory visible; the release orders the rest).
-    if (b == 0)
-      for (int d = 0; d < a.ndev; ++d)
-        if (d != a.dev) st_release(a.flags[d] + a.dev, e);
   }
+  // This GPU's start flag, first thing: its previous launch (end waits included) is over (the kernel
+  // boundary and griddepcontrol.wait made its memory visible; the release orders the rest). Thread d
+  // releases peer d's: a system-scope release waits for its thread's earlier stores to another GPU to be
+  // acknowledged, so one thread releasing every peer's in turn pays a round trip per peer after the first.
+  if (b == 0 && t < a.ndev && t != a.dev)
+    st_release(a.flags[t] + a.dev, *reinterpret_cast<volatile uint32_t*>(&a.ctrl->epoch) + 1);
   const DevLane ln = lane >= 0 ? a.lanes[lane] : DevLane{};
   const int cached = min(int(ln.op_count), kSmemOps);
   const uint32_t w0 = ln.wait_begin, nw = min(ln.wait_count, uint32_t(kSmemWaits));
@@ -312,23 +312,25 @@ __global__ void __launch_bounds__(kThreads) fused_kernel(const __grid_constant__
       }
       // Every thread's part is written before the flag (and before the next op of this CTA reads it).
       __syncthreads();
-      // Publish: the barrier made the CTA's writes (local and peer) visible to thread 0, whose release
+      // Publish: the barrier made the CTA's writes (local and peer) visible to every thread, whose release
       // store carries them (cumulativity) to whoever acquires the flag. A CTA group counts arrivals
-      // first; the last one to arrive publishes for all.
-      // A sliced op's CTAs publish their own parts, each in its own slot, with no arrival count.
-      if (op.slot >= 0 && t == 0) {
-        bool last = true;
-        if (k > 1 && !op.sliced) {
+      // first; the last one to arrive publishes for all (thread 0, one GPU after another).
+      // A lone CTA, or a sliced op's CTA (its own part, in its own slot, no arrival count), releases each
+      // GPU's flag from its own thread, side by side (as the start flags).
+      if (op.slot >= 0 && k > 1 && !op.sliced) {
+        if (t == 0) {
           fence_acq_rel_sys();
-          last = (atomicAdd(&a.arrive[idx], 1u) + 1u) % uint32_t(k) == 0;
-          if (last) fence_acq_rel_sys();  // the other CTAs' parts, ordered by their fences and the atomic
+          const bool last = (atomicAdd(&a.arrive[idx], 1u) + 1u) % uint32_t(k) == 0;
+          if (last) {
+            fence_acq_rel_sys();  // the other CTAs' parts, ordered by their fences and the atomic
+            if (a.sc_fence) __threadfence_system();
+            for (int d = 0; d < a.ndev; ++d)
+              if (op.publish_mask >> d & 1u) st_release(a.flags[d] + op.slot, e);
+          }
         }
-        if (last && a.sc_fence) __threadfence_system();
-        if (last) {
-          const int slot = op.slot + (op.sliced ? g : 0);
-          for (int d = 0; d < a.ndev; ++d)
-            if (op.publish_mask >> d & 1u) st_release(a.flags[d] + slot, e);
-        }
+      } else if (op.slot >= 0 && t < a.ndev && (op.publish_mask >> t & 1u)) {
+        if (a.sc_fence) __threadfence_system();
+        st_release(a.flags[t] + op.slot + (op.sliced ? g : 0), e);
       }
     }
   }
