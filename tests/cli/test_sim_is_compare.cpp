@@ -42,9 +42,9 @@ struct Machine {
 };
 
 // The committed records with the profile and preset that predict them (results/h100x4 with its own call's
-// profile, results/h100x4_repeat and results/h100x4_fresh with that later call's profile, on the DGX H100 preset). results/h200x4 ran before
-// programs on more than 2 GPUs took per-CTA flags, so compare flags some of its plans: it is compared in
-// scripts/test.sh, not here.
+// profile, results/h100x4_repeat and results/h100x4_fresh with that later call's profile, on the DGX H100 preset).
+// results/h200x4 ran before programs on more than 2 GPUs took per-CTA flags, so compare flags some of its plans: it is
+// compared in scripts/test.sh, not here.
 std::vector<Machine> machines() {
   std::vector<Machine> m;
   const fs::path root = CCLAB_SOURCE_DIR;
