@@ -21,13 +21,19 @@ struct Rule {
   std::regex pattern;
 };
 
+// What sim/ and model/ must not name; the scan and the check of the rules below share them.
+const std::regex kExecFile(R"(\bexec/|\.cu\b|\.cuh\b)");
+const std::regex kLaunchConstant(R"(\bk[A-Za-z]*(Iters|Launches)\b)");
+const std::regex kPerReplay(
+    R"(\b\d+ (launches|iterations) per (replay|graph)\b|\breplay's \d+ (launches|iterations)\b)");
+const std::regex kSmCount(R"(\b\d+ SMs\b|\bk[A-Za-z]*Sms\b)");
+
 TEST(SourceNames, SimAndModelNameNoExecutorFileLaunchCountOrSmCount) {
   const std::vector<Rule> rules = {
-      {"an executor source file", std::regex(R"(\bexec/|\.cu\b|\.cuh\b)")},
-      {"a launch-count constant", std::regex(R"(\bk[A-Za-z]*(Iters|Launches)\b)")},
-      {"a launch count per replay",
-       std::regex(R"(\b\d+ (launches|iterations) per (replay|graph)\b|\breplay's \d+ (launches|iterations)\b)")},
-      {"an SM count", std::regex(R"(\b\d+ SMs\b|\bk[A-Za-z]*Sms\b)")},
+      {"an executor source file", kExecFile},
+      {"a launch-count constant", kLaunchConstant},
+      {"a launch count per replay", kPerReplay},
+      {"an SM count", kSmCount},
   };
   std::vector<std::string> found;
   int files = 0;
@@ -52,15 +58,13 @@ TEST(SourceNames, SimAndModelNameNoExecutorFileLaunchCountOrSmCount) {
 
 // The rules catch what they are for (a rule that matched nothing would pass any tree).
 TEST(SourceNames, TheRulesMatchWhatTheyForbid) {
-  EXPECT_TRUE(std::regex_search("kernels of exec/kernels/bidir.cu", std::regex(R"(\bexec/|\.cu\b|\.cuh\b)")));
-  EXPECT_TRUE(std::regex_search("constexpr int kTableIters = 20;", std::regex(R"(\bk[A-Za-z]*(Iters|Launches)\b)")));
-  const std::regex per_replay(
-      R"(\b\d+ (launches|iterations) per (replay|graph)\b|\breplay's \d+ (launches|iterations)\b)");
-  EXPECT_TRUE(std::regex_search("timed at 100 launches per graph", per_replay));
-  EXPECT_TRUE(std::regex_search("graph nodes (20 iterations per replay)", per_replay));
-  EXPECT_TRUE(std::regex_search("while they fit (a replay's 20 iterations reuse them)", per_replay));
-  EXPECT_FALSE(std::regex_search("per iteration of a replayed graph", per_replay));
-  EXPECT_FALSE(std::regex_search("the series bidir.push.g132", std::regex(R"(\b\d+ SMs\b)")));
+  EXPECT_TRUE(std::regex_search("kernels of exec/kernels/bidir.cu", kExecFile));
+  EXPECT_TRUE(std::regex_search("constexpr int kTableIters = 20;", kLaunchConstant));
+  EXPECT_TRUE(std::regex_search("timed at 100 launches per graph", kPerReplay));
+  EXPECT_TRUE(std::regex_search("graph nodes (20 iterations per replay)", kPerReplay));
+  EXPECT_TRUE(std::regex_search("while they fit (a replay's 20 iterations reuse them)", kPerReplay));
+  EXPECT_FALSE(std::regex_search("per iteration of a replayed graph", kPerReplay));
+  EXPECT_FALSE(std::regex_search("the series bidir.push.g132", kSmCount));
 }
 
 }  // namespace
