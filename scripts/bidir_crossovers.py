@@ -69,7 +69,7 @@ def pick(t, wide=False):
         apart = set()
         if split:
             apart = {"twoshot_push", "twoshot_load_unroll"}
-            if "twoshot_load_unroll" in keys_of(mid, split, True):
+            if "twoshot_load_unroll" in dict(chosen)[mid]:
                 apart.add("twoshot_unroll")
         for (v, kv), (w, kw) in itertools.combinations(chosen, 2):
             if mode[v] == mode[w]:

@@ -146,16 +146,17 @@ stamp "GPU tests (executor; ctest label gpu)"
 # Last before the summary: they take what is left. The fused lowering's test first (every schedule on every GPU,
 # ~15 s), then the executor's. A test stops at SIGTERM only after the row in progress (an 8-rank case on 4 GPUs
 # takes ~100 s), so KILL follows 5 s later: the summary still gets written.
-if [ "$(left)" -gt 40 ] && [ -x "$BIN/test_exec_fused_gpu" ]; then
-  timeout -k 5 60 "$BIN/test_exec_fused_gpu" --gtest_brief=1 >"$TMP/fused_gpu.log" 2>&1
-  echo "  fused gpu tests rc=$?: $(grep -E '^\[  (PASSED|FAILED) ' "$TMP/fused_gpu.log" | tr '\n' ' ')" | tee -a "$LOG"
-  cat "$TMP/fused_gpu.log" >>"$LOG"
-fi
-[ "$(left)" -gt 40 ] && timeout -k 5 $(($(left) > 150 ? 150 : $(left) - 30)) "$BIN/test_exec_gpu" --gtest_brief=1 \
-  --gtest_filter='Gpu/AllAlgorithms.ZeroWrong/2ranks_float_graph:Gpu/AllAlgorithms.ZeroWrong/4ranks_*:Gpu/AllAlgorithms.ZeroWrong/8ranks_*:GpuRun.*' \
-  >"$TMP/gpu.log" 2>&1
-echo "  gpu tests rc=$?: $(grep -E '^\[  (PASSED|FAILED) ' "$TMP/gpu.log" | tr '\n' ' ')" | tee -a "$LOG"
-cat "$TMP/gpu.log" >>"$LOG"
+gpu_test() {  # name, seconds, then the test's arguments: runs $BIN/<name>, one line of its outcome, its log kept
+  local name=$1 secs=$2
+  shift 2
+  [ "$(left)" -gt 40 ] && [ -x "$BIN/$name" ] || return 0
+  timeout -k 5 "$secs" "$BIN/$name" --gtest_brief=1 "$@" >"$TMP/$name.log" 2>&1
+  echo "  $name rc=$?: $(grep -E '^\[  (PASSED|FAILED) ' "$TMP/$name.log" | tr '\n' ' ')" | tee -a "$LOG"
+  cat "$TMP/$name.log" >>"$LOG"
+}
+gpu_test test_exec_fused_gpu 60
+gpu_test test_exec_gpu $(($(left) > 150 ? 150 : $(left) - 30)) \
+  --gtest_filter='Gpu/AllAlgorithms.ZeroWrong/2ranks_float_graph:Gpu/AllAlgorithms.ZeroWrong/4ranks_*:Gpu/AllAlgorithms.ZeroWrong/8ranks_*:GpuRun.*'
 stamp "summary"
 {
   python3 scripts/exec_summary.py "$REC/allreduce_float.csv" "$REC/others_float.csv"
