@@ -185,13 +185,14 @@ int MpiSweep::run(const std::vector<MpiAlgo>& algos, const std::vector<int64_t>&
         r.redop = std::string(redop_name(o_.op));
         r.root = (c == Coll::broadcast || c == Coll::reduce || c == Coll::gather || c == Coll::scatter) ? o_.root : -1;
         r.in_place = ip == 1;
+        r.wrong = o_.check ? harness_.check(*w) : -1;
+        r.time_us = harness_.time_us(*w);
         if (a.kind == MpiAlgo::nccl) {
-          // Each process simulates its own rank's call; the row takes the largest (-1: none on any rank).
+          // Each process simulates its own rank's call, after the timing as in one process; the row takes the
+          // largest (-1: none on any rank).
           const double est = world_.max(w->nccl_estimate_us().value_or(-1));
           if (est >= 0) r.nccl_estimate_us = est;
         }
-        r.wrong = o_.check ? harness_.check(*w) : -1;
-        r.time_us = harness_.time_us(*w);
         w->buffers().release();  // peers' mappings closed before any rank frees its buffers
         fill_bandwidths(r);
         r.device = world_.device_label();

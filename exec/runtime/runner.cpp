@@ -340,9 +340,11 @@ int run_sweep(const RunOptions& o, std::ostream& out) {
         r.redop = std::string(redop_name(o.op));
         r.root = (c == Coll::broadcast || c == Coll::reduce || c == Coll::gather || c == Coll::scatter) ? o.root : -1;
         r.in_place = ip == 1;
-        r.nccl_estimate_us = w->nccl_estimate_us();  // NCCL rows: NCCL's own estimate, before any timed launch
         r.wrong = o.check ? ss.harness.check(*w) : -1;
         r.time_us = ss.harness.time_us(*w, iters);
+        // NCCL rows: NCCL's own estimate, asked after the timing (a simulated group before it left NCCL's small
+        // sizes ~0.9 us faster than a program that never asks: docs/findings/2026-11-28-nccl-estimate-order.md)
+        r.nccl_estimate_us = w->nccl_estimate_us();
         fill_bandwidths(r);
         r.device = ss.comm.device_label();
         r.commit = sha;
