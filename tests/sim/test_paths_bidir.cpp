@@ -94,6 +94,7 @@ struct Pieces {
   double part(const char* table, double bytes) const { return p.tables.at(table).size_part(bytes).value; }
   double launch(int n) const { return p.tables.at("bidir.replay").time(n).value; }  // PDL, n launches per replay
   double rtt() const { return p.exec.flag_rtt.value.value; }
+  double fence() const { return 0.5 * rtt(); }  // a grid of several CTAs: the arrival count's fence
   double reduce(double bytes) const { return part("reduce.local.float", bytes); }
 };
 
@@ -105,20 +106,23 @@ TEST(BidirModel, EachModeIsMadeOfTheMechanisms) {
   const int n = 100;
   // flash: the peer loads (all SMs), a round trip for them, a start and a finish handshake.
   EXPECT_NEAR(predict_note(p, "allreduce.bidir.flash", S, "mode=flash engine=ldg pdl threads=512 unroll=4 grid=128", n),
-              m.launch(n) + 3 * m.rtt() + m.part("p2p.sm.bidir", S), 1e-12);
+              m.launch(n) + m.fence() + 3 * m.rtt() + m.part("p2p.sm.bidir", S), 1e-12);
   // ll: LL stores into the peer or the reduction of what landed, whichever is slower; their round trip; the last
   // CTA's reduction.
   const int64_t K = 64 << 10;
   EXPECT_NEAR(predict_note(p, "allreduce.bidir.ll", K, "mode=ll threads=256 pdl grid=132", n),
-              m.launch(n) + m.rtt() + std::max(m.part("p2p.ll_store.bidir", K), m.reduce(K)) + m.reduce(K / 132.0),
+              m.launch(n) + m.fence() + m.rtt() + std::max(m.part("p2p.ll_store.bidir", K), m.reduce(K)) +
+                  m.reduce(K / 132.0),
               1e-12);
   // lamport: plain stores, as ll.
   EXPECT_NEAR(
       predict_note(p, "allreduce.bidir.lamport", S, "mode=lamport threads=512 unroll=2 ahead=2 pdl grid=128", n),
-      m.launch(n) + m.rtt() + std::max(m.part("p2p.sm_store.bidir", S), m.reduce(S)) + m.reduce(S / 128.0), 1e-12);
+      m.launch(n) + m.fence() + m.rtt() + std::max(m.part("p2p.sm_store.bidir", S), m.reduce(S)) + m.reduce(S / 128.0),
+      1e-12);
   // push: a flag released after each tile's stores adds a round trip.
   EXPECT_NEAR(predict_note(p, "allreduce.bidir.push", S, "mode=push threads=512 unroll=4 pdl grid=256", n),
-              m.launch(n) + 2 * m.rtt() + std::max(m.part("p2p.sm_store.bidir", S), m.reduce(S)) + m.reduce(S / 256.0),
+              m.launch(n) + m.fence() + 2 * m.rtt() + std::max(m.part("p2p.sm_store.bidir", S), m.reduce(S)) +
+                  m.reduce(S / 256.0),
               1e-12);
   EXPECT_THROW(predict_note(p, "allreduce.bidir.magic", S, "mode=magic"), Error);
 }
@@ -153,12 +157,13 @@ TEST(BidirModel, FewCtasMoveAtOneCtasRate) {
   // stream: 4 lanes, 256 of each lane's 512 threads push one vector at a time: 1/8 of the CTA's vectors.
   EXPECT_NEAR(
       predict_note(p, "allreduce.bidir.stream", S, "mode=stream slots=4 slot_bytes=262144 threads=512 grid=4", 100),
-      m.launch(100) + 1.0 * (2e-6 - 1e-6) + 4 * m.rtt() + 8 * m.part("p2p.sm_store.cta", S / 4.0), 1e-12);
+      m.launch(100) + m.fence() + 1.0 * (2e-6 - 1e-6) + 4 * m.rtt() + 8 * m.part("p2p.sm_store.cta", S / 4.0), 1e-12);
   // With a lane per SM the link's rate bounds it instead.
   const int64_t L = 64 * kMiB;
   const double wide =
       predict_note(p, "allreduce.bidir.stream", L, "mode=stream slots=4 slot_bytes=262144 threads=512 grid=132", 100);
-  EXPECT_NEAR(wide, m.launch(100) + 1.0 * (2e-6 - 1e-6) + 4 * m.rtt() + m.part("p2p.sm_store.bidir", L), 1e-12);
+  EXPECT_NEAR(wide, m.launch(100) + m.fence() + 1.0 * (2e-6 - 1e-6) + 4 * m.rtt() + m.part("p2p.sm_store.bidir", L),
+              1e-12);
 }
 
 TEST(BidirModel, LaunchesPerReplayAndPlainLaunches) {
@@ -198,7 +203,19 @@ TEST(BidirModel, MorePeersKeepMoreVectorsInFlight) {
   const double port = 2.0 * 3 * (1 << 20) / 4;  // 2 (n-1)/n S
   // 512 threads x 1 vector x 3 peers in flight: 4/3 of the microbenchmark CTA's time for its share.
   const double per_cta = 2048.0 / (512 * 3) * m.part("p2p.sm.cta", port / 2);
-  EXPECT_NEAR(got, m.launch(100) + 3 * m.rtt() + std::max(per_cta, m.part("p2p.sm.bidir", port)), 1e-12);
+  EXPECT_NEAR(got, m.launch(100) + m.fence() + 3 * m.rtt() + std::max(per_cta, m.part("p2p.sm.bidir", port)), 1e-12);
+}
+
+// A grid of several CTAs counts their arrivals at its end, each fencing its stores into the peer first: half a
+// flag round trip that a one-CTA grid does not pay (the other modes' grids of several CTAs: above).
+TEST(BidirModel, SeveralCtasFenceBeforeTheirArrivalCount) {
+  const topo::Topology t = topo::load_topology("h200x2");
+  const model::ModelParams p = params_with_mechanisms(t);
+  const Pieces m{p};
+  // At 64 bytes the CTAs' shares of the stores and of the reduction move the time by nanoseconds only.
+  const double one = predict_note(p, "allreduce.bidir.ll", 64, "mode=ll threads=256 pdl grid=1", 100);
+  const double two = predict_note(p, "allreduce.bidir.ll", 64, "mode=ll threads=256 pdl grid=2", 100);
+  EXPECT_NEAR(two - one, m.fence(), 0.02e-6);
 }
 
 TEST(NcclModel, GraphReplayedSendRecvWhenMeasured) {
