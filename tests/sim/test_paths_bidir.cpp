@@ -110,10 +110,10 @@ TEST(BidirModel, EachModeIsMadeOfTheMechanisms) {
   // ll: LL stores into the peer or the reduction of what landed, whichever is slower; their round trip; the last
   // CTA's reduction.
   const int64_t K = 64 << 10;
-  EXPECT_NEAR(predict_note(p, "allreduce.bidir.ll", K, "mode=ll threads=256 pdl grid=132", n),
-              m.launch(n) + m.fence() + m.rtt() + std::max(m.part("p2p.ll_store.bidir", K), m.reduce(K)) +
-                  m.reduce(K / 132.0),
-              1e-12);
+  EXPECT_NEAR(
+      predict_note(p, "allreduce.bidir.ll", K, "mode=ll threads=256 pdl grid=132", n),
+      m.launch(n) + m.fence() + m.rtt() + std::max(m.part("p2p.ll_store.bidir", K), m.reduce(K)) + m.reduce(K / 132.0),
+      1e-12);
   // lamport: plain stores, as ll.
   EXPECT_NEAR(
       predict_note(p, "allreduce.bidir.lamport", S, "mode=lamport threads=512 unroll=2 ahead=2 pdl grid=128", n),
