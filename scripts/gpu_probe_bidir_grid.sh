@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Probe (gpu_call.sh step) of the bidir kernels' step where the grid goes from one CTA to two: each mode at two
-# sizes with its grid forced to 1, 2 and 4 CTAs (as far as the size allows), so that the grid alone changes (the simulator prices a grid of
-# several CTAs half a flag round trip more: the fence before its arrival count).
+# sizes with its grid forced to 1, 2 and 4 CTAs (as far as the size allows), so that the grid alone changes (the
+# simulator prices a grid of several CTAs half a flag round trip more: the fence before its arrival count).
 # Records: <out>/probe_<mode>_g<grid>.csv; the last lines are a table of time (us) against the grid.
 # Run: cp scripts/gpu_probe_bidir_grid.sh .carry/ && bash .carry/gpu_call.sh <name> gpu_probe_bidir_grid
 W=$1

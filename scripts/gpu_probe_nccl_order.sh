@@ -3,7 +3,7 @@
 # the collectives timed after it on the same communicators. The runner asks after each row's timing; a sweep's
 # later rows are timed after earlier rows' estimates, a process that runs one size is timed before any.
 # Records: <out>/probe_<name>.csv; the last lines are a table of time (us) per size, sweep against lone size.
-# Run: cp scripts/gpu_probe_nccl_order.sh scripts/probe_run.sh .carry/ && bash .carry/gpu_call.sh <name> gpu_probe_nccl_order
+# Run: cp scripts/gpu_probe_nccl_order.sh .carry/ && bash .carry/gpu_call.sh <name> gpu_probe_nccl_order
 W=$1
 export NCCL_NVLS_ENABLE=0
 source scripts/probe_run.sh

@@ -60,6 +60,15 @@ Seconds transfer(const model::ModelParams& P, const std::string& link, const std
   return size;
 }
 
+// A grid of several CTAs counts their arrivals at its end (the last advances the epoch), each CTA fencing first:
+// the fence waits for the acknowledgment of what it stored into the peer, which comes back half a round trip after
+// the peer's data arrived. One CTA ends without the fence.
+Seconds arrival_count_fence(Seconds rtt, int grid, std::string& how) {
+  if (grid <= 1) return Seconds(0);
+  how += " + half a round trip (the grid's arrival count fences its peer stores)";
+  return 0.5 * rtt;
+}
+
 Seconds reduce_part(const model::ModelParams& P, DType dtype, double bytes) {
   const model::PathTable* t = P.table("reduce.local." + std::string(dtype_name(dtype)));
   if (!t) t = &table(P, "reduce.local.float");
@@ -99,15 +108,9 @@ Seconds bidir_kernel_time(const model::ModelParams& P, const ExecPath& path, int
   const double unroll = path.unroll > 0 ? path.unroll : 1;
   const Seconds rtt = P.exec.flag_rtt.value;
   how = path.mode + ": ";
-  Seconds launch = launch_in_graph(P, path.pdl, plan_launches(path.iters), how);
+  const Seconds launch =
+      launch_in_graph(P, path.pdl, plan_launches(path.iters), how) + arrival_count_fence(rtt, grid, how);
   how += " + ";
-  // A grid of several CTAs counts their arrivals at its end (the last advances the epoch), each CTA fencing
-  // first: the fence waits for the acknowledgment of what it stored into the peer, which comes back half a round
-  // trip after the peer's data arrived. One CTA ends without the fence.
-  if (grid > 1) {
-    launch += 0.5 * P.exec.flag_rtt.value;
-    how += "half a round trip (the grid's arrival count fences its peer stores) + ";
-  }
   // Latencies, in flag round trips between GPUs inside running kernels (latency.flag): a kernel that stores into
   // the peer ends once its stores are acknowledged (a round trip: the peer's stores land in the first half); one
   // that loads from the peer waits a round trip for them; a flag released after stores (a fence: their
