@@ -108,8 +108,8 @@ Seconds bidir_kernel_time(const model::ModelParams& P, const ExecPath& path, int
   const double unroll = path.unroll > 0 ? path.unroll : 1;
   const Seconds rtt = P.exec.flag_rtt.value;
   how = path.mode + ": ";
-  const Seconds launch =
-      launch_in_graph(P, path.pdl, plan_launches(path.iters), how) + arrival_count_fence(rtt, grid, how);
+  Seconds launch = launch_in_graph(P, path.pdl, plan_launches(path.iters), how);
+  launch += arrival_count_fence(rtt, grid, how);  // after the launch's words in `how`
   how += " + ";
   // Latencies, in flag round trips between GPUs inside running kernels (latency.flag): a kernel that stores into
   // the peer ends once its stores are acknowledged (a round trip: the peer's stores land in the first half); one
