@@ -401,6 +401,30 @@ bool positive_point(const nlohmann::json& pt) {
   return size > 0 && size <= 9e18 && value > 0 && std::isfinite(value);
 }
 
+// A saturating efficiency 1 / (1 + (half / x)^exponent), 1 where half is 0 (a plain alpha-beta line).
+struct Saturation {
+  double half = 0, exponent = 1;
+  double efficiency(double x) const { return half > 0 ? 1.0 / (1.0 + std::pow(half / x, exponent)) : 1.0; }
+};
+
+double read_number(const nlohmann::json& j, const char* key, const std::string& where, double min) {
+  if (!j.contains(key) || !j[key].is_number() || !std::isfinite(j[key].get<double>()) || j[key].get<double>() < min)
+    throw_input(where + " needs \"" + key + "\": a number >= " + std::to_string(min));
+  return j[key].get<double>();
+}
+
+int64_t read_bytes(const nlohmann::json& j, const char* key, const std::string& where) {
+  const double v = read_number(j, key, where, 1);
+  if (v > 9e18) throw_input(where + ": \"" + key + "\" is too large");
+  return int64_t(v);
+}
+
+Saturation read_saturation(const nlohmann::json& j, const std::string& where) {
+  Saturation s{read_number(j, "efficiency_half", where, 0), read_number(j, "efficiency_exponent", where, 0)};
+  if (s.half > 0 && s.exponent <= 0) throw_input(where + ": \"efficiency_exponent\" must be > 0");
+  return s;
+}
+
 std::mutex g_loader_mutex;
 std::map<std::string, ProfileLoader>& loaders() {
   static std::map<std::string, ProfileLoader> m;
@@ -489,11 +513,18 @@ ModelParams load_profile(const std::string& path, ModelParams base) {
       }
       auto& pp = base.of(pr);
       pp.curve.clear();
-      if (!val.contains("points") || !val["points"].is_array())
-        throw_input(path + ": curves." + key + " needs \"points\": [[bytes, factor], ...]");
-      for (const auto& pt : val["points"]) {
-        if (!positive_point(pt)) throw_input(path + ": curves." + key + ": each point is [bytes > 0, factor > 0]");
-        pp.curve.push_back({pt[0].get<int64_t>(), pt[1].get<double>()});
+      if (val.is_object() && val.contains("efficiency_half")) {
+        const Saturation e = read_saturation(val, path + ": curves." + key);
+        const int64_t from = read_bytes(val, "from_bytes", path + ": curves." + key),
+                      to = read_bytes(val, "to_bytes", path + ": curves." + key);
+        for (int64_t b = from; b <= to; b *= 2) pp.curve.push_back({b, std::max(e.efficiency(double(b)), 1e-4)});
+      } else {
+        if (!val.contains("points") || !val["points"].is_array())
+          throw_input(path + ": curves." + key + " needs \"points\": [[bytes, factor], ...]");
+        for (const auto& pt : val["points"]) {
+          if (!positive_point(pt)) throw_input(path + ": curves." + key + ": each point is [bytes > 0, factor > 0]");
+          pp.curve.push_back({pt[0].get<int64_t>(), pt[1].get<double>()});
+        }
       }
       std::sort(pp.curve.begin(), pp.curve.end(), [](auto& a, auto& b) { return a.bytes < b.bytes; });
       pp.curve_source =
@@ -503,12 +534,31 @@ ModelParams load_profile(const std::string& path, ModelParams base) {
   if (j.contains("tables")) {
     if (!j["tables"].is_object()) throw_input(path + ": \"tables\" must be an object");
     for (const auto& [key, val] : j["tables"].items()) {
-      if (!val.is_object() || !val.contains("points") || !val["points"].is_array() || val["points"].empty())
-        throw_input(path + ": tables." + key + " needs \"points\": [[bytes, seconds], ...]");
       PathTable t;
-      for (const auto& pt : val["points"]) {
-        if (!positive_point(pt)) throw_input(path + ": tables." + key + ": each point is [bytes > 0, seconds > 0]");
-        t.points.push_back({pt[0].get<int64_t>(), pt[1].get<double>()});
+      if (val.is_object() && val.contains("fit")) {
+        // The fit at the sizes it was measured at: the simulator reads every table the same way.
+        const std::string where = path + ": tables." + key;
+        if (!val["fit"].is_object()) throw_input(where + ".fit must be an object");
+        const Saturation e = read_saturation(val["fit"], where + ".fit");
+        const double alpha = read_number(val["fit"], "alpha_us", where + ".fit", 0) * 1e-6;
+        const bool flops = val["fit"].contains("peak_TFLOPs");
+        const double rate = flops ? read_number(val["fit"], "peak_TFLOPs", where + ".fit", 1e-30) * 1e12
+                                  : read_number(val["fit"], "beta_GBps", where + ".fit", 1e-30) * 1e9;
+        if (!val.contains("sizes") || !val["sizes"].is_array() || val["sizes"].empty())
+          throw_input(where + " needs \"sizes\": [bytes, ...] beside its fit");
+        for (const auto& b : val["sizes"]) {
+          if (!b.is_number() || b.get<double>() <= 0 || b.get<double>() > 9e18)
+            throw_input(where + ": each of \"sizes\" is a count > 0");
+          const double x = b.get<double>();
+          t.points.push_back({b.get<int64_t>(), alpha + x / (rate * e.efficiency(x))});
+        }
+      } else {
+        if (!val.is_object() || !val.contains("points") || !val["points"].is_array() || val["points"].empty())
+          throw_input(path + ": tables." + key + " needs \"points\": [[bytes, seconds], ...] or a \"fit\"");
+        for (const auto& pt : val["points"]) {
+          if (!positive_point(pt)) throw_input(path + ": tables." + key + ": each point is [bytes > 0, seconds > 0]");
+          t.points.push_back({pt[0].get<int64_t>(), pt[1].get<double>()});
+        }
       }
       std::sort(t.points.begin(), t.points.end());
       // Repeated sizes: keep the first (the calibration writes one point per size).

@@ -229,11 +229,14 @@ std::vector<std::string> param_names(const ModelParams& p);
 void set_param(ModelParams& p, std::string_view name, double value, const std::string& source);
 std::optional<double> get_param(const ModelParams& p, std::string_view name);
 
-// Profiles. The built-in format is JSON (a "tables" object of {"series": {"points": [[bytes, seconds], ...],
-// "source": text}} is optional):
+// Profiles. The built-in format is JSON ("tables" is optional):
 //   {"name": "h200x2", "machine": "...", "date": "...",
 //    "params": {"proto.copy_engine.latency_us": {"value": 1.7, "source": "..."}, "mem_efficiency": 0.9, ...},
-//    "curves": {"copy_engine": {"points": [[4096, 0.5], ...], "source": "..."}}}
+//    "curves": {"copy_engine": {"points": [[4096, 0.5], ...], "source": "..."}},
+//    "tables": {"p2p.ce.uni": {"points": [[8, 2.2e-6], ...], "source": "..."}}}
+// A curve may instead give its efficiency 1 / (1 + (efficiency_half / S)^efficiency_exponent) with "from_bytes" and
+// "to_bytes" (sampled at powers of two between them); a table its fit {"fit": {"alpha_us", "beta_GBps" or
+// "peak_TFLOPs", "efficiency_half", "efficiency_exponent"}, "sizes": [...]}: t(S) = alpha + S / (beta * eta(S)).
 // Unknown keys at the top level are kept for the calibration engineer's own use (ignored here).
 // load_profile applies the file over `base` (normally defaults_for(topology)).
 ModelParams load_profile(const std::string& path, ModelParams base);

@@ -37,6 +37,61 @@ std::string fmt(double v, int digits = 4) {
   return os.str();
 }
 
+// A size sweep whose fit misses no sample by more than this is stored as the fit; the spread of repeated timings
+// on these machines is a few percent, so a fit this close says all the samples do.
+constexpr double kFaithfulFit = 0.10;
+
+ojson fit_json(const SaturatingFit& f, bool flops) {
+  ojson j = {{"alpha_us", f.alpha.us()}};
+  if (flops)
+    j["peak_TFLOPs"] = f.beta.value / 1e12;
+  else
+    j["beta_GBps"] = f.beta.gbps();
+  j["efficiency_half"] = f.x_half;
+  j["efficiency_exponent"] = f.p;
+  j["rms_residual"] = f.rms_rel_residual;
+  j["max_residual"] = f.max_rel_residual;
+  return j;
+}
+
+// JSON with two-space indents whose arrays of numbers (and of pairs of numbers) stay on one line each.
+void dump_into(const ojson& v, int indent, std::string& out) {
+  const std::string pad(size_t(indent + 2), ' '), end_pad(size_t(indent), ' ');
+  const auto flat = [](const ojson& a) {
+    return std::all_of(a.begin(), a.end(), [](const ojson& e) { return e.is_primitive(); });
+  };
+  if (v.is_object() && !v.empty()) {
+    out += "{\n";
+    size_t i = 0;
+    for (const auto& [k, e] : v.items()) {
+      out += pad + ojson(k).dump() + ": ";
+      dump_into(e, indent + 2, out);
+      out += ++i < v.size() ? ",\n" : "\n";
+    }
+    out += end_pad + "}";
+  } else if (v.is_array() && !v.empty() && !flat(v)) {
+    out += "[\n";
+    for (size_t i = 0; i < v.size(); ++i) {
+      out += pad;
+      dump_into(v[i], indent + 2, out);
+      out += i + 1 < v.size() ? ",\n" : "\n";
+    }
+    out += end_pad + "]";
+  } else if (v.is_array()) {
+    out += "[";
+    for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + v[i].dump();
+    out += "]";
+  } else {
+    out += v.dump();
+  }
+}
+
+std::string dump_profile(const ojson& j) {
+  std::string out;
+  dump_into(j, 0, out);
+  return out + "\n";
+}
+
 bool known_param(const std::string& name) {
   static const auto names = param_names(ModelParams{});
   return std::find(names.begin(), names.end(), name) != names.end();
@@ -115,7 +170,7 @@ Derived derive_params(const Calibration& cal, const topo::Topology& topology) {
             "fitted alpha " + fmt(f.alpha.us()) + " us minus the route's hop latency", mp.series, f.rms_rel_residual,
             f.max_rel_residual);
       if (f.x_half > 0) {
-        DerivedCurve dc{mp.proto, {}, ""};
+        DerivedCurve dc{mp.proto, {}, "", f.x_half, f.p};
         for (int64_t b = 8; b <= (int64_t(1) << 30); b *= 2) dc.points.push_back({b, f.efficiency(double(b))});
         dc.source = "efficiency 1/(1+(" + fmt(f.x_half, 6) + " B/S)^" + fmt(f.p, 3) + ") fitted to " + mp.series +
                     " (rms residual " + fmt(100 * f.rms_rel_residual, 3) + "%) [" + prov + "]";
@@ -332,61 +387,53 @@ std::string make_profile_json(const Calibration& cal, const topo::Topology& topo
                       {"max_residual", p.max_residual}};
   j["params"] = params;
   ojson curves = ojson::object();
-  for (const auto& c : d.curves) {
-    ojson pts = ojson::array();
-    for (const auto& p : c.points) pts.push_back({p.bytes, p.factor});
-    curves[std::string(proto_name(c.proto))] = {{"points", pts}, {"source", c.source}};
-  }
+  for (const auto& c : d.curves)
+    curves[std::string(proto_name(c.proto))] = {{"efficiency_half", c.x_half},
+                                                {"efficiency_exponent", c.p},
+                                                {"from_bytes", c.points.front().bytes},
+                                                {"to_bytes", c.points.back().bytes},
+                                                {"source", c.source}};
   j["curves"] = curves;
-  // The measured points of every size sweep, as the simulator's path tables (model::PathTable): the
-  // median time at each size (matmuls: at each FLOP count). Latency series are summarised by their fits.
+  // Every size sweep as a simulator path table (model::PathTable), keyed by bytes (matmuls: by FLOPs, 2mkn): its
+  // fit where the fit reproduces every sample within kFaithfulFit, else the median time at each size. Latency
+  // series are summarised by the params they set.
   ojson tables = ojson::object();
   for (const auto& s : m.series) {
     if (s.name.rfind("latency.", 0) == 0 || s.name.rfind("graph.", 0) == 0 || is_diagnostic_series(s.name)) continue;
-    // Matmul tables are keyed by FLOPs (2mkn), the others by bytes.
     const bool mm = s.name.rfind("matmul.", 0) == 0;
     std::map<int64_t, std::vector<double>> by_size;
     for (const auto& p : s.samples) by_size[mm ? int64_t(p.flops()) : p.bytes].push_back(p.time.value);
     if (by_size.size() < 2) continue;
-    ojson pts = ojson::array();
-    for (auto& [b, ts] : by_size) {
-      std::sort(ts.begin(), ts.end());
-      pts.push_back({b, ts[ts.size() / 2]});
+    ojson entry = ojson::object();
+    const auto* c = cal.curve(s.name);
+    // Two kinds keep their samples whatever the fit: a matmul's time follows its shape, not only its FLOPs, and
+    // NCCL's send/recv changes protocol and channels with the size (its own tuner), steps no one curve follows.
+    const bool stepwise = mm || s.name.rfind("nccl.", 0) == 0;
+    if (c && c->fit.points > 1 && c->fit.max_rel_residual <= kFaithfulFit && !stepwise) {
+      ojson sizes = ojson::array();
+      for (const auto& [b, ts] : by_size) sizes.push_back(b);
+      entry["fit"] = fit_json(c->fit, mm);
+      entry["sizes"] = sizes;
+    } else {
+      ojson pts = ojson::array();
+      for (auto& [b, ts] : by_size) {
+        std::sort(ts.begin(), ts.end());
+        pts.push_back({b, ts[ts.size() / 2]});
+      }
+      entry["points"] = pts;
+      // Why the samples stay: how far the best fit of the saturating form misses them.
+      if (c && c->fit.points > 1) entry["fit_max_residual"] = c->fit.max_rel_residual;
     }
-    tables[s.name] = {{"points", pts},
-                      {"source", s.name + ": " + s.method + " [" + m.origin + ", " + m.gpu_name +
-                                     (m.date.empty() ? "" : ", " + m.date) + "]"}};
-    const SeriesConditions c = series_conditions(s.method);
-    if (c.launches_per_replay > 0) tables[s.name]["launches_per_replay"] = c.launches_per_replay;
+    entry["source"] =
+        s.name + ": " + s.method + " [" + m.origin + ", " + m.gpu_name + (m.date.empty() ? "" : ", " + m.date) + "]";
+    const SeriesConditions sc = series_conditions(s.method);
+    if (sc.launches_per_replay > 0) entry["launches_per_replay"] = sc.launches_per_replay;
+    tables[s.name] = entry;
   }
   j["tables"] = tables;
-  ojson fits = ojson::object();
-  for (const auto& c : cal.curves) {
-    if (is_diagnostic_series(c.series)) continue;  // its samples stay in the measurements file
-    const bool flops = c.series.rfind("matmul.", 0) == 0;
-    ojson f = {{"alpha_us", c.fit.alpha.us()}};
-    if (flops)
-      f["peak_TFLOPs"] = c.fit.beta.value / 1e12;
-    else
-      f["beta_GBps"] = c.fit.beta.gbps();
-    f["efficiency_half"] = c.fit.x_half;
-    f["efficiency_exponent"] = c.fit.p;
-    f["rms_residual"] = c.fit.rms_rel_residual;
-    f["max_residual"] = c.fit.max_rel_residual;
-    f["points"] = c.fit.points;
-    f["model"] = flops ? "t(F) = alpha + F / (peak * eta(F)), F = 2mkn, eta(F) = 1 / (1 + (efficiency_half / F)^p)"
-                       : "t(S) = alpha + S / (beta * eta(S)), eta(S) = 1 / (1 + (efficiency_half / S)^p)";
-    fits[c.series] = f;
-  }
-  for (const auto& l : cal.latencies)
-    fits[l.series] = {{"median_us", l.fit.value.us()},
-                      {"rms_residual", l.fit.rms_rel_residual},
-                      {"max_residual", l.fit.max_rel_residual},
-                      {"points", l.fit.points}};
-  j["fits"] = fits;
   j["notes"] = d.notes;
   if (!measurements_file.empty()) j["measurements"] = measurements_file;
-  return j.dump(2) + "\n";
+  return dump_profile(j);
 }
 
 bool is_profile_file(const std::string& path) {

@@ -1,12 +1,14 @@
 // Profiles: a calibrated machine as a file. A profile is the simulator's parameter file (model/params.hpp,
-// read by model::load_profile: "name", "params", "curves") plus what makes it a calibration:
+// read by model::load_profile: "name", "params", "curves", "tables") plus what makes it a calibration:
 //
 //   "format": "cclab-profile/1"
 //   "topology": the preset (or topology file) the numbers apply to, so `--topo profile.json` works
 //   "fitted_from" / "leave_out": it was fitted from microbenchmarks only, never from collective records
 //   "machine", "gpu", "driver", "cuda_runtime", "nccl_version", "date", "commit", "origin": provenance
 //   "params": each {"value", "source", "from" (the microbenchmark series), "rms_residual", "max_residual"}
-//   "fits": every fitted curve (alpha, beta, efficiency curve, residuals)
+//   "tables": each size sweep as its fit {"alpha_us", "beta_GBps" (matmuls: "peak_TFLOPs"), "efficiency_half",
+//             "efficiency_exponent", residuals} at its "sizes", or, where that fit misses a sample by more than 10%,
+//             its median "points" [[bytes, seconds], ...] and the fit's "fit_max_residual"
 //   "measurements": the file beside the profile that holds the raw microbenchmark samples (so a fit can be
 //                   redone: cclab calibrate --from); the samples live only there
 #pragma once
@@ -76,8 +78,9 @@ struct DerivedParam {
 };
 struct DerivedCurve {
   Proto proto;
-  std::vector<EffPoint> points;
+  std::vector<EffPoint> points;  // the efficiency sampled at powers of two, 8 B to 1 GiB
   std::string source;
+  double x_half = 0, p = 1;  // the efficiency 1 / (1 + (x_half / S)^p) they sample
 };
 struct Derived {
   std::vector<DerivedParam> params;

@@ -2,10 +2,12 @@
 // model::load_profile, and `--topo <profile>` resolves to the profile's topology and parameters.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <nlohmann/json.hpp>
 #include <optional>
 
 #include "core/error.hpp"
@@ -206,6 +208,15 @@ TEST(CalibrateProfile, BadProfilesAreInputErrorsNamingTheFile) {
   EXPECT_NO_THROW(load_profile_file(write(
       "retired.json",
       R"({"format": "cclab-profile/1", "topology": "h200x2", "params": {"exec.fork_peer_us": 9, "exec.flag_exchange_us": 1}})")));
+  // A table's fit needs the sizes it was measured at, and a fit's numbers.
+  expect_input_error(
+      write("nosizes.json", R"({"format": "cclab-profile/1", "topology": "h200x2", "tables": {"p2p.ce.uni":
+      {"fit": {"alpha_us": 1, "beta_GBps": 390, "efficiency_half": 0, "efficiency_exponent": 1}}}})"),
+      "sizes");
+  expect_input_error(
+      write("norate.json", R"({"format": "cclab-profile/1", "topology": "h200x2", "tables": {"p2p.ce.uni":
+      {"fit": {"alpha_us": 1, "efficiency_half": 0, "efficiency_exponent": 1}, "sizes": [8, 16]}}})"),
+      "beta_GBps");
   fs::remove_all(dir);
 }
 
@@ -381,6 +392,49 @@ TEST(CalibrateProfile, CommittedProfilesNameTheirMeasurementsBesideThem) {
     ++profiles;
   }
   EXPECT_GE(profiles, 4);
+}
+
+// A size sweep that its fit reproduces within 10% is stored as the fit at its sizes and reads back as the fit's
+// times; one the fit misses (a bump) keeps its medians, with how far the fit missed; matmuls keep theirs (a
+// matmul's time follows its shape, not its FLOPs alone).
+TEST(CalibrateProfile, SweepsTheirFitReproducesAreStoredAsTheFit) {
+  MicroMeasurements m = synthetic_machine();
+  for (auto& s : m.series)
+    if (s.name == "reduce.local.float") s.samples[3].time = 1.5 * s.samples[3].time;  // one size 50% slow
+  const Calibration cal = calibrate(m);
+  const std::string path = ::testing::TempDir() + "cclab_fitted_tables.json";
+  {
+    std::ofstream f(path);
+    f << make_profile_json(cal, topo::load_topology("h200x2"), "h200x2", "synthetic");
+  }
+  std::ifstream in(path);
+  const auto j = nlohmann::json::parse(in);
+  const auto& tables = j.at("tables");
+  ASSERT_TRUE(tables.at("p2p.ce.uni").contains("fit"));
+  EXPECT_FALSE(tables.at("p2p.ce.uni").contains("points"));
+  ASSERT_TRUE(tables.at("reduce.local.float").contains("points"));
+  EXPECT_GT(tables.at("reduce.local.float").at("fit_max_residual").get<double>(), 0.10);
+  EXPECT_TRUE(tables.at("matmul.half").contains("points"));
+  const Profile p = load_profile_file(path);
+  const PathTable* ce = p.params.table("p2p.ce.uni");
+  ASSERT_NE(ce, nullptr);
+  const SaturatingFit& fit = cal.curve("p2p.ce.uni")->fit;
+  ASSERT_EQ(ce->points.size(), m.series[0].samples.size());
+  for (const auto& [bytes, sec] : ce->points) EXPECT_NEAR(sec / fit.time(double(bytes)).value, 1.0, 1e-9) << bytes;
+  // The synthetic sweep is the curve itself, so the fit's times are the measured ones.
+  for (const auto& s : m.series[0].samples)
+    EXPECT_NEAR(ce->time(double(s.bytes)).value / s.time.value, 1.0, 1e-3) << s.bytes;
+}
+
+// The profile holds fitted terms and, where no fit reproduces a sweep, its medians: a committed profile stays under
+// 2,000 lines (the samples themselves live in its measurements file).
+TEST(CalibrateProfile, CommittedProfilesStaySmall) {
+  for (const char* name : {"h200x2", "h100x2", "h200x4", "h100x4"}) {
+    std::ifstream in(std::string(CCLAB_SOURCE_DIR) + "/profiles/" + name + ".json");
+    ASSERT_TRUE(in) << name;
+    const auto lines = std::count(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>(), '\n');
+    EXPECT_LT(lines, 2000) << name;
+  }
 }
 
 }  // namespace
