@@ -5,6 +5,7 @@
 // (docs/findings/2026-11-27-bidir-kernels-from-mechanisms.md). The copy mode is a copy-engine schedule on the
 // general lowering (sim/paths.cpp).
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "core/dtype.hpp"
@@ -121,8 +122,18 @@ Seconds bidir_kernel_time(const model::ModelParams& P, const ExecPath& path, int
     // Each GPU stores its S bytes as LL words (a flag beside every 4 data bytes) into the peer, both ways at once,
     // and polls its own buffer for the peer's; then reduces what landed. One 8-byte pair per thread.
     const Seconds t = transfer(P, "p2p.ll_store.bidir", "p2p.sm_store.cta", S, grid, threads, how);
-    how += " or the local reduction, + a round trip + the last CTA's reduction";
-    return launch + rtt + std::max(t, reduce_part(P, dtype, S)) + reduce_part(P, dtype, S / grid);
+    how += " or the local reduction, + a round trip";
+    Seconds body = rtt + std::max(t, reduce_part(P, dtype, S));
+    // A thread stores its next pair (to every peer) only once the peers' pairs at its last place have landed: a
+    // CTA moves threads x 8 bytes of the message per round trip, however fast the link (S counts every peer's).
+    const double per_wave = double(grid) * (path.threads > 0 ? path.threads : 256) * 8.0 * std::max(1, peers);
+    const double waves = std::ceil(S / per_wave);
+    if (waves * rtt > body) {
+      body = waves * rtt;
+      how += ", bounded by " + std::to_string(int64_t(waves)) + " round trips (a CTA's threads x 8 B per round trip)";
+    }
+    how += " + the last CTA's reduction";
+    return launch + body + reduce_part(P, dtype, S / grid);
   }
   if (path.mode == "lamport") {
     // The same with plain 16-byte stores whose data is its own flag (a NaN sentinel says what has not arrived).
