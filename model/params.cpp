@@ -573,7 +573,15 @@ ModelParams load_profile(const std::string& path, ModelParams base) {
             throw_input(path + ": tables." + key + "." + field + " must be a count >= 0");
           *into = val[field].get<int>();
         }
-      base.tables[key] = std::move(t);
+      // Older profiles name a series repeated at a pinned launch count with the count (".n100"); the table is
+      // read by the name of what it measures, the count kept in launches_per_replay.
+      std::string name = key;
+      const std::string suffix = ".n" + std::to_string(t.launches_per_replay);
+      if (t.launches_per_replay > 0 && name.size() > suffix.size() && name.ends_with(suffix)) {
+        const std::string plain = name.substr(0, name.size() - suffix.size());
+        if (!j["tables"].contains(plain)) name = plain;
+      }
+      base.tables[name] = std::move(t);
     }
   }
   return base;

@@ -92,6 +92,15 @@ std::string dump_profile(const ojson& j) {
   return out + "\n";
 }
 
+// A series repeated at a pinned launch count says the count in its name ("....n100"); its table says it in
+// launches_per_replay, and the simulator reads it by the name of what it measures.
+std::string table_name(const std::string& series, int launches_per_replay) {
+  const std::string suffix = ".n" + std::to_string(launches_per_replay);
+  if (launches_per_replay > 0 && series.size() > suffix.size() && series.ends_with(suffix))
+    return series.substr(0, series.size() - suffix.size());
+  return series;
+}
+
 bool known_param(const std::string& name) {
   static const auto names = param_names(ModelParams{});
   return std::find(names.begin(), names.end(), name) != names.end();
@@ -428,7 +437,7 @@ std::string make_profile_json(const Calibration& cal, const topo::Topology& topo
         s.name + ": " + s.method + " [" + m.origin + ", " + m.gpu_name + (m.date.empty() ? "" : ", " + m.date) + "]";
     const SeriesConditions sc = series_conditions(s.method);
     if (sc.launches_per_replay > 0) entry["launches_per_replay"] = sc.launches_per_replay;
-    tables[s.name] = entry;
+    tables[table_name(s.name, sc.launches_per_replay)] = entry;
   }
   j["tables"] = tables;
   j["notes"] = d.notes;

@@ -22,7 +22,7 @@ std::optional<Seconds> nccl_two_gpus(const model::ModelParams& P, const topo::To
 
 // NCCL's fixed cost per collective on this machine at protocol `proto` (LL or Simple), beside the steps and
 // bytes the tuning model prices: its send/recv of the smallest size measured, one way at that protocol pinned
-// (nccl.p2p.<proto>.graph.uni.n100, at a graph's default launches per replay), less the one flag hop that moved
+// (nccl.p2p.<proto>.graph.uni, shifted to a graph's default launches per replay), less the one flag hop that moved
 // it (sync_latency). The launch is the GPU's own, whatever the rank count: it carries to n GPUs of the machine.
 // nullopt without the series.
 std::optional<Seconds> nccl_measured_launch(const model::ModelParams& P, model::Proto proto);

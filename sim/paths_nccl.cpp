@@ -72,8 +72,8 @@ std::optional<Seconds> nccl_two_gpus_pinned(const model::ModelParams& P, const t
   const bool ring =
       coll == "allreduce" || coll == "allgather" || coll == "reducescatter" || coll == "broadcast" || coll == "reduce";
   if (!ring) return std::nullopt;
-  for (const char* n : {"nccl.p2p.ll.graph.uni.n100", "nccl.p2p.ll.graph.bidir.n100", "nccl.p2p.simple.graph.uni.n100",
-                        "nccl.p2p.simple.graph.bidir.n100"})
+  for (const char* n :
+       {"nccl.p2p.ll.graph.uni", "nccl.p2p.ll.graph.bidir", "nccl.p2p.simple.graph.uni", "nccl.p2p.simple.graph.bidir"})
     if (!P.table(n) || P.table(n)->empty()) return std::nullopt;
   const model::NcclComm comm = model::nccl_comm_for(topology, P, 2, 2);
   const model::NcclPlan plan = model::nccl_plan(P, comm, coll, int64_t(S));
@@ -81,10 +81,10 @@ std::optional<Seconds> nccl_two_gpus_pinned(const model::ModelParams& P, const t
   const bool one_way = coll == "broadcast" || coll == "reduce";
   const double b = one_way || coll == "allreduce" ? S : S / 2;  // bytes per direction
   const std::string proto = ll ? "ll" : "simple";
-  // The pinned tables (.n100: at the records' launches per graph) reach 64 MiB; beyond, send/recv runs Simple by
+  // The pinned tables (at the launches per replay their table names) reach 64 MiB; beyond, send/recv runs Simple by
   // itself: the default tables (to 1 GiB) are the same protocol there.
   const std::string base = std::string("nccl.p2p.") + proto + ".graph." + (one_way ? "uni" : "bidir");
-  const model::PathTable* pinned = P.table(base + ".n100");
+  const model::PathTable* pinned = P.table(base);
   how = std::string("nccl 2 GPUs, NCCL's tuner picks ") + (ll ? "LL" : "Simple") + " (" +
         (one_way               ? "S"
          : coll == "allreduce" ? "S, two steps of S/2"
@@ -92,14 +92,14 @@ std::optional<Seconds> nccl_two_gpus_pinned(const model::ModelParams& P, const t
         " per direction): ";
   double t;
   if (double(pinned->points.back().first) >= b && (iters == pinned->launches_per_replay || iters <= 0)) {
-    how += base + ".n100";
+    how += base;
     t = pinned->time(b).value;
     std::string unused;
     if (iters <= 0) t += replay_shift(P, pinned->launches_per_replay, plan_launches(0), unused).value;
   } else if (!ll && P.table(std::string("nccl.p2p.graph.") + (one_way ? "uni" : "bidir"))) {
     t = p2p_time(P, std::string("nccl.p2p.graph.") + (one_way ? "uni" : "bidir"), b, iters, true, how).value;
   } else {
-    how += base + ".n100";
+    how += base;
     t = pinned->time(b).value;
   }
   // A ring step that reduces on LL (all-reduce, reduce-scatter) is bound by its channel's CTA, which loads the
@@ -135,7 +135,7 @@ std::optional<Seconds> nccl_measured_launch(const model::ModelParams& P, model::
   using model::Proto;
   if (proto != Proto::ll && proto != Proto::simple) return std::nullopt;
   const model::PathTable* t =
-      P.table(std::string("nccl.p2p.") + (proto == Proto::ll ? "ll" : "simple") + ".graph.uni.n100");
+      P.table(std::string("nccl.p2p.") + (proto == Proto::ll ? "ll" : "simple") + ".graph.uni");
   if (!t || t->empty() || !(P.sync_latency.value.value > 0)) return std::nullopt;
   std::string unused;
   const double first =

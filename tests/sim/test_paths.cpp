@@ -774,17 +774,17 @@ TEST(ExecPaths, NcclPinnedProtocolsFollowNcclsTuner) {
   p.tables["nccl.p2p.graph.uni"] = line_table(5e-6, 200e9);
   p.tables["nccl.p2p.graph.bidir"] = line_table(6e-6, 180e9);
   const int64_t k64M = 64 * kMiB;
-  p.tables["nccl.p2p.ll.graph.uni.n100"] = line_table(5e-6, 100e9, k64M);
-  p.tables["nccl.p2p.ll.graph.bidir.n100"] = line_table(5.5e-6, 90e9, k64M);
-  p.tables["nccl.p2p.simple.graph.uni.n100"] = line_table(9e-6, 300e9, k64M);
-  p.tables["nccl.p2p.simple.graph.bidir.n100"] = line_table(10e-6, 280e9, k64M);
+  p.tables["nccl.p2p.ll.graph.uni"] = line_table(5e-6, 100e9, k64M);
+  p.tables["nccl.p2p.ll.graph.bidir"] = line_table(5.5e-6, 90e9, k64M);
+  p.tables["nccl.p2p.simple.graph.uni"] = line_table(9e-6, 300e9, k64M);
+  p.tables["nccl.p2p.simple.graph.bidir"] = line_table(10e-6, 280e9, k64M);
   p.sync_latency = {microseconds(0.8), "test"};
   Simulator sim(t, with_conditions(p));
   std::string nccl = "";
   nccl = "launches=100";
   auto pred = [&](const char* algo, int64_t S) { return on_plan(sim, algo, args2(S), nccl).result.time.value; };
-  const auto& ll_bi = p.tables.at("nccl.p2p.ll.graph.bidir.n100");
-  const auto& s_bi = p.tables.at("nccl.p2p.simple.graph.bidir.n100");
+  const auto& ll_bi = p.tables.at("nccl.p2p.ll.graph.bidir");
+  const auto& s_bi = p.tables.at("nccl.p2p.simple.graph.bidir");
   // All-reduce on LL reduces in each channel's CTA: send/recv's size part at its 16 channels (1 MiB to one peer
   // between 2 ranks) against the collective's 24.
   const double ll_part = ll_bi.time(double(kMiB)).value - ll_bi.points.front().second;
@@ -792,9 +792,9 @@ TEST(ExecPaths, NcclPinnedProtocolsFollowNcclsTuner) {
   EXPECT_NEAR(pred("allreduce.nccl", 2 * kMiB), s_bi.time(double(2 * kMiB)).value + 0.8e-6, 1e-12);
   EXPECT_NEAR(pred("allgather.nccl", 2 * kMiB), ll_bi.time(double(kMiB)).value, 1e-12);
   EXPECT_NEAR(pred("allgather.nccl", 4 * kMiB), s_bi.time(double(2 * kMiB)).value, 1e-12);
-  EXPECT_NEAR(pred("broadcast.nccl", kMiB), p.tables.at("nccl.p2p.ll.graph.uni.n100").time(double(kMiB)).value, 1e-12);
+  EXPECT_NEAR(pred("broadcast.nccl", kMiB), p.tables.at("nccl.p2p.ll.graph.uni").time(double(kMiB)).value, 1e-12);
   EXPECT_NEAR(pred("broadcast.nccl", 2 * kMiB),
-              p.tables.at("nccl.p2p.simple.graph.uni.n100").time(double(2 * kMiB)).value, 1e-12);
+              p.tables.at("nccl.p2p.simple.graph.uni").time(double(2 * kMiB)).value, 1e-12);
   // All-gather's copy beside its send: send/recv's time scaled by copy-and-send over send, two kernels of the
   // same shape; reduce-scatter (its reduction beside the send) the same.
   p.tables["bidir.step.send.g24"] = line_table(3e-6, 300e9);

@@ -1,5 +1,6 @@
 // The simulator prices mechanisms from the profile, not the executor's code: no source under sim/ or model/ names
-// an executor file, a launch count per replayed graph or an SM count. The harness conditions a series was
+// an executor file, a launch count per replayed graph or an SM count, and none under sim/ a series by the launch
+// count it was repeated at. The harness conditions a series was
 // measured under travel with its table (model::PathTable::launches_per_replay) and an SM count with its GPU's
 // datasheet (topology/hardware.hpp). Still named there, and not checked here: the all-reduce kernels' modes, the
 // plan's words for which mechanisms a kernel uses (sim/paths_bidir.cpp prices each from those mechanisms).
@@ -27,6 +28,9 @@ const std::regex kLaunchConstant(R"(\bk[A-Za-z]*(Iters|Launches)\b)");
 const std::regex kPerReplay(
     R"(\b\d+ (launches|iterations) per (replay|graph)\b|\breplay's \d+ (launches|iterations)\b)");
 const std::regex kSmCount(R"(\b\d+ SMs\b|\bk[A-Za-z]*Sms\b)");
+// A series name that carries the launch count it was repeated at ("nccl.p2p.ll.graph.uni.n100"): the table
+// carries it in launches_per_replay (model/ still lists the measured series by their names).
+const std::regex kLaunchSuffix(R"(\.n\d{2,}\b)");
 
 TEST(SourceNames, SimAndModelNameNoExecutorFileLaunchCountOrSmCount) {
   const std::vector<Rule> rules = {
@@ -44,11 +48,15 @@ TEST(SourceNames, SimAndModelNameNoExecutorFileLaunchCountOrSmCount) {
       ++files;
       std::ifstream in(e.path());
       std::string line;
-      for (int n = 1; std::getline(in, line); ++n)
+      for (int n = 1; std::getline(in, line); ++n) {
         for (const Rule& r : rules)
           if (std::regex_search(line, r.pattern))
             found.push_back(std::string(dir) + "/" + e.path().filename().string() + ":" + std::to_string(n) + " " +
                             r.what + ": " + line);
+        if (std::string(dir) == "sim" && std::regex_search(line, kLaunchSuffix))
+          found.push_back("sim/" + e.path().filename().string() + ":" + std::to_string(n) +
+                          " a launch count in a series name: " + line);
+      }
     }
   EXPECT_GT(files, 10);
   std::ostringstream all;
@@ -65,6 +73,8 @@ TEST(SourceNames, TheRulesMatchWhatTheyForbid) {
   EXPECT_TRUE(std::regex_search("while they fit (a replay's 20 iterations reuse them)", kPerReplay));
   EXPECT_FALSE(std::regex_search("per iteration of a replayed graph", kPerReplay));
   EXPECT_FALSE(std::regex_search("the series bidir.push.g132", kSmCount));
+  EXPECT_TRUE(std::regex_search("P.table(\"nccl.p2p.ll.graph.uni.n100\")", kLaunchSuffix));
+  EXPECT_FALSE(std::regex_search("P.table(\"nccl.p2p.ll.graph.uni\")", kLaunchSuffix));
 }
 
 }  // namespace
