@@ -134,8 +134,7 @@ std::optional<Seconds> nccl_two_gpus_pinned(const model::ModelParams& P, const t
 std::optional<Seconds> nccl_measured_launch(const model::ModelParams& P, model::Proto proto) {
   using model::Proto;
   if (proto != Proto::ll && proto != Proto::simple) return std::nullopt;
-  const model::PathTable* t =
-      P.table(std::string("nccl.p2p.") + (proto == Proto::ll ? "ll" : "simple") + ".graph.uni");
+  const model::PathTable* t = P.table(std::string("nccl.p2p.") + (proto == Proto::ll ? "ll" : "simple") + ".graph.uni");
   if (!t || t->empty() || !(P.sync_latency.value.value > 0)) return std::nullopt;
   std::string unused;
   const double first =

@@ -793,8 +793,8 @@ TEST(ExecPaths, NcclPinnedProtocolsFollowNcclsTuner) {
   EXPECT_NEAR(pred("allgather.nccl", 2 * kMiB), ll_bi.time(double(kMiB)).value, 1e-12);
   EXPECT_NEAR(pred("allgather.nccl", 4 * kMiB), s_bi.time(double(2 * kMiB)).value, 1e-12);
   EXPECT_NEAR(pred("broadcast.nccl", kMiB), p.tables.at("nccl.p2p.ll.graph.uni").time(double(kMiB)).value, 1e-12);
-  EXPECT_NEAR(pred("broadcast.nccl", 2 * kMiB),
-              p.tables.at("nccl.p2p.simple.graph.uni").time(double(2 * kMiB)).value, 1e-12);
+  EXPECT_NEAR(pred("broadcast.nccl", 2 * kMiB), p.tables.at("nccl.p2p.simple.graph.uni").time(double(2 * kMiB)).value,
+              1e-12);
   // All-gather's copy beside its send: send/recv's time scaled by copy-and-send over send, two kernels of the
   // same shape; reduce-scatter (its reduction beside the send) the same.
   p.tables["bidir.step.send.g24"] = line_table(3e-6, 300e9);
