@@ -97,7 +97,9 @@ for step in "$@"; do
     *)
       if [ -f "$ROOT/.carry/$step.sh" ]; then
         stamp "$step"
-        CCLAB=$BIN/cclab bash "$ROOT/.carry/$step.sh" "$W" >"$W/$step.out" 2>&1
+        # A step that hangs must not take the call with it: killed at the call's end (CALL_S), less packing.
+        left=$((${CALL_S:-590} - ($(date +%s) - T0) - 20))
+        CCLAB=$BIN/cclab timeout -k 10 "$left" bash "$ROOT/.carry/$step.sh" "$W" >"$W/$step.out" 2>&1
         stamp "$step rc=$?"
         tail -20 "$W/$step.out"
       else
