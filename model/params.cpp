@@ -407,9 +407,16 @@ struct Saturation {
   double efficiency(double x) const { return half > 0 ? 1.0 / (1.0 + std::pow(half / x, exponent)) : 1.0; }
 };
 
-double read_number(const nlohmann::json& j, const char* key, const std::string& where, double min) {
-  if (!j.contains(key) || !j[key].is_number() || !std::isfinite(j[key].get<double>()) || j[key].get<double>() < min)
-    throw_input(where + " needs \"" + key + "\": a number >= " + std::to_string(min));
+// The number under `key`, at least `min` (above 0 where `min` is 0 and `positive`).
+double read_number(const nlohmann::json& j, const char* key, const std::string& where, double min,
+                   bool positive = false) {
+  const bool ok = j.contains(key) && j[key].is_number() && std::isfinite(j[key].get<double>()) &&
+                  j[key].get<double>() >= min && (!positive || j[key].get<double>() > 0);
+  if (!ok) {
+    std::ostringstream os;
+    os << where << " needs \"" << key << "\": a number " << (positive ? "> " : ">= ") << min;
+    throw_input(os.str());
+  }
   return j[key].get<double>();
 }
 
@@ -542,8 +549,8 @@ ModelParams load_profile(const std::string& path, ModelParams base) {
         const Saturation e = read_saturation(val["fit"], where + ".fit");
         const double alpha = read_number(val["fit"], "alpha_us", where + ".fit", 0) * 1e-6;
         const bool flops = val["fit"].contains("peak_TFLOPs");
-        const double rate = flops ? read_number(val["fit"], "peak_TFLOPs", where + ".fit", 1e-30) * 1e12
-                                  : read_number(val["fit"], "beta_GBps", where + ".fit", 1e-30) * 1e9;
+        const double rate = flops ? read_number(val["fit"], "peak_TFLOPs", where + ".fit", 0, true) * 1e12
+                                  : read_number(val["fit"], "beta_GBps", where + ".fit", 0, true) * 1e9;
         if (!val.contains("sizes") || !val["sizes"].is_array() || val["sizes"].empty())
           throw_input(where + " needs \"sizes\": [bytes, ...] beside its fit");
         for (const auto& b : val["sizes"]) {

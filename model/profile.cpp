@@ -37,8 +37,8 @@ std::string fmt(double v, int digits = 4) {
   return os.str();
 }
 
-// A size sweep whose fit misses no sample by more than this is stored as the fit; the spread of repeated timings
-// on these machines is a few percent, so a fit this close says all the samples do.
+// A size sweep is stored as its fit where the fit misses no sample by more than this: a few times the few-percent
+// spread of repeated timings on these machines.
 constexpr double kFaithfulFit = 0.10;
 
 ojson fit_json(const SaturatingFit& f, bool flops) {
