@@ -42,16 +42,25 @@ Seconds launch_in_graph(const model::ModelParams& P, bool pdl, int launches, std
   return (pdl ? P.exec.kernel_pdl.value : P.exec.kernel_node.value);
 }
 
+// What moving `bytes` adds to one CTA that keeps `vectors` 16-byte vectors in flight: the one-CTA microbenchmark's
+// time over its smallest size's, its rate scaled by the vectors in flight (Little's law). Nothing without that
+// microbenchmark.
+Seconds one_cta(const model::ModelParams& P, const std::string& cta, double bytes, double vectors) {
+  const model::PathTable* C = P.table(cta);
+  if (!C || C->empty() || vectors <= 0) return Seconds(0);
+  return kBenchCtaVectors / std::min(vectors, kBenchCtaVectors) * C->size_part(bytes);
+}
+
 // What moving `bytes` across the link adds to a kernel beyond its latencies, with `grid` CTAs each keeping `vectors`
 // 16-byte vectors in flight: the all-SM microbenchmark's time over its smallest size's, or, where the CTAs are too
-// few to fill the link, one CTA's (its rate scaled by its vectors in flight: Little's law) over bytes / grid.
+// few to fill the link, one CTA's over bytes / grid.
 Seconds transfer(const model::ModelParams& P, const std::string& link, const std::string& cta, double bytes, int grid,
                  double vectors, std::string& how) {
   Seconds size = table(P, link).size_part(bytes);
   how += link + "(S)";
-  if (const model::PathTable* C = P.table(cta); C && !C->empty() && grid > 0 && vectors > 0) {
+  if (grid > 0 && vectors > 0) {
     const double slow = kBenchCtaVectors / std::min(vectors, kBenchCtaVectors);
-    const Seconds per_cta = slow * C->size_part(bytes / grid);
+    const Seconds per_cta = one_cta(P, cta, bytes / grid, vectors);
     if (per_cta > size) {
       size = per_cta;
       how += " bounded by " + cta + "(S/" + std::to_string(grid) + ")";
@@ -146,8 +155,21 @@ Seconds bidir_kernel_time(const model::ModelParams& P, const ExecPath& path, int
     // Half of each CTA's threads store the input into the peer's scratch tile by tile, releasing a flag per tile,
     // while the other half wait for the peer's tiles and reduce them.
     const Seconds store = transfer(P, "p2p.sm_store.bidir", "p2p.sm_store.cta", S, grid, threads / 2 * unroll, how);
-    how += " or the local reduction, + 2 round trips (stores, flags) + the last CTA's reduction";
-    return launch + 2.0 * rtt + std::max(store, reduce_part(P, dtype, S)) + reduce_part(P, dtype, S / grid);
+    how += " or the local reduction";
+    Seconds body = std::max(store, reduce_part(P, dtype, S));
+    // A tile's flag waits for the acknowledgment of its stores (the fence: a round trip) before the CTA stores its
+    // next tile: a CTA with several tiles pays a round trip beside each tile's stores but the last.
+    const double tile = threads / 2 * unroll * 16.0;  // per CTA, to every peer (S counts every peer's)
+    const double tiles = std::ceil(S / (double(grid) * tile));
+    if (tiles > 1) {
+      const Seconds serial = (tiles - 1) * rtt + tiles * one_cta(P, "p2p.sm_store.cta", tile, threads / 2 * unroll);
+      if (serial > body) {
+        body = serial;
+        how += ", bounded by " + std::to_string(int64_t(tiles)) + " tiles per CTA, a round trip after each";
+      }
+    }
+    how += " + 2 round trips (stores, flags) + the last CTA's reduction";
+    return launch + 2.0 * rtt + body + reduce_part(P, dtype, S / grid);
   }
   if (path.mode == "flash" || path.mode == "twoshot") {
     // Loads of the peer's S bytes (flash: the whole input; two-shot: its slice, then the reduced slice stored

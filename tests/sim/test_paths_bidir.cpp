@@ -235,6 +235,19 @@ TEST(BidirModel, LlCtasMoveTheirThreadsPairsPerRoundTrip) {
   EXPECT_GT(k8 - wide, 1.5 * m.rtt());
 }
 
+// push: a tile's flag waits for the acknowledgment of its stores before the CTA stores its next tile, so one CTA
+// with k tiles pays k tiles' stores at one CTA's rate and a round trip after each but the last (2 x H200: 7.5 GB/s
+// per CTA at 16 MiB on 1-8 CTAs, results/h200x2/probes_grid_scaling/).
+TEST(BidirModel, PushCtasWaitARoundTripPerTile) {
+  const topo::Topology t = topo::load_topology("h200x2");
+  const model::ModelParams p = params_with_mechanisms(t);
+  const Pieces m{p};
+  const int64_t S = 64 << 10;  // 4 tiles of 256 storing threads x 4 vectors x 16 bytes
+  const double tile = 2.0 * m.part("p2p.sm_store.cta", 16 << 10);  // 1024 vectors in flight: half the benchmark's
+  EXPECT_NEAR(predict_note(p, "allreduce.bidir.push", S, "mode=push threads=512 unroll=4 pdl grid=1", 100),
+              m.launch(100) + 2 * m.rtt() + 3 * m.rtt() + 4 * tile + m.reduce(S), 1e-12);
+}
+
 TEST(NcclModel, GraphReplayedSendRecvWhenMeasured) {
   const topo::Topology t = topo::load_topology("h200x2");
   model::ModelParams p = params_with_mechanisms(t);
