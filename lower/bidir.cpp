@@ -65,7 +65,7 @@ void BidirParams::apply(const std::string& tune) {
     else if (k == "slot_bytes")
       slot_bytes = parse_size(flag, v);
     else if (k == "stream_threads")
-      stream_threads = i(64, 1024);
+      stream_threads = i(64, 512);  // the kernel is built for at most 512 threads, as the others
     else if (k == "ll_blocks")
       ll_blocks = i(0, kBidirMaxBlocks);
     else if (k == "ll_threads")

@@ -277,6 +277,10 @@ TEST(BidirParams, TuneKeysAndErrors) {
   EXPECT_EQ(q.push_blocks, 64);
   EXPECT_EQ(q.auto_mid, BidirMode::push);
   EXPECT_THROW(BidirParams().apply("push_threads=100"), Error);  // halves must be whole warps
+  // Every mode's kernel is built for at most 512 threads: more is an input error, not a failed launch.
+  for (const char* k :
+       {"flash_threads", "ll_threads", "push_threads", "lamport_threads", "twoshot_threads", "stream_threads"})
+    EXPECT_THROW(BidirParams().apply(std::string(k) + "=1024"), Error) << k;
   EXPECT_THROW(BidirParams().apply("auto_mid=ll"), Error);
   EXPECT_THROW(parse_bidir_mode("warp"), Error);
 }
