@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "model/calibrate.hpp"
 
 namespace cclab::model {
 
@@ -401,12 +402,6 @@ bool positive_point(const nlohmann::json& pt) {
   return size > 0 && size <= 9e18 && value > 0 && std::isfinite(value);
 }
 
-// A saturating efficiency 1 / (1 + (half / x)^exponent), 1 where half is 0 (a plain alpha-beta line).
-struct Saturation {
-  double half = 0, exponent = 1;
-  double efficiency(double x) const { return half > 0 ? 1.0 / (1.0 + std::pow(half / x, exponent)) : 1.0; }
-};
-
 // The number under `key`, at least `min` (above 0 where `min` is 0 and `positive`).
 double read_number(const nlohmann::json& j, const char* key, const std::string& where, double min,
                    bool positive = false) {
@@ -426,10 +421,13 @@ int64_t read_bytes(const nlohmann::json& j, const char* key, const std::string& 
   return int64_t(v);
 }
 
-Saturation read_saturation(const nlohmann::json& j, const std::string& where) {
-  Saturation s{read_number(j, "efficiency_half", where, 0), read_number(j, "efficiency_exponent", where, 0)};
-  if (s.half > 0 && s.exponent <= 0) throw_input(where + ": \"efficiency_exponent\" must be > 0");
-  return s;
+// The saturating efficiency of a fit (model/calibrate.hpp): its half-efficiency size and exponent.
+SaturatingFit read_saturation(const nlohmann::json& j, const std::string& where) {
+  SaturatingFit f;
+  f.x_half = read_number(j, "efficiency_half", where, 0);
+  f.p = read_number(j, "efficiency_exponent", where, 0);
+  if (f.x_half > 0 && f.p <= 0) throw_input(where + ": \"efficiency_exponent\" must be > 0");
+  return f;
 }
 
 std::mutex g_loader_mutex;
@@ -521,7 +519,7 @@ ModelParams load_profile(const std::string& path, ModelParams base) {
       auto& pp = base.of(pr);
       pp.curve.clear();
       if (val.is_object() && val.contains("efficiency_half")) {
-        const Saturation e = read_saturation(val, path + ": curves." + key);
+        const SaturatingFit e = read_saturation(val, path + ": curves." + key);
         const int64_t from = read_bytes(val, "from_bytes", path + ": curves." + key),
                       to = read_bytes(val, "to_bytes", path + ": curves." + key);
         for (int64_t b = from; b <= to; b *= 2) pp.curve.push_back({b, std::max(e.efficiency(double(b)), 1e-4)});
@@ -546,18 +544,17 @@ ModelParams load_profile(const std::string& path, ModelParams base) {
         // The fit at the sizes it was measured at: the simulator reads every table the same way.
         const std::string where = path + ": tables." + key;
         if (!val["fit"].is_object()) throw_input(where + ".fit must be an object");
-        const Saturation e = read_saturation(val["fit"], where + ".fit");
-        const double alpha = read_number(val["fit"], "alpha_us", where + ".fit", 0) * 1e-6;
-        const bool flops = val["fit"].contains("peak_TFLOPs");
-        const double rate = flops ? read_number(val["fit"], "peak_TFLOPs", where + ".fit", 0, true) * 1e12
-                                  : read_number(val["fit"], "beta_GBps", where + ".fit", 0, true) * 1e9;
+        SaturatingFit fit = read_saturation(val["fit"], where + ".fit");
+        fit.alpha = microseconds(read_number(val["fit"], "alpha_us", where + ".fit", 0));
+        fit.beta = val["fit"].contains("peak_TFLOPs")
+                       ? BytesPerSec(read_number(val["fit"], "peak_TFLOPs", where + ".fit", 0, true) * 1e12)
+                       : GBps(read_number(val["fit"], "beta_GBps", where + ".fit", 0, true));
         if (!val.contains("sizes") || !val["sizes"].is_array() || val["sizes"].empty())
           throw_input(where + " needs \"sizes\": [bytes, ...] beside its fit");
         for (const auto& b : val["sizes"]) {
           if (!b.is_number() || b.get<double>() <= 0 || b.get<double>() > 9e18)
             throw_input(where + ": each of \"sizes\" is a count > 0");
-          const double x = b.get<double>();
-          t.points.push_back({b.get<int64_t>(), alpha + x / (rate * e.efficiency(x))});
+          t.points.push_back({b.get<int64_t>(), fit.time(b.get<double>()).value});
         }
       } else {
         if (!val.is_object() || !val.contains("points") || !val["points"].is_array() || val["points"].empty())
@@ -582,16 +579,18 @@ ModelParams load_profile(const std::string& path, ModelParams base) {
         }
       // Older profiles name a series repeated at a pinned launch count with the count (".n100"); the table is
       // read by the name of what it measures, the count kept in launches_per_replay.
-      std::string name = key;
-      const std::string suffix = ".n" + std::to_string(t.launches_per_replay);
-      if (t.launches_per_replay > 0 && name.size() > suffix.size() && name.ends_with(suffix)) {
-        const std::string plain = name.substr(0, name.size() - suffix.size());
-        if (!j["tables"].contains(plain)) name = plain;
-      }
-      base.tables[name] = std::move(t);
+      const std::string plain = table_name(key, t.launches_per_replay);
+      base.tables[j["tables"].contains(plain) ? key : plain] = std::move(t);
     }
   }
   return base;
+}
+
+std::string table_name(const std::string& series, int launches_per_replay) {
+  const std::string suffix = ".n" + std::to_string(launches_per_replay);
+  if (launches_per_replay > 0 && series.size() > suffix.size() && series.ends_with(suffix))
+    return series.substr(0, series.size() - suffix.size());
+  return series;
 }
 
 std::string profile_json(const ModelParams& p) {

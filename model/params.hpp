@@ -240,6 +240,9 @@ std::optional<double> get_param(const ModelParams& p, std::string_view name);
 // Unknown keys at the top level are kept for the calibration engineer's own use (ignored here).
 // load_profile applies the file over `base` (normally defaults_for(topology)).
 ModelParams load_profile(const std::string& path, ModelParams base);
+// The table a series is read as: a series repeated at a pinned launch count names the count (".n100"), its table
+// the measurement alone (the count travels in PathTable::launches_per_replay).
+std::string table_name(const std::string& series, int launches_per_replay);
 // Writes every parameter (value and source) in the built-in format; load_profile reads it back exactly.
 std::string profile_json(const ModelParams& p);
 

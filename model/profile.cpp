@@ -41,6 +41,9 @@ std::string fmt(double v, int digits = 4) {
 // spread of repeated timings on these machines.
 constexpr double kFaithfulFit = 0.10;
 
+// The sizes a protocol's efficiency curve is sampled at when read (powers of two between these).
+constexpr int64_t kCurveFromBytes = 8, kCurveToBytes = int64_t(1) << 30;
+
 ojson fit_json(const SaturatingFit& f, bool flops) {
   ojson j = {{"alpha_us", f.alpha.us()}};
   if (flops)
@@ -90,15 +93,6 @@ std::string dump_profile(const ojson& j) {
   std::string out;
   dump_into(j, 0, out);
   return out + "\n";
-}
-
-// A series repeated at a pinned launch count says the count in its name ("....n100"); its table says it in
-// launches_per_replay, and the simulator reads it by the name of what it measures.
-std::string table_name(const std::string& series, int launches_per_replay) {
-  const std::string suffix = ".n" + std::to_string(launches_per_replay);
-  if (launches_per_replay > 0 && series.size() > suffix.size() && series.ends_with(suffix))
-    return series.substr(0, series.size() - suffix.size());
-  return series;
 }
 
 bool known_param(const std::string& name) {
@@ -179,8 +173,7 @@ Derived derive_params(const Calibration& cal, const topo::Topology& topology) {
             "fitted alpha " + fmt(f.alpha.us()) + " us minus the route's hop latency", mp.series, f.rms_rel_residual,
             f.max_rel_residual);
       if (f.x_half > 0) {
-        DerivedCurve dc{mp.proto, {}, "", f.x_half, f.p};
-        for (int64_t b = 8; b <= (int64_t(1) << 30); b *= 2) dc.points.push_back({b, f.efficiency(double(b))});
+        DerivedCurve dc{mp.proto, "", f.x_half, f.p};
         dc.source = "efficiency 1/(1+(" + fmt(f.x_half, 6) + " B/S)^" + fmt(f.p, 3) + ") fitted to " + mp.series +
                     " (rms residual " + fmt(100 * f.rms_rel_residual, 3) + "%) [" + prov + "]";
         out.curves.push_back(dc);
@@ -399,8 +392,8 @@ std::string make_profile_json(const Calibration& cal, const topo::Topology& topo
   for (const auto& c : d.curves)
     curves[std::string(proto_name(c.proto))] = {{"efficiency_half", c.x_half},
                                                 {"efficiency_exponent", c.p},
-                                                {"from_bytes", c.points.front().bytes},
-                                                {"to_bytes", c.points.back().bytes},
+                                                {"from_bytes", kCurveFromBytes},
+                                                {"to_bytes", kCurveToBytes},
                                                 {"source", c.source}};
   j["curves"] = curves;
   // Every size sweep as a simulator path table (model::PathTable), keyed by bytes (matmuls: by FLOPs, 2mkn): its

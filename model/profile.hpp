@@ -78,9 +78,8 @@ struct DerivedParam {
 };
 struct DerivedCurve {
   Proto proto;
-  std::vector<EffPoint> points;  // the efficiency sampled at powers of two, 8 B to 1 GiB
   std::string source;
-  double x_half = 0, p = 1;  // the efficiency 1 / (1 + (x_half / S)^p) they sample
+  double x_half = 0, p = 1;  // the efficiency 1 / (1 + (x_half / S)^p)
 };
 struct Derived {
   std::vector<DerivedParam> params;

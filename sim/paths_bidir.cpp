@@ -135,7 +135,7 @@ Seconds bidir_kernel_time(const model::ModelParams& P, const ExecPath& path, int
     Seconds body = rtt + std::max(t, reduce_part(P, dtype, S));
     // A thread stores its next pair (to every peer) only once the peers' pairs at its last place have landed: a
     // CTA moves threads x 8 bytes of the message per round trip, however fast the link (S counts every peer's).
-    const double per_wave = double(grid) * (path.threads > 0 ? path.threads : 256) * 8.0 * std::max(1, peers);
+    const double per_wave = double(grid) * threads * 8.0;
     const double waves = std::ceil(S / per_wave);
     if (waves * rtt > body) {
       body = waves * rtt;
@@ -154,15 +154,16 @@ Seconds bidir_kernel_time(const model::ModelParams& P, const ExecPath& path, int
   if (path.mode == "push") {
     // Half of each CTA's threads store the input into the peer's scratch tile by tile, releasing a flag per tile,
     // while the other half wait for the peer's tiles and reduce them.
-    const Seconds store = transfer(P, "p2p.sm_store.bidir", "p2p.sm_store.cta", S, grid, threads / 2 * unroll, how);
+    const double vectors = threads / 2 * unroll;  // a tile: one vector from each storing thread
+    const Seconds store = transfer(P, "p2p.sm_store.bidir", "p2p.sm_store.cta", S, grid, vectors, how);
     how += " or the local reduction";
     Seconds body = std::max(store, reduce_part(P, dtype, S));
     // A tile's flag waits for the acknowledgment of its stores (the fence: a round trip) before the CTA stores its
     // next tile: a CTA with several tiles pays a round trip beside each tile's stores but the last.
-    const double tile = threads / 2 * unroll * 16.0;  // per CTA, to every peer (S counts every peer's)
+    const double tile = vectors * 16.0;  // bytes per CTA, to every peer (S counts every peer's)
     const double tiles = std::ceil(S / (double(grid) * tile));
     if (tiles > 1) {
-      const Seconds serial = (tiles - 1) * rtt + tiles * one_cta(P, "p2p.sm_store.cta", tile, threads / 2 * unroll);
+      const Seconds serial = (tiles - 1) * rtt + tiles * one_cta(P, "p2p.sm_store.cta", tile, vectors);
       if (serial > body) {
         body = serial;
         how += ", bounded by " + std::to_string(int64_t(tiles)) + " tiles per CTA, a round trip after each";
