@@ -8,18 +8,22 @@
 #      (through the shim: cclab's ll and lamport up to 256 MiB, NCCL above);
 #   4. all_gather_perf, reduce_scatter_perf, broadcast_perf, alltoall_perf, sendrecv_perf, NCCL alone and
 #      through the shim alternately, REPEATS times each (eager), and broadcast_perf through the shim with
-#      CCLAB_DISABLE=1 (forwarding only);
+#      CCLAB_DISABLE=1 (forwarding only); step others_graph: the same binaries with their calls captured in CUDA
+#      graphs (-G 10), alternately, GRAPH_REPEATS (2) times each;
 #   5. writes every log, summary.csv (one row per run and size, nccl-tests' columns), allreduce_compare.csv
 #      (NCCL alone against the shim, per size and launch style) and its plot allreduce.png, and
-#      others_compare.csv (the other binaries, medians per size: scripts/shim_compare_others.py) to $OUT;
+#      others_compare.csv (the other binaries, medians per size: scripts/shim_compare_others.py; their graph runs in
+#      others_compare_graph.csv) to $OUT;
 #   6. PyTorch, one process per GPU (the shim's multi-process path): scripts/torch_allreduce_check.py with NCCL
 #      alone and with LD_PRELOAD (CCLAB_NCCL_LIB = the libnccl torch loads), after one small CCLAB_DEBUG=1 run that
-#      must show the cclab route; writes $OUT/torch/torch_compare.csv (size, dtype, NCCL time, shim time, ratio).
+#      must show the cclab route; eager and with the calls captured in a CUDA graph (TORCH_LAUNCH, default
+#      "eager graph"); writes $OUT/torch/torch_compare.csv and torch_compare_graph.csv (size, dtype, NCCL time, shim
+#      time, ratio).
 #      Skipped with a message where python3 cannot import torch;
 #   7. prints the #wrong totals (nccl-tests' and torch's) last.
 # Environment: NCCL_TESTS_DIR (required unless TORCH_ONLY=1), OUT (default /tmp/cclab_shim_out), NGPUS (2),
 # CCLAB_SHIM_LIB, CUDA_HOME (/usr/local/cuda), NCCL_HOME (nccl-tests' default when unset), MAX_BYTES (1G),
-# DEADLINE (560 s), REPEATS (3), STEPS (which runs: any of "allreduce others torch", all by default; "" builds and
+# DEADLINE (560 s), REPEATS (3), STEPS (which runs: any of "allreduce others others_graph torch", all by default; "" builds and
 # checks the route only), TORCH_ONLY=1 (steps 1 and 6 only: no nccl-tests), TORCH_MAX (64M), TORCH_DTYPES
 # (float32,bfloat16,float16), PIN_CPUS (a taskset CPU list every timed run is pinned to, NCCL alone and through the
 # shim alike; an eager process runs its small sizes at one of two levels, ~13 or ~18 us on 2 x H200, pinned or not),
@@ -30,7 +34,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 TORCH_ONLY=${TORCH_ONLY:-0}
-STEPS=${STEPS-allreduce others torch}
+STEPS=${STEPS-allreduce others others_graph torch}
 [ "$TORCH_ONLY" = 1 ] && STEPS=torch
 has_step() { [[ " $STEPS " == *" $1 "* ]]; }
 PIN=()
@@ -123,7 +127,7 @@ run() {
   [ "$lib" = cclab_disabled ] && pre=(env LD_PRELOAD="$SHIM" CCLAB_DISABLE=1)
   pre=(${PIN[@]+"${PIN[@]}"} ${pre[@]+"${pre[@]}"})
   local args=(-b 8 -e "$MAX_BYTES" -f 2 -g "$NGPUS" "$@")
-  [ "$launch" = graph ] && args+=(-G 100)
+  [ "$launch" = graph ] && args+=(-G "${GRAPH_LAUNCHES:-100}")
   [ -n "${ITERS:-}" ] && args+=(-n "$ITERS")
   stamp "$name: $bin ${args[*]} (${lib}${PIN_CPUS:+, CPUs $PIN_CPUS})"
   echo "$lib $launch $bin ${args[*]}" >"$LOGS/run_$name.log"
@@ -151,8 +155,16 @@ done
 has_step others && for i in $(seq 1 "$REPEATS"); do
   run "broadcast_cclab_disabled_eager_$i" broadcast_perf cclab_disabled eager
 done
+# The same binaries with their calls captured in CUDA graphs (-G 10: 200 calls a size), GRAPH_REPEATS (2) times each: the
+# GPU's time, which the host's level does not move.
+has_step others_graph && for b in all_gather reduce_scatter broadcast alltoall sendrecv; do
+  for i in $(seq 1 "${GRAPH_REPEATS:-2}"); do
+    GRAPH_LAUNCHES=10 run "${b}_nccl_graph_$i" "${b}_perf" nccl graph
+    GRAPH_LAUNCHES=10 run "${b}_cclab_graph_$i" "${b}_perf" cclab graph
+  done
+done
 
-if has_step allreduce || has_step others; then
+if has_step allreduce || has_step others || has_step others_graph; then
 # 5. the summary: nccl-tests' data rows are "size count type redop root" then time algbw busbw #wrong out of
 # place, then the same in place
 stamp "summary"
@@ -234,36 +246,41 @@ print(sorted(c)[0] if c else "")' 2>/dev/null)
       FAILED_RUNS+=("torch_route:${want// /_}")
     fi
   done
-  local lib
-  for lib in nccl shim; do
-    if [ "$(left)" -lt 60 ]; then
-      echo "## skipped (only $(left) s left): torch $lib"
-      FAILED_RUNS+=("torch_$lib:skipped")
-      continue
+  local lib launch label
+  for launch in ${TORCH_LAUNCH:-eager graph}; do
+    local suffix="" gflag=()
+    [ "$launch" = graph ] && suffix=_graph && gflag=(--graph)
+    for lib in nccl shim; do
+      label=$lib$suffix
+      if [ "$(left)" -lt 60 ]; then
+        echo "## skipped (only $(left) s left): torch $label"
+        FAILED_RUNS+=("torch_$label:skipped")
+        continue
+      fi
+      local limit=$(($(left) - 10))
+      [ "$limit" -gt 300 ] && limit=300
+      stamp "torch $lib, $launch: all-reduce 8 B - $tmax, $tdt"
+      if [ "$lib" = shim ]; then
+        CCLAB_NCCL_LIB="$tnccl" LD_PRELOAD="$SHIM" ${PIN[@]+"${PIN[@]}"} timeout "$limit" python3 scripts/torch_allreduce_check.py \
+          "$tout" --label "$label" --max "$tmax" --dtypes "$tdt" ${gflag[@]+"${gflag[@]}"} >"$LOGS/torch_$label.log" 2>&1
+      else
+        ${PIN[@]+"${PIN[@]}"} timeout "$limit" python3 scripts/torch_allreduce_check.py "$tout" --label "$label" --max "$tmax" \
+          --dtypes "$tdt" ${gflag[@]+"${gflag[@]}"} >"$LOGS/torch_$label.log" 2>&1
+      fi
+      local rc=$?
+      [ $rc -eq 0 ] || FAILED_RUNS+=("torch_$label:rc=$rc")
+      tail -2 "$LOGS/torch_$label.log" | sed "s/^/   /"
+    done
+    local a=$tout/torch_allreduce_nccl$suffix.csv b=$tout/torch_allreduce_shim$suffix.csv cmp=$tout/torch_compare$suffix.csv
+    if [ -f "$a" ] && [ -f "$b" ]; then
+      echo "size,dtype,nccl_time_us,shim_time_us,time_ratio,nccl_wrong,shim_wrong" >"$cmp"
+      awk -F, 'FNR == 1 { next } NR == FNR { t[$1 "," $2] = $3; w[$1 "," $2] = $5; next }
+        ($1 "," $2) in t { r = t[$1 "," $2] > 0 ? $3 / t[$1 "," $2] : 0
+          printf "%s,%s,%s,%s,%.3f,%s,%s\n", $1, $2, t[$1 "," $2], $3, r, w[$1 "," $2], $5 }' "$a" "$b" >>"$cmp"
+      echo "   $launch:"
+      tr , '\t' <"$cmp" | head -80
     fi
-    local limit=$(($(left) - 10))
-    [ "$limit" -gt 300 ] && limit=300
-    stamp "torch $lib: all-reduce 8 B - $tmax, $tdt"
-    if [ "$lib" = shim ]; then
-      CCLAB_NCCL_LIB="$tnccl" LD_PRELOAD="$SHIM" ${PIN[@]+"${PIN[@]}"} timeout "$limit" python3 scripts/torch_allreduce_check.py "$tout" \
-        --label shim --max "$tmax" --dtypes "$tdt" >"$LOGS/torch_$lib.log" 2>&1
-    else
-      ${PIN[@]+"${PIN[@]}"} timeout "$limit" python3 scripts/torch_allreduce_check.py "$tout" --label nccl --max "$tmax" --dtypes "$tdt" \
-        >"$LOGS/torch_$lib.log" 2>&1
-    fi
-    local rc=$?
-    [ $rc -eq 0 ] || FAILED_RUNS+=("torch_$lib:rc=$rc")
-    tail -2 "$LOGS/torch_$lib.log" | sed "s/^/   /"
   done
-  local a=$tout/torch_allreduce_nccl.csv b=$tout/torch_allreduce_shim.csv
-  if [ -f "$a" ] && [ -f "$b" ]; then
-    echo "size,dtype,nccl_time_us,shim_time_us,time_ratio,nccl_wrong,shim_wrong" >"$tout/torch_compare.csv"
-    awk -F, 'FNR == 1 { next } NR == FNR { t[$1 "," $2] = $3; w[$1 "," $2] = $5; next }
-      ($1 "," $2) in t { r = t[$1 "," $2] > 0 ? $3 / t[$1 "," $2] : 0
-        printf "%s,%s,%s,%s,%.3f,%s,%s\n", $1, $2, t[$1 "," $2], $3, r, w[$1 "," $2], $5 }' "$a" "$b" \
-      >>"$tout/torch_compare.csv"
-    tr , '\t' <"$tout/torch_compare.csv" | head -80
-  fi
   TORCH_WRONG=$(awk -F, 'FNR > 1 && $5 > 0 { print FILENAME " size " $1 " " $2 ": wrong " $5 }' \
     "$tout"/torch_allreduce_*.csv 2>/dev/null)
 }

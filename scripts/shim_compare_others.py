@@ -12,7 +12,8 @@ Last, each run's level (its median time over 64 B-64 KiB) per binary and library
 runs at one of two levels (~13 or ~18-19 us on 2 x H200 and 2 x H100) whatever the library, so a size-by-size ratio
 of few runs mixes the two. The same comparison is then made between runs at the same level (the runs of a binary
 split at the widest gap between their levels, where it exceeds 15%; the level where both libraries have most runs)
-and written to <others_compare>_same_level.csv.
+and written to <others_compare>_same_level.csv. Runs with their calls captured in CUDA graphs (launch graph: the
+GPU's time, no host dispatch per call) are compared the same way and written to <others_compare>_graph.csv.
 
     python3 scripts/shim_compare_others.py OUT/summary.csv [OUT/others_compare.csv]
 """
@@ -24,10 +25,10 @@ from collections import defaultdict
 TOLERANCE = 0.03
 
 
-def compare(summary_path):
+def compare(summary_path, launch="eager"):
     times = defaultdict(list)  # (binary, library, size) -> out-of-place times
     for r in csv.DictReader(open(summary_path)):
-        if r["binary"] == "all_reduce_perf" or r["launch"] != "eager":
+        if r["binary"] == "all_reduce_perf" or r["launch"] != launch:
             continue
         try:
             t = float(r["oop_time_us"])
@@ -156,6 +157,12 @@ def main(argv):
             write(argv[2].removesuffix(".csv") + "_same_level.csv", same)
         print("runs of one process level:")
         table(same)
+    graph, _ = compare(argv[1], "graph")
+    if graph:
+        if len(argv) > 2:
+            write(argv[2].removesuffix(".csv") + "_graph.csv", graph)
+        print("calls captured in CUDA graphs:")
+        table(graph)
     return 0
 
 

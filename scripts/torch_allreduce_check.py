@@ -3,7 +3,9 @@
 
 Checks every element against an exact reference (small integers, exact in every type) at each size from 8 B to
 --max (powers of 2), then times each size (after warm-up, --iters calls back to back between CUDA events, the
-median of --reps batches) and writes <out>/torch_allreduce_<label>.csv: size,dtype,time_us,busbw_gbps,wrong. Run it as is for NCCL, and
+median of --reps batches) and writes <out>/torch_allreduce_<label>.csv: size,dtype,time_us,busbw_gbps,wrong. With
+--graph the calls are captured into a CUDA graph (torch.cuda.graph) and the replays are timed and checked instead:
+the GPU's time without the host's dispatch of each call, as programs that capture their steps see it. Run it as is for NCCL, and
 with LD_PRELOAD=libcclab_nccl.so (CCLAB_NCCL_LIB pointing at the NCCL torch loads) for the shim
 (scripts/shim_check.sh does both). Exit status 0 when every element was right, 1 otherwise.
 
@@ -70,6 +72,37 @@ def trace_batch(torch, dist, y, iters, path):
     return statistics.median(r[2] for r in rows), statistics.median(r[3] for r in rows[1:] or rows)
 
 
+def capture(torch, dist, calls):
+    """A CUDA graph of `calls` (PyTorch's recipe: a side stream that has run them once, then the capture)."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        calls()
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    dist.barrier()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g, capture_error_mode="thread_local"):
+        calls()
+    torch.cuda.synchronize()
+    return g
+
+
+def check_replays(torch, dist, x, want, rank, count, dtype, device):
+    """Wrong elements over three replays of a captured all-reduce of x, its input rewritten before each."""
+    g = capture(torch, dist, lambda: dist.all_reduce(x))
+    wrong = 0
+    for _ in range(3):
+        x.copy_(pattern(torch, rank, count, dtype, device))
+        torch.cuda.synchronize()
+        dist.barrier()
+        g.replay()
+        torch.cuda.synchronize()
+        wrong += int((x != want).sum().item())
+    del g
+    return wrong
+
+
 def worker(rank, world, args, port):
     import torch
     import torch.distributed as dist
@@ -94,13 +127,19 @@ def worker(rank, world, args, port):
             # correctness
             x = pattern(torch, rank, count, dtype, device)
             want = sum(pattern(torch, r, count, torch.float32, device) for r in range(world)).to(dtype)
-            dist.all_reduce(x)
-            torch.cuda.synchronize()
-            wrong = int((x != want).sum().item())
+            if args.graph:
+                wrong = check_replays(torch, dist, x, want, rank, count, dtype, device)
+            else:
+                dist.all_reduce(x)
+                torch.cuda.synchronize()
+                wrong = int((x != want).sum().item())
             # timing: zeros stay zeros however often they are summed
             y = torch.zeros(count, dtype=dtype, device=device)
             for _ in range(args.warmup):
                 dist.all_reduce(y)
+            batch = None
+            if args.graph:
+                batch = capture(torch, dist, lambda: [dist.all_reduce(y) for _ in range(args.iters)])
             # As nccl-tests times: --iters calls back to back between two events, after both ranks have met
             # (a call timed alone would also hold the other process's lag); the median of --reps batches.
             per_call = []
@@ -109,13 +148,17 @@ def worker(rank, world, args, port):
                 torch.cuda.synchronize()
                 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                 start.record()
-                for _ in range(args.iters):
-                    dist.all_reduce(y)
+                if batch is not None:
+                    batch.replay()
+                else:
+                    for _ in range(args.iters):
+                        dist.all_reduce(y)
                 end.record()
                 torch.cuda.synchronize()
                 per_call.append(start.elapsed_time(end) * 1000.0 / args.iters)
             t_us = statistics.median(per_call)
-            if size in args.trace:
+            del batch
+            if size in args.trace and not args.graph:
                 path = os.path.join(args.out, f"trace_{args.label}_{size}_rank{rank}.csv")
                 os.makedirs(args.out, exist_ok=True)
                 dur, gap = trace_batch(torch, dist, y, args.iters, path)
@@ -152,6 +195,8 @@ def main():
     p.add_argument("--iters", type=int, default=20, help="calls timed back to back in one batch")
     p.add_argument("--reps", type=int, default=5, help="batches; the median is kept")
     p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--graph", action="store_true", help="capture the calls into a CUDA graph and time (and check) "
+                   "its replays")
     p.add_argument("--trace", default="", help="sizes (comma-separated) of which one more batch runs under "
                    "PyTorch's profiler, kernel times to <out>/trace_<label>_<size>_rank<r>.csv")
     args = p.parse_args()

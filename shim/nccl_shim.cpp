@@ -190,7 +190,7 @@ ncclResult_t allreduce(const char* name, const void* sendbuff, void* recvbuff, s
       in.dtype = datatype;
       in.op = op;
       in.bytes = count * cclab::shim::dtype_size(datatype);
-      in.aligned = (reinterpret_cast<uintptr_t>(sendbuff) | reinterpret_cast<uintptr_t>(recvbuff)) % 16 == 0;
+      in.alignment = cclab::shim::common_alignment(sendbuff, recvbuff);
       in.in_group = group_depth > 0;
       in.disabled = s.disabled;
       in.comm_probed = v.probed;

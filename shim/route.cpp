@@ -2,6 +2,8 @@
 
 #include <nccl.h>
 
+#include <cstdint>
+
 namespace cclab::shim {
 
 namespace {
@@ -14,7 +16,6 @@ Route route_allreduce(const RouteInput& in) {
   if (!covered_dtype(in.dtype)) return nccl("dtype " + dtype_name(in.dtype) + " (cclab covers float, half, bfloat16)");
   if (in.op != ncclSum) return nccl("op " + op_name(in.op) + " (cclab covers sum)");
   if (in.bytes == 0) return nccl("empty message");
-  if (!in.aligned) return nccl("buffers not 16-byte aligned");
   if (in.in_group && !in.group_supported) return nccl("inside ncclGroupStart/ncclGroupEnd");
   if (in.capturing && !in.capture_supported) return nccl("stream capture not supported by the cclab path");
   if (!in.comm_probed)
@@ -27,10 +28,20 @@ Route route_allreduce(const RouteInput& in) {
   if (in.mode != "ll" && in.mode != "lamport")
     return nccl("mode " + (in.mode.empty() ? std::string("none") : in.mode) +
                 " at this size (the shim runs ll and lamport)");
+  if (in.alignment < alignment_needed(in.mode))
+    return nccl("buffers not " + std::to_string(alignment_needed(in.mode)) + "-byte aligned (" + in.mode +
+                " needs it)");
   if (in.mode == "lamport" && in.lamport_cap > 0 && in.bytes > in.lamport_cap)
     return {Path::cclab, "allreduce.bidir lamport in chunks of the " + std::to_string(in.lamport_cap) +
                              " bytes preallocated for ranks in other processes"};
   return {Path::cclab, "allreduce.bidir " + in.mode};
+}
+
+size_t alignment_needed(const std::string& mode) { return mode == "ll" ? 4 : 16; }
+
+size_t common_alignment(const void* a, const void* b) {
+  const uintptr_t bits = reinterpret_cast<uintptr_t>(a) | reinterpret_cast<uintptr_t>(b) | uintptr_t(16);
+  return size_t(bits & (~bits + 1));  // the lowest set bit
 }
 
 std::string dtype_name(int dtype) {

@@ -16,7 +16,7 @@ struct RouteInput {
   int dtype = -1;          // ncclDataType_t
   int op = -1;             // ncclRedOp_t (values from ncclNumOps up are ncclRedOpCreate* ops)
   size_t bytes = 0;        // count x element size
-  bool aligned = false;    // sendbuff and recvbuff 16-byte aligned (the kernels move 16-byte vectors)
+  size_t alignment = 0;    // the largest power of two (at most 16) both sendbuff and recvbuff are aligned to
   bool in_group = false;   // between ncclGroupStart and ncclGroupEnd on this thread
   bool capturing = false;  // the stream is being captured into a CUDA graph
   // the communicator
@@ -44,6 +44,13 @@ struct Route {
 
 // Checks in a fixed order and returns the first reason to forward, else cclab.
 Route route_allreduce(const RouteInput& in);
+
+// The alignment route_allreduce needs of both buffers for a mode: ll loads and stores the user's buffers in
+// 4-byte words, lamport in 16-byte vectors. nccl-tests shifts its buffers by the message size on every other
+// call, so an 8-byte all-reduce alternates 16- and 8-byte aligned buffers.
+size_t alignment_needed(const std::string& mode);
+// The largest power of two, at most 16, that divides both addresses.
+size_t common_alignment(const void* a, const void* b);
 
 // Names for the debug lines: nccl-tests' spellings ("float", "half", "bfloat16", "sum", ...), or the number.
 std::string dtype_name(int dtype);

@@ -126,6 +126,10 @@ class TwoGpus {
   void* in[kRanks] = {};
   void* out[kRanks] = {};
   size_t capacity = 0;
+  size_t offset = 0;  // bytes past each allocation's start where the calls' buffers begin (nccl-tests' shift)
+
+  void* src(int r) const { return static_cast<char*>(in[r]) + offset; }
+  void* dst(int r, bool in_place) const { return static_cast<char*>(in_place ? in[r] : out[r]) + offset; }
 
   // ncclCommInitAll (nccl-tests -g 2), or ncclCommInitRank per GPU from this thread inside one group.
   void init(size_t max_bytes, bool grouped_init_rank = false) {
@@ -167,8 +171,8 @@ class TwoGpus {
     for (int r = 0; r < kRanks; ++r) {
       CUDA_OK(cudaSetDevice(r));
       const auto h = host_input(t, r, count);
-      CUDA_OK(cudaMemcpy(in[r], h.data(), h.size(), cudaMemcpyHostToDevice));
-      if (!in_place) CUDA_OK(cudaMemset(out[r], 0x5b, count * t.size));
+      CUDA_OK(cudaMemcpy(src(r), h.data(), h.size(), cudaMemcpyHostToDevice));
+      if (!in_place) CUDA_OK(cudaMemset(dst(r, false), 0x5b, count * t.size));
       // The copy's DMA and the memset run on the legacy stream, which the non-blocking streams of the
       // all-reduce do not wait for.
       CUDA_OK(cudaDeviceSynchronize());
@@ -179,7 +183,7 @@ class TwoGpus {
     NCCL_OK(api().group_start());
     for (int r = 0; r < kRanks; ++r) {
       CUDA_OK(cudaSetDevice(r));
-      NCCL_OK(api().all_reduce(in[r], in_place ? in[r] : out[r], count, t.nccl, ncclSum, comms[r], streams[r]));
+      NCCL_OK(api().all_reduce(src(r), dst(r, in_place), count, t.nccl, ncclSum, comms[r], streams[r]));
     }
     NCCL_OK(api().group_end());
   }
@@ -188,7 +192,7 @@ class TwoGpus {
       CUDA_OK(cudaSetDevice(r));
       CUDA_OK(cudaStreamSynchronize(streams[r]));
       std::vector<uint8_t> h(count * t.size);
-      CUDA_OK(cudaMemcpy(h.data(), in_place ? in[r] : out[r], h.size(), cudaMemcpyDeviceToHost));
+      CUDA_OK(cudaMemcpy(h.data(), dst(r, in_place), h.size(), cudaMemcpyDeviceToHost));
       std::string first;
       const size_t wrong = count_wrong(t, h, count, kRanks, first);
       EXPECT_EQ(wrong, 0u) << what << " rank " << r << ": " << first;
@@ -315,6 +319,63 @@ TEST(ShimGpu, AboveLamportsBuffersRunsInChunks) {
   EXPECT_NE(log.find("dtype=float op=sum bytes=269484044 -> cclab (allreduce.bidir lamport)"), std::string::npos)
       << log;
   EXPECT_EQ(log.find("-> nccl"), std::string::npos) << log;
+  EXPECT_EQ(log.find("allreduce.bidir failed"), std::string::npos) << log;
+}
+
+// nccl-tests shifts its buffers by the message size on every other call: an 8-byte all-reduce alternates 16- and
+// 8-byte aligned buffers. ll (4-byte words) runs them on the cclab path; lamport (16-byte vectors) forwards them.
+// Both exact, out of place and in place, eager and through a graph.
+TEST(ShimGpu, BuffersShiftedAsNcclTestsShiftsThem) {
+  const std::string skip = two_gpus();
+  if (!skip.empty()) GTEST_SKIP() << skip;
+  StderrCapture err;
+  TwoGpus g;
+  g.init((1 << 20) + 64);
+  for (size_t offset : {8, 4, 12})
+    for (const Type& t : kTypes)
+      for (size_t bytes : {size_t(8), size_t(24), size_t(4096) + 4, size_t(1) << 20})
+        for (bool in_place : {false, true}) {
+          g.offset = offset;
+          const size_t count = bytes / t.size;
+          const std::string what = what_of(t, count, in_place, "shifted") + " by " + std::to_string(offset);
+          g.prepare(t, count, in_place);
+          g.issue(t, count, in_place);
+          g.check(t, count, in_place, what);
+        }
+  g.offset = 8;  // captured and replayed, as nccl-tests -G runs the shifted calls
+  const Type& f = kTypes[0];
+  cudaGraphExec_t exec[TwoGpus::kRanks] = {};
+  cudaGraph_t graph[TwoGpus::kRanks] = {};
+  for (int r = 0; r < TwoGpus::kRanks; ++r) {
+    CUDA_OK(cudaSetDevice(r));
+    CUDA_OK(cudaStreamBeginCapture(g.streams[r], cudaStreamCaptureModeThreadLocal));
+  }
+  g.issue(f, 2, false);
+  for (int r = 0; r < TwoGpus::kRanks; ++r) {
+    CUDA_OK(cudaSetDevice(r));
+    CUDA_OK(cudaStreamEndCapture(g.streams[r], &graph[r]));
+  }
+  for (int r = 0; r < TwoGpus::kRanks; ++r) {
+    CUDA_OK(cudaSetDevice(r));
+    CUDA_OK(cudaGraphInstantiate(&exec[r], graph[r], 0));
+    CUDA_OK(cudaGraphDestroy(graph[r]));
+  }
+  for (int replay = 0; replay < 3; ++replay) {
+    g.prepare(f, 2, false);
+    for (int r = 0; r < TwoGpus::kRanks; ++r) {
+      CUDA_OK(cudaSetDevice(r));
+      CUDA_OK(cudaGraphLaunch(exec[r], g.streams[r]));
+    }
+    g.check(f, 2, false, "shifted by 8, graph replay #" + std::to_string(replay));
+  }
+  for (int r = 0; r < TwoGpus::kRanks; ++r) cudaGraphExecDestroy(exec[r]);
+  g.finish();
+  const std::string log = err.text();
+  err.restore();
+  EXPECT_NE(log.find("bytes=8 -> cclab (allreduce.bidir ll)"), std::string::npos) << log;
+  EXPECT_NE(log.find("bytes=1048576 -> nccl (buffers not 16-byte aligned (lamport needs it))"), std::string::npos)
+      << log;
+  EXPECT_EQ(log.find("4-byte aligned"), std::string::npos) << log;
   EXPECT_EQ(log.find("allreduce.bidir failed"), std::string::npos) << log;
 }
 

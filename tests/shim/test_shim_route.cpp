@@ -17,7 +17,7 @@ RouteInput covered() {
   in.dtype = ncclFloat32;
   in.op = ncclSum;
   in.bytes = 4 << 20;
-  in.aligned = true;
+  in.alignment = 16;
   in.comm_probed = true;
   in.nranks = 2;
   in.one_node_p2p = true;
@@ -94,7 +94,14 @@ TEST(ShimRoute, EachUncoveredConditionForwardsWithItsReason) {
       {"avg", [](RouteInput& in) { in.op = ncclAvg; }, "op avg (cclab covers sum)"},
       {"premulsum", [](RouteInput& in) { in.op = ncclNumOps; }, "op custom5 (cclab covers sum)"},
       {"empty", [](RouteInput& in) { in.bytes = 0; }, "empty message"},
-      {"misaligned", [](RouteInput& in) { in.aligned = false; }, "buffers not 16-byte aligned"},
+      {"lamport 8-byte aligned", [](RouteInput& in) { in.alignment = 8; },
+       "buffers not 16-byte aligned (lamport needs it)"},
+      {"ll 2-byte aligned",
+       [](RouteInput& in) {
+         in.mode = "ll";
+         in.alignment = 2;
+       },
+       "buffers not 4-byte aligned (ll needs it)"},
       {"group unsupported",
        [](RouteInput& in) {
          in.in_group = true;
@@ -152,8 +159,34 @@ TEST(ShimRoute, TheFirstReasonWins) {
   unknown.dtype = ncclFloat32;
   unknown.op = ncclSum;
   unknown.bytes = 1 << 20;
-  unknown.aligned = true;
+  unknown.alignment = 16;
   EXPECT_EQ(reason_of(unknown), "communicator not probed (node, P2P, peer buffers)");
+}
+
+// nccl-tests shifts its buffers by the message size on every other call: at 8 B they are 8-byte aligned there, and
+// ll (4-byte words) runs them, where lamport (16-byte vectors) forwards.
+TEST(ShimRoute, LlRunsBuffersAlignedToItsWords) {
+  RouteInput in = covered();
+  in.mode = "ll";
+  in.bytes = 8;
+  for (size_t a : {4, 8, 16}) {
+    in.alignment = a;
+    EXPECT_EQ(reason_of(in), "cclab: allreduce.bidir ll") << a;
+  }
+  in.mode = "lamport";
+  in.alignment = 8;
+  EXPECT_EQ(route_allreduce(in).path, Path::nccl);
+}
+
+TEST(ShimRoute, CommonAlignmentIsTheLowestBitOfBothAddresses) {
+  using cclab::shim::common_alignment;
+  alignas(16) static char buf[64];
+  EXPECT_EQ(common_alignment(buf, buf + 32), 16u);
+  EXPECT_EQ(common_alignment(buf + 8, buf), 8u);
+  EXPECT_EQ(common_alignment(buf, buf + 4), 4u);
+  EXPECT_EQ(common_alignment(buf + 2, buf + 2), 2u);
+  EXPECT_EQ(common_alignment(buf + 1, buf + 16), 1u);
+  EXPECT_EQ(common_alignment(buf + 12, buf + 12), 4u);
 }
 
 TEST(ShimRoute, NamesAndSizes) {
