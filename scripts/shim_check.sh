@@ -7,9 +7,9 @@
 #   3. all_reduce_perf -b 8 -e 1G -f 2 -g $NGPUS with NCCL alone and through the shim, eager and with -G 100
 #      (through the shim: cclab's ll and lamport up to 256 MiB, NCCL above);
 #   4. all_gather_perf, reduce_scatter_perf, broadcast_perf, alltoall_perf, sendrecv_perf, NCCL alone and
-#      through the shim alternately, REPEATS times each (eager), and broadcast_perf through the shim with
-#      CCLAB_DISABLE=1 (forwarding only); step others_graph: the same binaries with their calls captured in CUDA
-#      graphs (-G 10), alternately, GRAPH_REPEATS (2) times each;
+#      through the shim alternately (each round after the first swaps which runs first), REPEATS times each (eager),
+#      and broadcast_perf through the shim with CCLAB_DISABLE=1 (forwarding only); step others_graph: the same
+#      binaries with their calls captured in CUDA graphs (-G 10), in turn, GRAPH_REPEATS (3) times each;
 #   5. writes every log, summary.csv (one row per run and size, nccl-tests' columns), allreduce_compare.csv
 #      (NCCL alone against the shim, per size and launch style) and its plot allreduce.png, and
 #      others_compare.csv (the other binaries, medians per size: scripts/shim_compare_others.py; their graph runs in
@@ -144,24 +144,27 @@ has_step allreduce && for launch in eager graph; do
 done
 # The other binaries run NCCL alone and through the shim alternately, REPEATS times each: their eager small
 # sizes are bound by the host and move from run to run (shim_compare_others.py takes the medians).
-has_step others && for b in all_gather reduce_scatter broadcast alltoall sendrecv; do
-  for i in $(seq 1 "$REPEATS"); do
-    run "${b}_nccl_eager_$i" "${b}_perf" nccl eager
-    run "${b}_cclab_eager_$i" "${b}_perf" cclab eager
+# Each round after the first swaps which library runs first.
+in_turn() {  # round, launch, binary, -G launches (graph runs)
+  local i=$1 launch=$2 bin=$3 g=$4 first=nccl second=cclab lib
+  [ $((i % 2)) -eq 0 ] && first=cclab second=nccl
+  for lib in $first $second; do
+    GRAPH_LAUNCHES=$g run "${bin%_perf}_${lib}_${launch}_$i" "$bin" "$lib" "$launch"
   done
+}
+has_step others && for b in all_gather reduce_scatter broadcast alltoall sendrecv; do
+  for i in $(seq 1 "$REPEATS"); do in_turn "$i" eager "${b}_perf" 100; done
 done
 # Broadcast through the shim with CCLAB_DISABLE=1 (every call forwarded, nothing set up), between NCCL alone and
 # the shim: whether a gap comes from the forwarding or from what the shim sets up at init.
 has_step others && for i in $(seq 1 "$REPEATS"); do
   run "broadcast_cclab_disabled_eager_$i" broadcast_perf cclab_disabled eager
 done
-# The same binaries with their calls captured in CUDA graphs (-G 10: 200 calls a size), GRAPH_REPEATS (2) times each: the
-# GPU's time, which the host's level does not move.
+# The same binaries with their calls captured in CUDA graphs (-G 10: 200 calls a size), GRAPH_REPEATS (3) times each:
+# the GPU's time. A process's level still moves by up to ~7% at small sizes (NCCL alone as much as through the shim:
+# results/shim/h200x2/forwarded_graphs/), hence the medians of several runs.
 has_step others_graph && for b in all_gather reduce_scatter broadcast alltoall sendrecv; do
-  for i in $(seq 1 "${GRAPH_REPEATS:-2}"); do
-    GRAPH_LAUNCHES=10 run "${b}_nccl_graph_$i" "${b}_perf" nccl graph
-    GRAPH_LAUNCHES=10 run "${b}_cclab_graph_$i" "${b}_perf" cclab graph
-  done
+  for i in $(seq 1 "${GRAPH_REPEATS:-3}"); do in_turn "$i" graph "${b}_perf" 10; done
 done
 
 if has_step allreduce || has_step others || has_step others_graph; then
