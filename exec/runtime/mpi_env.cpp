@@ -19,9 +19,10 @@ constexpr const char* kLaunchers[][2] = {
 
 // The fused kernels of exec/kernels/bidir.* address every GPU from one process (one launch per GPU with
 // the peers' buffers known in-process).
-constexpr const char* kFusedNames[] = {"allreduce.bidir",        "allreduce.bidir.ll",     "allreduce.bidir.push",
-                                       "allreduce.bidir.flash",  "allreduce.bidir.stream", "allreduce.bidir.lamport",
-                                       "allreduce.bidir.twoshot"};
+// The bidir modes whose kernels read the peers' user buffers: one process maps every GPU's buffers, mpirun's
+// processes only the buffers they exchange at setup (ll and lamport store into the peers' receive buffers instead).
+constexpr const char* kPeerBufferModes[] = {"allreduce.bidir.push", "allreduce.bidir.flash", "allreduce.bidir.stream",
+                                            "allreduce.bidir.twoshot"};
 
 }  // namespace
 
@@ -68,8 +69,11 @@ std::string mpi_option_refusal(const RunOptions& o, const MpiLaunch& launch) {
 }
 
 std::string mpi_algo_refusal(const std::string& name) {
-  for (const char* f : kFusedNames)
-    if (name == f) return name + ": the fused bidirectional kernels run in single-process mode only (not under mpirun)";
+  for (const char* f : kPeerBufferModes)
+    if (name == f)
+      return name +
+             ": its kernel reads the peers' user buffers, which runs in single-process mode only (not under "
+             "mpirun; allreduce.bidir, allreduce.bidir.ll, .lamport and .copy run there)";
   return {};
 }
 

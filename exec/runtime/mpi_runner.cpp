@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <optional>
 #include <ostream>
 
 #include "algorithms/registry.hpp"
@@ -21,17 +22,25 @@ namespace {
 
 struct MpiAlgo {
   std::string name, collective;
-  enum Kind { schedule, nccl, bidir_copy, sol } kind = schedule;
+  enum Kind { schedule, nccl, bidir, bidir_copy, sol } kind = schedule;
   const Algorithm* algo = nullptr;
+  std::optional<lower::BidirMode> mode;  // bidir: the mode forced by the name (allreduce.bidir.ll, .lamport)
 };
 
-// The names the MPI mode runs: registry schedules on the general lowering, the copy-engine
-// all-reduce and the link test (schedules too), and `<collective>.nccl`. Throws an input error
-// otherwise (the fused kernels: mpi_algo_refusal).
+// The names the MPI mode runs: registry schedules on the general lowering, allreduce.bidir with its rank-local
+// modes, the copy-engine all-reduce and the link test (schedules too), and `<collective>.nccl`. Throws an input
+// error otherwise (the bidir modes that read the peers' user buffers: mpi_algo_refusal).
 MpiAlgo classify_mpi(const std::string& name) {
   if (const std::string why = mpi_algo_refusal(name); !why.empty()) throw_input(why);
   MpiAlgo m;
   m.name = name;
+  if (name == "allreduce.bidir" || name == "allreduce.bidir.ll" || name == "allreduce.bidir.lamport") {
+    m.kind = MpiAlgo::bidir;
+    m.collective = "allreduce";
+    if (name != "allreduce.bidir")
+      m.mode = lower::parse_bidir_mode(name.substr(std::string("allreduce.bidir.").size()));
+    return m;
+  }
   if (name == "sol.bidir_copy") {
     m.kind = MpiAlgo::sol;
     m.collective = "sol";
@@ -81,6 +90,8 @@ class MpiSweep {
 
  private:
   std::unique_ptr<MpiWorkload> make(const MpiAlgo& a, int64_t count, bool in_place);
+  std::unique_ptr<MpiWorkload> make_bidir(const MpiAlgo& a, int64_t count, bool in_place, const PlanOptions& po,
+                                          uint64_t timeout_ns);
   int tune_int(const std::string& key, int fallback) const {
     auto it = tune_.find(key);
     return it == tune_.end() ? fallback : int(parse_int("--tune " + key, it->second, 0, 1 << 20));
@@ -106,6 +117,8 @@ std::unique_ptr<MpiWorkload> MpiSweep::make(const MpiAlgo& a, int64_t count, boo
     case MpiAlgo::bidir_copy:
       return std::make_unique<MpiPlanWorkload>(
           world_, bidir_copy_schedule(n, count, o_.dtype, o_.op, in_place, params_), po, timeout_ns);
+    case MpiAlgo::bidir:
+      return make_bidir(a, count, in_place, po, timeout_ns);
     case MpiAlgo::nccl: {
       CollSpec spec{parse_coll(a.collective),
                     n,
@@ -132,6 +145,41 @@ std::unique_ptr<MpiWorkload> MpiSweep::make(const MpiAlgo& a, int64_t count, boo
     }
   }
   return nullptr;
+}
+
+// allreduce.bidir's mode as the single-process lowering picks it (lower::choose_bidir_mode, --tune mode=), run by
+// this rank's process: ll and lamport as kernels of their own (MpiBidirWorkload), copy and ring as their schedules.
+// The modes whose kernels read the peers' user buffers (flash, push, stream, twoshot) give their sizes to lamport,
+// as the NCCL shim does.
+std::unique_ptr<MpiWorkload> MpiSweep::make_bidir(const MpiAlgo& a, int64_t count, bool in_place, const PlanOptions& po,
+                                                  uint64_t timeout_ns) {
+  using lower::BidirMode;
+  const int n = world_.size();
+  const int64_t bytes = count * dtype_size(o_.dtype);
+  BidirMode m = a.mode ? *a.mode : lower::choose_bidir_mode(bytes, n, params_);
+  if (auto it = tune_.find("mode"); !a.mode && it != tune_.end()) m = lower::parse_bidir_mode(it->second);
+  if (m == BidirMode::copy)
+    return std::make_unique<MpiPlanWorkload>(world_, bidir_copy_schedule(n, count, o_.dtype, o_.op, in_place, params_),
+                                             po, timeout_ns);
+  AlgoArgs args;
+  args.nranks = n;
+  args.count = count;
+  args.dtype = o_.dtype;
+  args.redop = o_.op;
+  args.root = o_.root;
+  args.in_place = in_place;
+  if (m == BidirMode::ring)
+    return std::make_unique<MpiPlanWorkload>(world_, make_schedule(find_algorithm("allreduce.ring"), args), po,
+                                             timeout_ns);
+  std::string why;
+  if (m != BidirMode::ll && m != BidirMode::lamport) {
+    why = "lamport where one process would run " + std::string(lower::bidir_mode_name(m)) +
+          " (its kernel reads the peers' user buffers)";
+    m = BidirMode::lamport;
+  }
+  CollSpec spec{Coll::allreduce, n,       count,    o_.dtype,
+                o_.op,           o_.root, in_place, detail::resolver("allreduce", n, count, o_.dtype, in_place)};
+  return std::make_unique<MpiBidirWorkload>(world_, params_, m, spec, o_.timeout_s * 0.8, why);
 }
 
 int MpiSweep::run(const std::vector<MpiAlgo>& algos, const std::vector<int64_t>& sizes, std::ostream& out) {

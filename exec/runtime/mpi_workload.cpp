@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "core/error.hpp"
 #include "exec/runtime/cuda_check.hpp"
 #include "exec/runtime/kernels.hpp"
 
@@ -226,6 +227,94 @@ std::optional<double> MpiNcclWorkload::nccl_estimate_us() {
 std::string MpiNcclWorkload::note() const {
   return "NCCL " + nccl_.version() + (nccl_.pins().empty() ? std::string() : " " + nccl_.pins()) + ", MPI (" +
          std::to_string(world_.size()) + " processes, ncclCommInitRank)";
+}
+
+// ---- MpiBidirWorkload ----------------------------------------------------------------------------
+
+namespace {
+constexpr int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+}  // namespace
+
+MpiBidirWorkload::MpiBidirWorkload(const MpiWorld& world, const BidirParams& params, lower::BidirMode mode,
+                                   CollSpec spec, double timeout_s, std::string why)
+    : world_(world),
+      params_(params),
+      mode_(mode),
+      spec_(std::move(spec)),
+      why_(std::move(why)),
+      err_(bidir_error_bytes()) {
+  using lower::BidirMode;
+  if (mode_ != BidirMode::ll && mode_ != BidirMode::lamport)
+    throw_internal(__FILE__, __LINE__, "MpiBidirWorkload runs ll and lamport only");
+  const int n = spec_.nranks;
+  const int64_t bytes = spec_.count * dtype_size(spec_.dtype);
+  // lamport receives into buffers of lamport_max_bytes per peer and parity: a larger message runs in chunks of that
+  // size, whole 256-byte vectors of lanes each.
+  chunk_bytes_ = mode_ == BidirMode::lamport && bytes > params_.lamport_max_bytes
+                     ? std::max<int64_t>(256, params_.lamport_max_bytes / 256 * 256)
+                     : bytes;
+  const int dev = world.device();
+  const DType t = spec_.dtype;
+  const RedOp op = spec_.op;
+  const lower::LaunchLimits gpu{world.sm_count(), 1, [t, op, dev](lower::BidirMode m, int threads, int unroll) {
+                                  return bidir_resident_ctas(m, threads, unroll, t, op, dev);
+                                }};
+  for (int64_t off = 0; off < bytes; off += chunk_bytes_)
+    launches_.push_back(
+        lower::bidir_launch(mode_, std::min(chunk_bytes_, bytes - off), n, spec_.in_place, params_, gpu));
+  const int64_t stride = mode_ == BidirMode::lamport ? round_up(chunk_bytes_, 256) : 0;
+  const int64_t ctrl = round_up(int64_t(bidir_ctrl_bytes()), 256);
+  auto sizes = nccl_buffer_sizes(spec_.coll, n, spec_.count, spec_.dtype, spec_.root);
+  for (auto& b : sizes) b.scratch = 2 * (n - 1) * stride;
+  buffers_ = std::make_unique<MpiBuffers>(world, sizes, ctrl + int64_t(bidir_ll_bytes(params_)), true);
+  peers_.nranks = n;
+  for (int q = 0; q < n; ++q) {
+    char* flags = reinterpret_cast<char*>(buffers_->flags(q));
+    peers_.ctrl[q] = flags;
+    peers_.ll[q] = flags + ctrl;
+    peers_.lamport[q] = stride > 0 ? buffers_->base(q, Buf::scratch) : nullptr;
+  }
+  peers_.lamport_stride = stride;
+  peers_.err = err_.device();
+  peers_.timeout_s = timeout_s;
+  if (stride > 0) {  // lamport's sentinel in every receive buffer before any peer's first store (the barrier)
+    DeviceGuard g(world.device());
+    CCLAB_CUDA(cudaMemset(buffers_->base(world.rank(), Buf::scratch), 0xff, size_t(2 * (n - 1) * stride)));
+    CCLAB_CUDA(cudaDeviceSynchronize());
+  }
+  world.barrier();
+}
+
+void MpiBidirWorkload::issue(cudaStream_t s) {
+  DeviceGuard g(world_.device());
+  const int r = world_.rank();
+  const int64_t esize = dtype_size(spec_.dtype), bytes = spec_.count * esize;
+  const char* in = static_cast<const char*>(buffers_->ptr(spec_.resolve(Ref{r, Buf::input, 0})));
+  char* out = static_cast<char*>(buffers_->ptr(spec_.resolve(Ref{r, Buf::output, 0})));
+  int64_t off = 0;
+  for (const auto& l : launches_) {
+    const int64_t n = std::min(chunk_bytes_, bytes - off);
+    CCLAB_CUDA(launch_bidir_rank(l, params_, peers_, r, in + off, out + off, n / esize, spec_.dtype, spec_.op, s));
+    off += n;
+  }
+}
+
+void MpiBidirWorkload::check_device_errors() {
+  const std::string t = bidir_timeout_text(err_.host());
+  if (!t.empty()) throw_env("rank " + std::to_string(world_.rank()) + ": allreduce.bidir: " + t);
+}
+
+std::string MpiBidirWorkload::hang_report() {
+  const std::string t = bidir_timeout_text(err_.host());
+  return "rank " + std::to_string(world_.rank()) + ": the allreduce.bidir " +
+         std::string(lower::bidir_mode_name(mode_)) + " kernel did not complete" + (t.empty() ? "" : " (" + t + ")");
+}
+
+std::string MpiBidirWorkload::note() const {
+  std::string n = params_.describe(mode_) + " grid=" + std::to_string(launches_.front().grid) + ", MPI (" +
+                  std::to_string(spec_.nranks) + " processes, buffers through CUDA IPC)";
+  if (launches_.size() > 1) n += ", " + std::to_string(launches_.size()) + " launches over lamport's buffers";
+  return why_.empty() ? n : n + "; " + why_;
 }
 
 // ---- MpiHarness --------------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 // Workloads of the MPI mode: this process's share of one collective. MpiPlanWorkload lowers the
 // whole schedule with the same lower::lower() as the single-process path and issues only this rank's
 // steps: dependencies inside the process are CUDA events, dependencies on another rank's op are
-// epoch flags (mpi_kernels.hpp). MpiNcclWorkload is the NCCL baseline with ncclCommInitRank.
+// epoch flags (mpi_kernels.hpp). MpiBidirWorkload runs allreduce.bidir's rank-local kernels (ll, lamport).
+// MpiNcclWorkload is the NCCL baseline with ncclCommInitRank.
 #pragma once
 
 #include <nccl.h>
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "exec/kernels/bidir.hpp"
 #include "exec/nccl/nccl_workload.hpp"
 #include "exec/runtime/harness.hpp"
 #include "exec/runtime/mpi_plan.hpp"
@@ -68,6 +70,37 @@ class MpiPlanWorkload : public MpiWorkload {
   std::vector<Event> joins_;
   std::vector<cudaEvent_t> raw_joins_;
   int64_t cross_process_waits_ = 0, local_steps_ = 0;
+};
+
+// allreduce.bidir's rank-local kernels with one process per GPU, as the NCCL shim runs them: a rank's kernel
+// (launch_bidir_rank) stores its input into the peers' receive buffers and reduces what the peers stored into its
+// own, so it reads no peer's user buffer. Each rank's control words and ll receive buffer sit in its flags slot
+// (zeroed once), lamport's receive buffers in its scratch (all ones: lamport's sentinel, which the harness's
+// poison writes as well); MpiBuffers maps both into the peers through CUDA IPC. Above lamport_max_bytes lamport
+// runs as launches over chunks of its buffers, every rank cutting the same chunks.
+class MpiBidirWorkload : public MpiWorkload {
+ public:
+  // mode: ll or lamport. why: a choice worth a word in the note ("" for none).
+  MpiBidirWorkload(const MpiWorld& world, const BidirParams& params, lower::BidirMode mode, CollSpec spec,
+                   double timeout_s, std::string why);
+  const CollSpec& spec() const override { return spec_; }
+  MpiBuffers& buffers() override { return *buffers_; }
+  void issue(cudaStream_t origin) override;
+  void check_device_errors() override;
+  std::string hang_report() override;
+  std::string note() const override;
+
+ private:
+  const MpiWorld& world_;
+  BidirParams params_;
+  lower::BidirMode mode_;
+  CollSpec spec_;
+  std::string why_;
+  int64_t chunk_bytes_ = 0;                   // bytes of one launch (the whole message below lamport's buffers)
+  std::vector<lower::BidirLaunch> launches_;  // one per chunk
+  MappedHost err_;                            // this rank's error word
+  std::unique_ptr<MpiBuffers> buffers_;
+  BidirRankPeers peers_;
 };
 
 // The rank's NCCL communicator (ncclCommInitRank; the unique id travels by MPI_Bcast).

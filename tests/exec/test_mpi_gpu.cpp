@@ -74,6 +74,39 @@ TEST_F(MpiGpu, OpByOpAndOtherRedops) {
   EXPECT_NE(avg.out.find("out of bounds values : 0 OK"), std::string::npos) << avg.out;
 }
 
+// allreduce.bidir's rank-local kernels, one process per GPU: ll, lamport, lamport in chunks of its buffers
+// (lamport_max_bytes=64K: 1 MiB + 12 B runs in 17 launches), the size table's own choices (ll below 128 KiB,
+// lamport in place of the modes that read peers' buffers, the copy schedule at the largest sizes), uneven counts,
+// every dtype, in graphs and op by op.
+TEST_F(MpiGpu, AllReduceBidirRankLocalModesAreExact) {
+  for (const char* dtype : {"float", "half", "bfloat16"}) {
+    const Result r = mpirun(std::string("--algo allreduce.bidir.ll,allreduce.bidir.lamport -b 1000 -e 64000 -f 8 -d ") +
+                            dtype + " -w 1 -n 3");
+    EXPECT_EQ(r.code, 0) << r.out;
+    EXPECT_NE(r.out.find("out of bounds values : 0 OK"), std::string::npos) << r.out;
+  }
+  const std::string csv = ::testing::TempDir() + "mpi_bidir.csv";
+  std::remove(csv.c_str());
+  const Result chunks = mpirun(
+      "--algo allreduce.bidir.lamport -b 1048588 -e 1048588 -w 1 -n 3 --graph 0 "
+      "--tune lamport_max_bytes=64K --csv " +
+      csv);
+  EXPECT_EQ(chunks.code, 0) << chunks.out;
+  EXPECT_NE(chunks.out.find("out of bounds values : 0 OK"), std::string::npos) << chunks.out;
+  EXPECT_NE(shell("cat " + csv).out.find("17 launches over lamport's buffers"), std::string::npos);
+  const Result table = mpirun("--algo allreduce.bidir -b 8 -e 8M -f 32 -w 1 -n 2 -d bfloat16 --csv " + csv);
+  EXPECT_EQ(table.code, 0) << table.out;
+  EXPECT_NE(table.out.find("out of bounds values : 0 OK"), std::string::npos) << table.out;
+  std::string notes = shell("cat " + csv).out;
+  const Result large = mpirun("--algo allreduce.bidir -b 512M -e 512M -w 1 -n 2 --csv " + csv);
+  EXPECT_EQ(large.code, 0) << large.out;
+  EXPECT_NE(large.out.find("out of bounds values : 0 OK"), std::string::npos) << large.out;
+  notes += shell("cat " + csv).out;
+  EXPECT_NE(notes.find("mode=ll"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("mode=lamport"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("general lowering, MPI"), std::string::npos) << notes;  // the copy schedule
+}
+
 TEST_F(MpiGpu, OnlyRankZeroWritesTheCsv) {
   const std::string csv = ::testing::TempDir() + "mpi_gpu.csv";
   std::remove(csv.c_str());
