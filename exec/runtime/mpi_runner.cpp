@@ -92,6 +92,17 @@ class MpiSweep {
   std::unique_ptr<MpiWorkload> make(const MpiAlgo& a, int64_t count, bool in_place);
   std::unique_ptr<MpiWorkload> make_bidir(const MpiAlgo& a, int64_t count, bool in_place, const PlanOptions& po,
                                           uint64_t timeout_ns);
+  // A schedule's arguments for this sweep's options at one size.
+  AlgoArgs args_of(int64_t count, bool in_place) const {
+    AlgoArgs args;
+    args.nranks = world_.size();
+    args.count = count;
+    args.dtype = o_.dtype;
+    args.redop = o_.op;
+    args.root = o_.root;
+    args.in_place = in_place;
+    return args;
+  }
   int tune_int(const std::string& key, int fallback) const {
     auto it = tune_.find(key);
     return it == tune_.end() ? fallback : int(parse_int("--tune " + key, it->second, 0, 1 << 20));
@@ -132,13 +143,7 @@ std::unique_ptr<MpiWorkload> MpiSweep::make(const MpiAlgo& a, int64_t count, boo
       return std::make_unique<MpiNcclWorkload>(world_, *nccl_, spec);
     }
     case MpiAlgo::schedule: {
-      AlgoArgs args;
-      args.nranks = n;
-      args.count = count;
-      args.dtype = o_.dtype;
-      args.redop = o_.op;
-      args.root = o_.root;
-      args.in_place = in_place;
+      AlgoArgs args = args_of(count, in_place);
       args.channels = tune_int("channels", args.channels);
       args.chunk_bytes = tune_int("chunk_bytes", 0);
       return std::make_unique<MpiPlanWorkload>(world_, make_schedule(*a.algo, args), po, timeout_ns);
@@ -161,16 +166,9 @@ std::unique_ptr<MpiWorkload> MpiSweep::make_bidir(const MpiAlgo& a, int64_t coun
   if (m == BidirMode::copy)
     return std::make_unique<MpiPlanWorkload>(world_, bidir_copy_schedule(n, count, o_.dtype, o_.op, in_place, params_),
                                              po, timeout_ns);
-  AlgoArgs args;
-  args.nranks = n;
-  args.count = count;
-  args.dtype = o_.dtype;
-  args.redop = o_.op;
-  args.root = o_.root;
-  args.in_place = in_place;
   if (m == BidirMode::ring)
-    return std::make_unique<MpiPlanWorkload>(world_, make_schedule(find_algorithm("allreduce.ring"), args), po,
-                                             timeout_ns);
+    return std::make_unique<MpiPlanWorkload>(
+        world_, make_schedule(find_algorithm("allreduce.ring"), args_of(count, in_place)), po, timeout_ns);
   std::string why;
   if (m != BidirMode::ll && m != BidirMode::lamport) {
     why = "lamport where one process would run " + std::string(lower::bidir_mode_name(m)) +

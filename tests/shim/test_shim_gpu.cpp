@@ -187,6 +187,33 @@ class TwoGpus {
     }
     NCCL_OK(api().group_end());
   }
+  // One all-reduce per GPU captured as nccl-tests -G does (every GPU's stream, thread-local mode, one group),
+  // instantiated into exec[rank].
+  void capture(const Type& t, size_t count, bool in_place, cudaGraphExec_t* exec) {
+    for (int r = 0; r < kRanks; ++r) {
+      CUDA_OK(cudaSetDevice(r));
+      CUDA_OK(cudaStreamBeginCapture(streams[r], cudaStreamCaptureModeThreadLocal));
+    }
+    issue(t, count, in_place);
+    // Every capture ends before the first instantiation: instantiating is not permitted while this thread
+    // still captures another stream.
+    cudaGraph_t graph[kRanks] = {};
+    for (int r = 0; r < kRanks; ++r) {
+      CUDA_OK(cudaSetDevice(r));
+      CUDA_OK(cudaStreamEndCapture(streams[r], &graph[r]));
+    }
+    for (int r = 0; r < kRanks; ++r) {
+      CUDA_OK(cudaSetDevice(r));
+      CUDA_OK(cudaGraphInstantiate(&exec[r], graph[r], 0));
+      CUDA_OK(cudaGraphDestroy(graph[r]));
+    }
+  }
+  void replay(cudaGraphExec_t* exec) {
+    for (int r = 0; r < kRanks; ++r) {
+      CUDA_OK(cudaSetDevice(r));
+      CUDA_OK(cudaGraphLaunch(exec[r], streams[r]));
+    }
+  }
   void check(const Type& t, size_t count, bool in_place, const std::string& what) {
     for (int r = 0; r < kRanks; ++r) {
       CUDA_OK(cudaSetDevice(r));
@@ -251,32 +278,12 @@ TEST(ShimGpu, AllReduceReplayedFromCudaGraphsMatchesTheHostReference) {
   for (const Type& t : kTypes)
     for (size_t count : counts_of(t))
       for (bool in_place : {false, true}) {
-        // Captured as nccl-tests -G does: every GPU's stream, thread-local mode, one group.
         cudaGraphExec_t exec[TwoGpus::kRanks] = {};
-        for (int r = 0; r < TwoGpus::kRanks; ++r) {
-          CUDA_OK(cudaSetDevice(r));
-          CUDA_OK(cudaStreamBeginCapture(g.streams[r], cudaStreamCaptureModeThreadLocal));
-        }
-        g.issue(t, count, in_place);
-        // Every capture ends before the first instantiation: instantiating is not permitted while this thread
-        // still captures another stream.
-        cudaGraph_t graph[TwoGpus::kRanks] = {};
-        for (int r = 0; r < TwoGpus::kRanks; ++r) {
-          CUDA_OK(cudaSetDevice(r));
-          CUDA_OK(cudaStreamEndCapture(g.streams[r], &graph[r]));
-        }
-        for (int r = 0; r < TwoGpus::kRanks; ++r) {
-          CUDA_OK(cudaSetDevice(r));
-          CUDA_OK(cudaGraphInstantiate(&exec[r], graph[r], 0));
-          CUDA_OK(cudaGraphDestroy(graph[r]));
-        }
+        g.capture(t, count, in_place, exec);
         // Several replays: the kernels' epochs (and lamport's buffer parity) advance in device memory.
         for (int replay = 0; replay < 3; ++replay) {
           g.prepare(t, count, in_place);
-          for (int r = 0; r < TwoGpus::kRanks; ++r) {
-            CUDA_OK(cudaSetDevice(r));
-            CUDA_OK(cudaGraphLaunch(exec[r], g.streams[r]));
-          }
+          g.replay(exec);
           g.check(t, count, in_place, what_of(t, count, in_place, "graph replay") + " #" + std::to_string(replay));
         }
         // And an eager call between graphs.
@@ -345,27 +352,10 @@ TEST(ShimGpu, BuffersShiftedAsNcclTestsShiftsThem) {
   g.offset = 8;  // captured and replayed, as nccl-tests -G runs the shifted calls
   const Type& f = kTypes[0];
   cudaGraphExec_t exec[TwoGpus::kRanks] = {};
-  cudaGraph_t graph[TwoGpus::kRanks] = {};
-  for (int r = 0; r < TwoGpus::kRanks; ++r) {
-    CUDA_OK(cudaSetDevice(r));
-    CUDA_OK(cudaStreamBeginCapture(g.streams[r], cudaStreamCaptureModeThreadLocal));
-  }
-  g.issue(f, 2, false);
-  for (int r = 0; r < TwoGpus::kRanks; ++r) {
-    CUDA_OK(cudaSetDevice(r));
-    CUDA_OK(cudaStreamEndCapture(g.streams[r], &graph[r]));
-  }
-  for (int r = 0; r < TwoGpus::kRanks; ++r) {
-    CUDA_OK(cudaSetDevice(r));
-    CUDA_OK(cudaGraphInstantiate(&exec[r], graph[r], 0));
-    CUDA_OK(cudaGraphDestroy(graph[r]));
-  }
+  g.capture(f, 2, false, exec);
   for (int replay = 0; replay < 3; ++replay) {
     g.prepare(f, 2, false);
-    for (int r = 0; r < TwoGpus::kRanks; ++r) {
-      CUDA_OK(cudaSetDevice(r));
-      CUDA_OK(cudaGraphLaunch(exec[r], g.streams[r]));
-    }
+    g.replay(exec);
     g.check(f, 2, false, "shifted by 8, graph replay #" + std::to_string(replay));
   }
   for (int r = 0; r < TwoGpus::kRanks; ++r) cudaGraphExecDestroy(exec[r]);
