@@ -207,6 +207,15 @@ std::string BidirParams::describe(BidirMode m) const {
   return os.str();
 }
 
+BidirMode bidir_mode_for(std::string_view algo, int64_t bytes, int nranks, std::optional<BidirMode> tuned,
+                         const BidirParams& p) {
+  constexpr std::string_view family = "allreduce.bidir";
+  if (algo.size() > family.size()) return parse_bidir_mode(algo.substr(family.size() + 1));
+  return tuned ? *tuned : choose_bidir_mode(bytes, nranks, p);
+}
+
+int64_t lamport_chunk_bytes(int64_t buffer_bytes) { return std::max<int64_t>(256, buffer_bytes / 256 * 256); }
+
 BidirMode choose_bidir_mode(int64_t bytes, int nranks, const BidirParams& p) {
   // lamport keeps receive buffers of at most lamport_max_bytes: larger messages go on.
   auto fits = [&](BidirMode m) { return m != BidirMode::lamport || bytes <= p.lamport_max_bytes; };

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -135,6 +136,14 @@ struct BidirParams {
 
 // allreduce.bidir's mode for a size.
 BidirMode choose_bidir_mode(int64_t bytes, int nranks, const BidirParams& p);
+// The mode an all-reduce of the bidir family runs: allreduce.bidir.<mode> forces its own; allreduce.bidir takes
+// `tuned` (--tune mode=) where given, else choose_bidir_mode's.
+BidirMode bidir_mode_for(std::string_view algo, int64_t bytes, int nranks, std::optional<BidirMode> tuned,
+                         const BidirParams& p);
+// The bytes of one lamport launch where its receive buffers hold `buffer_bytes` per peer and parity: a larger
+// message runs as launches over consecutive chunks of this size (whole 256-byte vectors of lanes), every rank
+// cutting the same chunks, each launch its own epoch.
+int64_t lamport_chunk_bytes(int64_t buffer_bytes);
 
 // What a mode's kernel launch looks like on one GPU.
 struct BidirLaunch {

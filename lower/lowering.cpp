@@ -199,10 +199,7 @@ LoweredPlan lower_collective(const Algorithm& algo, const AlgoArgs& args_in, con
   }
   if (is_bidir_family(algo.name) && !algo.needs_sparse) {
     // allreduce.bidir picks its mode by size (or --tune mode=); allreduce.bidir.<mode> forces one.
-    BidirMode m =
-        algo.name == "allreduce.bidir"
-            ? set.mode.value_or(choose_bidir_mode(bytes, n, set.bidir))
-            : parse_bidir_mode(std::string_view(algo.name).substr(std::string_view("allreduce.bidir.").size()));
+    BidirMode m = bidir_mode_for(algo.name, bytes, n, set.mode, set.bidir);
     p.mode = m;
     if (m == BidirMode::copy)
       return general(bidir_copy_schedule(n, args.count, args.dtype, args.redop, args.in_place, set.bidir),

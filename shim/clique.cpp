@@ -743,11 +743,9 @@ ncclResult_t run_allreduce(const CommView& v, BidirMode mode, const void* send, 
     const lower::LaunchLimits gpu{c.sms[size_t(r)], 1,
                                   [resident](BidirMode m, int, int) { return m == BidirMode::lamport ? resident : 0; }};
     // lamport receives into buffers of a fixed size (lamport_max_bytes; ranks in other processes: the ones
-    // preallocated at setup): a larger message runs as launches over consecutive chunks of that size, whole
-    // 256-byte vectors of lanes each, every rank cutting the same chunks (each launch its own epoch).
-    const int64_t chunk = mode == BidirMode::lamport
-                              ? std::max<int64_t>(256, (c.multi ? c.mp_stride : p.lamport_max_bytes) / 256 * 256)
-                              : bytes;
+    // preallocated at setup): a larger message runs in chunks of it (lower::lamport_chunk_bytes).
+    const int64_t chunk =
+        mode == BidirMode::lamport ? lower::lamport_chunk_bytes(c.multi ? c.mp_stride : p.lamport_max_bytes) : bytes;
     cudaError_t e = cudaSuccess;
     for (int64_t off = 0; off < bytes && e == cudaSuccess; off += chunk) {
       const int64_t n = std::min(chunk, bytes - off);

@@ -24,7 +24,6 @@ struct MpiAlgo {
   std::string name, collective;
   enum Kind { schedule, nccl, bidir, bidir_copy, sol } kind = schedule;
   const Algorithm* algo = nullptr;
-  std::optional<lower::BidirMode> mode;  // bidir: the mode forced by the name (allreduce.bidir.ll, .lamport)
 };
 
 // The names the MPI mode runs: registry schedules on the general lowering, allreduce.bidir with its rank-local
@@ -37,8 +36,6 @@ MpiAlgo classify_mpi(const std::string& name) {
   if (name == "allreduce.bidir" || name == "allreduce.bidir.ll" || name == "allreduce.bidir.lamport") {
     m.kind = MpiAlgo::bidir;
     m.collective = "allreduce";
-    if (name != "allreduce.bidir")
-      m.mode = lower::parse_bidir_mode(name.substr(std::string("allreduce.bidir.").size()));
     return m;
   }
   if (name == "sol.bidir_copy") {
@@ -161,8 +158,10 @@ std::unique_ptr<MpiWorkload> MpiSweep::make_bidir(const MpiAlgo& a, int64_t coun
   using lower::BidirMode;
   const int n = world_.size();
   const int64_t bytes = count * dtype_size(o_.dtype);
-  BidirMode m = a.mode ? *a.mode : lower::choose_bidir_mode(bytes, n, params_);
-  if (auto it = tune_.find("mode"); !a.mode && it != tune_.end()) m = lower::parse_bidir_mode(it->second);
+  const auto tuned = tune_.find("mode");
+  BidirMode m = lower::bidir_mode_for(
+      a.name, bytes, n, tuned == tune_.end() ? std::nullopt : std::optional(lower::parse_bidir_mode(tuned->second)),
+      params_);
   if (m == BidirMode::copy)
     return std::make_unique<MpiPlanWorkload>(world_, bidir_copy_schedule(n, count, o_.dtype, o_.op, in_place, params_),
                                              po, timeout_ns);

@@ -248,11 +248,9 @@ MpiBidirWorkload::MpiBidirWorkload(const MpiWorld& world, const BidirParams& par
     throw_internal(__FILE__, __LINE__, "MpiBidirWorkload runs ll and lamport only");
   const int n = spec_.nranks;
   const int64_t bytes = spec_.count * dtype_size(spec_.dtype);
-  // lamport receives into buffers of lamport_max_bytes per peer and parity: a larger message runs in chunks of that
-  // size, whole 256-byte vectors of lanes each.
-  chunk_bytes_ = mode_ == BidirMode::lamport && bytes > params_.lamport_max_bytes
-                     ? std::max<int64_t>(256, params_.lamport_max_bytes / 256 * 256)
-                     : bytes;
+  // lamport receives into buffers of lamport_max_bytes per peer and parity: a larger message runs in chunks of them.
+  chunk_bytes_ =
+      mode_ == BidirMode::lamport ? std::min(bytes, lower::lamport_chunk_bytes(params_.lamport_max_bytes)) : bytes;
   const int dev = world.device();
   const DType t = spec_.dtype;
   const RedOp op = spec_.op;
