@@ -45,10 +45,11 @@ Seconds launch_in_graph(const model::ModelParams& P, bool pdl, int launches, std
 // What moving `bytes` adds to one CTA that keeps `vectors` 16-byte vectors in flight: the one-CTA microbenchmark's
 // time over its smallest size's, its rate scaled by the vectors in flight (Little's law). Nothing without that
 // microbenchmark.
+double cta_slowdown(double vectors) { return kBenchCtaVectors / std::min(vectors, kBenchCtaVectors); }
 Seconds one_cta(const model::ModelParams& P, const std::string& cta, double bytes, double vectors) {
   const model::PathTable* C = P.table(cta);
   if (!C || C->empty() || vectors <= 0) return Seconds(0);
-  return kBenchCtaVectors / std::min(vectors, kBenchCtaVectors) * C->size_part(bytes);
+  return cta_slowdown(vectors) * C->size_part(bytes);
 }
 
 // What moving `bytes` across the link adds to a kernel beyond its latencies, with `grid` CTAs each keeping `vectors`
@@ -59,7 +60,7 @@ Seconds transfer(const model::ModelParams& P, const std::string& link, const std
   Seconds size = table(P, link).size_part(bytes);
   how += link + "(S)";
   if (grid > 0 && vectors > 0) {
-    const double slow = kBenchCtaVectors / std::min(vectors, kBenchCtaVectors);
+    const double slow = cta_slowdown(vectors);
     const Seconds per_cta = one_cta(P, cta, bytes / grid, vectors);
     if (per_cta > size) {
       size = per_cta;
