@@ -41,10 +41,10 @@ struct Machine {
   std::string records, profile, topo;
 };
 
-// The committed records with the profile and preset that predict them (results/h100x4 with its own call's
-// profile, results/h100x4_repeat and results/h100x4_fresh with that later call's profile, on the DGX H100 preset).
-// results/h200x4 ran before programs on more than 2 GPUs took per-CTA flags, so compare flags some of its plans: it is
-// compared in scripts/test.sh, not here.
+// The committed records with the profile and preset that predict them (results/h100x4 and results/h200x4 with their
+// own call's profile, results/h100x4_repeat and results/h100x4_fresh with that later call's profile, on the DGX H100
+// and HGX H200 presets). results/h200x4_repeat and _third ran before programs on more than 2 GPUs took per-CTA flags,
+// so compare flags some of their plans: they are compared in scripts/test.sh, not here.
 std::vector<Machine> machines() {
   std::vector<Machine> m;
   const fs::path root = CCLAB_SOURCE_DIR;
@@ -53,7 +53,8 @@ std::vector<Machine> machines() {
                                                {"h200x2_fresh", "h200x2", "h200x2"},
                                                {"h100x4", "h100x4", "dgx-h100"},
                                                {"h100x4_repeat", "h100x4", "dgx-h100"},
-                                               {"h100x4_fresh", "h100x4", "dgx-h100"}})
+                                               {"h100x4_fresh", "h100x4", "dgx-h100"},
+                                               {"h200x4", "h200x4", "hgx-h200"}})
     if (fs::exists(root / "results" / records) && fs::exists(root / "profiles" / (profile + ".json")))
       m.push_back({(root / "results" / records).string(), (root / "profiles" / (profile + ".json")).string(), topo});
   return m;
