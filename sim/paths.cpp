@@ -696,10 +696,8 @@ std::optional<Seconds> fused_from_probes(const model::ModelParams& P, const Sche
       }
       dur = fixed + grows(m, bytes / k) +
             (m == 1 ? std::max(0.0, quiet[1]->points.front().second - quiet[0]->points.front().second) : 0.0);
-      if (f.sliced[i]) {
-        dur = std::max(dur, fixed + link_bound(P, m, bytes));
-        ++sliced_ops;
-      }
+      if (k > 1) dur = std::max(dur, fixed + link_bound(P, m, bytes));  // the CTAs share one link
+      if (f.sliced[i]) ++sliced_ops;
       // Its flag is released once its stores are acknowledged (a round trip, latency.flag). The probes publish
       // into one peer; a lane whose ops publish into one more GPU after another with no wait between (a
       // scatter's put into each peer) adds that round trip for each further GPU.
