@@ -377,9 +377,131 @@ struct Launch {
 // ---------------------------------------------------------------------------------------------
 // Host side.
 
-struct FusedWorkload::Impl {
-  std::vector<fused::Args> args;  // per device
+struct FusedDeviceKernel::Impl {
+  DeviceBuffer table;  // the device's ops, waits and final waits
+  fused::Args args;
+  int ctas = 0;
+  int threads = 0;
 };
+
+FusedDeviceKernel::FusedDeviceKernel(const FusedProgram& program, int d, int cuda_device,
+                                     const std::function<void*(Ref)>& ptr, const std::vector<void*>& ctrl, void* err,
+                                     const FusedParams& params, float divisor)
+    : impl_(std::make_unique<Impl>()) {
+  const int ndev = program.ndevices();
+  if (ndev > fused::kMaxDevices) throw_input("fused lowering: at most " + std::to_string(fused::kMaxDevices) + " GPUs");
+  CCLAB_ASSERT(int(ctrl.size()) == ndev, "fused kernel: one control block per device");
+  const FusedDevice& dv = program.devices[size_t(d)];
+  DeviceGuard g(cuda_device);
+  std::vector<fused::DevOp> ops;
+  for (const FusedOp& f : dv.ops) {
+    fused::DevOp o{};
+    o.dst = static_cast<uint8_t*>(ptr(f.dst));
+    o.src = static_cast<const uint8_t*>(ptr(f.src));
+    o.src2 = f.kind == FusedKind::reduce ? static_cast<const uint8_t*>(ptr(f.src2)) : nullptr;
+    o.bytes = f.bytes;
+    o.wait_begin = f.wait_begin;
+    o.wait_count = f.wait_count;
+    o.slot = f.slot;
+    o.publish_mask = f.publish_mask;
+    o.kind = uint32_t(f.kind);
+    o.sliced = f.sliced ? 1u : 0u;
+    ops.push_back(o);
+  }
+  auto align16 = [](size_t x) { return (x + 15) & ~size_t(15); };
+  const size_t o_ops = 0, o_waits = align16(ops.size() * sizeof(fused::DevOp)),
+               o_finals = o_waits + align16(dv.waits.size() * 4),
+               total = std::max<size_t>(o_finals + dv.finals.size() * 4, 16);
+  std::vector<uint8_t> blob(total, 0);
+  if (!ops.empty()) std::memcpy(blob.data() + o_ops, ops.data(), ops.size() * sizeof(fused::DevOp));
+  if (!dv.waits.empty()) std::memcpy(blob.data() + o_waits, dv.waits.data(), dv.waits.size() * 4);
+  if (!dv.finals.empty()) std::memcpy(blob.data() + o_finals, dv.finals.data(), dv.finals.size() * 4);
+  impl_->table = DeviceBuffer(cuda_device, total);
+  CCLAB_CUDA(cudaMemcpy(impl_->table.get(), blob.data(), total, cudaMemcpyHostToDevice));
+  auto* base = static_cast<uint8_t*>(impl_->table.get());
+  fused::Args& a = impl_->args;
+  a = fused::Args{};
+  a.ops = reinterpret_cast<const fused::DevOp*>(base + o_ops);
+  a.waits = reinterpret_cast<const int32_t*>(base + o_waits);
+  a.finals = reinterpret_cast<const int32_t*>(base + o_finals);
+  // Lanes and the CTA -> lane map in the parameters (dv.ctas <= kMaxCtas: FusedOptions::max_ctas).
+  CCLAB_ASSERT(dv.ctas <= fused::kMaxCtas && dv.lanes.size() <= size_t(fused::kMaxCtas), "fused launch too wide");
+  std::memset(a.cta_lane, fused::kNoLane, sizeof a.cta_lane);
+  for (size_t i = 0; i < dv.lanes.size(); ++i) {
+    const FusedLane& fl = program.lanes[size_t(dv.lanes[i])];
+    const uint32_t wb = fl.op_count ? dv.ops[fl.op_begin].wait_begin : 0;
+    const uint32_t we = fl.op_count ? dv.ops[fl.op_begin + fl.op_count - 1].wait_begin +
+                                          dv.ops[fl.op_begin + fl.op_count - 1].wait_count
+                                    : 0;
+    a.lanes[i] = {fl.op_begin, fl.op_count, fl.cta_begin, fl.ctas, wb, we - wb};
+    for (int c = 0; c < fl.ctas; ++c) a.cta_lane[fl.cta_begin + c] = uint8_t(i);
+  }
+  a.nfinals = int(dv.finals.size());
+  a.dev = d;
+  a.ndev = ndev;
+  const size_t flags_off = sizeof(fused::Ctrl);
+  a.ctrl = static_cast<fused::Ctrl*>(ctrl[size_t(d)]);
+  for (int q = 0; q < ndev; ++q)
+    a.flags[q] = reinterpret_cast<uint64_t*>(static_cast<uint8_t*>(ctrl[size_t(q)]) + flags_off);
+  a.arrive =
+      reinterpret_cast<uint32_t*>(static_cast<uint8_t*>(ctrl[size_t(d)]) + flags_off + size_t(program.nslots) * 8);
+  a.err = static_cast<fused::Err*>(err);
+  a.timeout_ns = uint64_t(params.timeout_s * 1e9);
+  a.divisor = divisor;
+  a.sc_fence = params.sc_fence ? 1 : 0;
+  impl_->ctas = dv.ctas;
+  impl_->threads = params.threads;
+}
+
+FusedDeviceKernel::~FusedDeviceKernel() = default;
+FusedDeviceKernel::FusedDeviceKernel(FusedDeviceKernel&&) noexcept = default;
+FusedDeviceKernel& FusedDeviceKernel::operator=(FusedDeviceKernel&&) noexcept = default;
+
+void FusedDeviceKernel::launch(DType dtype, RedOp op, bool pdl, cudaStream_t s) const {
+  dev::dispatch<fused::Launch>(dtype, op, impl_->args, impl_->ctas, impl_->threads, pdl, s);
+  CCLAB_CUDA_LAUNCHED();
+}
+
+size_t fused_control_bytes(const FusedProgram& program, int d) {
+  return sizeof(fused::Ctrl) + size_t(program.nslots) * 8 +
+         std::max<size_t>(program.devices[size_t(d)].ops.size(), 1) * 4;
+}
+
+size_t fused_error_bytes() { return sizeof(fused::Err); }
+
+std::string fused_timeout_text(const FusedProgram& program, const Schedule& schedule, void* err_host) {
+  auto* w = static_cast<volatile fused::Err*>(err_host);
+  if (w->code == 0) return {};
+  const int d = w->device;
+  auto op_name = [&](int dev, int idx) {
+    if (dev < 0 || dev >= program.ndevices() || idx < 0 || size_t(idx) >= program.devices[size_t(dev)].ops.size())
+      return std::string("?");
+    const FusedOp& f = program.devices[size_t(dev)].ops[size_t(idx)];
+    std::string s = f.op == kNoOp ? std::string("the avg division") : "op " + std::to_string(f.op);
+    if (f.op != kNoOp)
+      s += " (" + std::string(op_kind_name(schedule.ops[size_t(f.op)].kind));
+    else
+      s += " (scale";
+    return s + ", " + std::to_string(f.bytes) + " B) of rank " + std::to_string(f.rank) + " on lane " +
+           std::to_string(f.lane);
+  };
+  std::string what;
+  if (w->slot >= 0 && w->slot < program.nslots) {
+    const auto& owner = program.slot_owner[size_t(w->slot)];
+    what = owner.op < 0 ? "the start of GPU " + std::to_string(program.devices[size_t(owner.device)].gpu)
+                        : op_name(owner.device, owner.op);
+  }
+  std::string msg = schedule.algo + " (fused): ";
+  if (w->code == 1)
+    msg += op_name(d, w->op) + " timed out waiting for " + what;
+  else
+    msg += "GPU " + std::to_string(d >= 0 && d < program.ndevices() ? program.devices[size_t(d)].gpu : d) +
+           "'s end wait timed out waiting for " + what;
+  msg += " (flag slot " + std::to_string(w->slot) + ": wanted epoch " + std::to_string(w->want) + ", saw " +
+         std::to_string(w->got) + ")";
+  std::memset(const_cast<fused::Err*>(w), 0, sizeof(fused::Err));
+  return msg;
+}
 
 FusedWorkload::FusedWorkload(const Communicator& comm, Schedule schedule, const FusedParams& params)
     : FusedWorkload(comm, schedule, params,
@@ -391,8 +513,7 @@ FusedWorkload::FusedWorkload(const Communicator& comm, Schedule schedule, const 
       schedule_(std::move(schedule)),
       params_(params),
       program_(std::move(program)),
-      err_(sizeof(fused::Err)),
-      impl_(std::make_unique<Impl>()) {
+      err_(fused_error_bytes()) {
   if (schedule_.nranks != comm.nranks())
     throw_internal(__FILE__, __LINE__,
                    "schedule for " + std::to_string(schedule_.nranks) + " ranks on a communicator of " +
@@ -409,78 +530,25 @@ FusedWorkload::FusedWorkload(const Communicator& comm, Schedule schedule, const 
   spec_.in_place = schedule_.in_place;
   spec_.resolve = [s = &schedule_](Ref r) { return s->resolve(r); };
   buffers_ = std::make_unique<RankBuffers>(comm, schedule_.buffers);
-  std::memset(err_.host(), 0, sizeof(fused::Err));
+  std::memset(err_.host(), 0, fused_error_bytes());
 
   const int ndev = program_.ndevices();
-  const size_t flags_off = sizeof(fused::Ctrl);
+  std::vector<void*> ctrl;
   for (int d = 0; d < ndev; ++d) {
-    const FusedDevice& dv = program_.devices[size_t(d)];
-    DeviceGuard g(dv.gpu);
-    const size_t bytes = flags_off + size_t(program_.nslots) * 8 + std::max<size_t>(dv.ops.size(), 1) * 4;
-    ctrl_.emplace_back(dv.gpu, bytes);
+    const int gpu = program_.devices[size_t(d)].gpu;
+    DeviceGuard g(gpu);
+    const size_t bytes = fused_control_bytes(program_, d);
+    ctrl_.emplace_back(gpu, bytes);
     CCLAB_CUDA(cudaMemset(ctrl_.back().get(), 0, bytes));
+    ctrl.push_back(ctrl_.back().get());
   }
-  auto align16 = [](size_t x) { return (x + 15) & ~size_t(15); };
+  const auto ptr = [this](Ref r) { return buffers_->ptr(r); };
   for (int d = 0; d < ndev; ++d) {
-    const FusedDevice& dv = program_.devices[size_t(d)];
-    DeviceGuard g(dv.gpu);
-    std::vector<fused::DevOp> ops;
-    for (const FusedOp& f : dv.ops) {
-      fused::DevOp o{};
-      o.dst = static_cast<uint8_t*>(buffers_->ptr(f.dst));
-      o.src = static_cast<const uint8_t*>(buffers_->ptr(f.src));
-      o.src2 = f.kind == FusedKind::reduce ? static_cast<const uint8_t*>(buffers_->ptr(f.src2)) : nullptr;
-      o.bytes = f.bytes;
-      o.wait_begin = f.wait_begin;
-      o.wait_count = f.wait_count;
-      o.slot = f.slot;
-      o.publish_mask = f.publish_mask;
-      o.kind = uint32_t(f.kind);
-      o.sliced = f.sliced ? 1u : 0u;
-      ops.push_back(o);
-    }
-    const size_t o_ops = 0, o_waits = align16(ops.size() * sizeof(fused::DevOp)),
-                 o_finals = o_waits + align16(dv.waits.size() * 4),
-                 total = std::max<size_t>(o_finals + dv.finals.size() * 4, 16);
-    std::vector<uint8_t> blob(total, 0);
-    if (!ops.empty()) std::memcpy(blob.data() + o_ops, ops.data(), ops.size() * sizeof(fused::DevOp));
-    if (!dv.waits.empty()) std::memcpy(blob.data() + o_waits, dv.waits.data(), dv.waits.size() * 4);
-    if (!dv.finals.empty()) std::memcpy(blob.data() + o_finals, dv.finals.data(), dv.finals.size() * 4);
-    tables_.emplace_back(dv.gpu, total);
-    CCLAB_CUDA(cudaMemcpy(tables_.back().get(), blob.data(), total, cudaMemcpyHostToDevice));
-    auto* base = static_cast<uint8_t*>(tables_.back().get());
-    fused::Args a{};
-    a.ops = reinterpret_cast<const fused::DevOp*>(base + o_ops);
-    a.waits = reinterpret_cast<const int32_t*>(base + o_waits);
-    a.finals = reinterpret_cast<const int32_t*>(base + o_finals);
-    // Lanes and the CTA -> lane map in the parameters (dv.ctas <= kMaxCtas: FusedOptions::max_ctas).
-    CCLAB_ASSERT(dv.ctas <= fused::kMaxCtas && dv.lanes.size() <= size_t(fused::kMaxCtas), "fused launch too wide");
-    std::memset(a.cta_lane, fused::kNoLane, sizeof a.cta_lane);
-    for (size_t i = 0; i < dv.lanes.size(); ++i) {
-      const FusedLane& fl = program_.lanes[size_t(dv.lanes[i])];
-      const uint32_t wb = fl.op_count ? dv.ops[fl.op_begin].wait_begin : 0;
-      const uint32_t we = fl.op_count ? dv.ops[fl.op_begin + fl.op_count - 1].wait_begin +
-                                            dv.ops[fl.op_begin + fl.op_count - 1].wait_count
-                                      : 0;
-      a.lanes[i] = {fl.op_begin, fl.op_count, fl.cta_begin, fl.ctas, wb, we - wb};
-      for (int c = 0; c < fl.ctas; ++c) a.cta_lane[fl.cta_begin + c] = uint8_t(i);
-    }
-    a.nfinals = int(dv.finals.size());
-    a.dev = d;
-    a.ndev = ndev;
-    a.ctrl = static_cast<fused::Ctrl*>(ctrl_[size_t(d)].get());
-    for (int q = 0; q < ndev; ++q)
-      a.flags[q] = reinterpret_cast<uint64_t*>(static_cast<uint8_t*>(ctrl_[size_t(q)].get()) + flags_off);
-    a.arrive = reinterpret_cast<uint32_t*>(static_cast<uint8_t*>(ctrl_[size_t(d)].get()) + flags_off +
-                                           size_t(program_.nslots) * 8);
-    a.err = static_cast<fused::Err*>(err_.device());
-    a.timeout_ns = uint64_t(params_.timeout_s * 1e9);
-    a.divisor = float(schedule_.nranks);
-    a.sc_fence = params_.sc_fence ? 1 : 0;
-    impl_->args.push_back(a);
-    streams_.emplace_back(dv.gpu);
+    const int gpu = program_.devices[size_t(d)].gpu;
+    kernels_.emplace_back(program_, d, gpu, ptr, ctrl, err_.device(), params_, float(schedule_.nranks));
+    streams_.emplace_back(gpu);
     raw_.push_back(streams_.back().get());
-    joins_.emplace_back(dv.gpu, false);
+    joins_.emplace_back(gpu, false);
     raw_joins_.push_back(joins_.back().get());
   }
   fork_ = Event(comm.device_of(0), false);
@@ -490,11 +558,8 @@ FusedWorkload::~FusedWorkload() = default;
 
 void FusedWorkload::enqueue() {
   for (size_t d = 0; d < program_.devices.size(); ++d) {
-    const FusedDevice& dv = program_.devices[d];
-    DeviceGuard g(dv.gpu);
-    dev::dispatch<fused::Launch>(schedule_.dtype, schedule_.redop, impl_->args[d], dv.ctas, params_.threads,
-                                 params_.pdl, raw_[d]);
-    CCLAB_CUDA_LAUNCHED();
+    DeviceGuard g(program_.devices[d].gpu);
+    kernels_[d].launch(schedule_.dtype, schedule_.redop, params_.pdl, raw_[d]);
   }
 }
 
@@ -508,47 +573,13 @@ std::unique_ptr<Replay> FusedWorkload::capture(cudaStream_t, int iters) {
   return capture_per_device(comm_, raw_, iters, [this] { enqueue(); });
 }
 
-std::string FusedWorkload::describe_timeout() {
-  auto* w = static_cast<volatile fused::Err*>(err_.host());
-  if (w->code == 0) return {};
-  const int d = w->device;
-  auto op_name = [&](int dev, int idx) {
-    if (dev < 0 || dev >= program_.ndevices() || idx < 0 || size_t(idx) >= program_.devices[size_t(dev)].ops.size())
-      return std::string("?");
-    const FusedOp& f = program_.devices[size_t(dev)].ops[size_t(idx)];
-    std::string s = f.op == kNoOp ? std::string("the avg division") : "op " + std::to_string(f.op);
-    if (f.op != kNoOp)
-      s += " (" + std::string(op_kind_name(schedule_.ops[size_t(f.op)].kind));
-    else
-      s += " (scale";
-    return s + ", " + std::to_string(f.bytes) + " B) of rank " + std::to_string(f.rank) + " on lane " +
-           std::to_string(f.lane);
-  };
-  std::string what;
-  if (w->slot >= 0 && w->slot < program_.nslots) {
-    const auto& owner = program_.slot_owner[size_t(w->slot)];
-    what = owner.op < 0 ? "the start of GPU " + std::to_string(program_.devices[size_t(owner.device)].gpu)
-                        : op_name(owner.device, owner.op);
-  }
-  std::string msg = schedule_.algo + " (fused): ";
-  if (w->code == 1)
-    msg += op_name(d, w->op) + " timed out waiting for " + what;
-  else
-    msg += "GPU " + std::to_string(d >= 0 && d < program_.ndevices() ? program_.devices[size_t(d)].gpu : d) +
-           "'s end wait timed out waiting for " + what;
-  msg += " (flag slot " + std::to_string(w->slot) + ": wanted epoch " + std::to_string(w->want) + ", saw " +
-         std::to_string(w->got) + ")";
-  std::memset(const_cast<fused::Err*>(w), 0, sizeof(fused::Err));
-  return msg;
-}
-
 void FusedWorkload::check_device_errors() {
-  const std::string msg = describe_timeout();
+  const std::string msg = fused_timeout_text(program_, schedule_, err_.host());
   if (!msg.empty()) throw_env(msg);
 }
 
 std::string FusedWorkload::hang_report() {
-  const std::string msg = describe_timeout();
+  const std::string msg = fused_timeout_text(program_, schedule_, err_.host());
   if (!msg.empty()) return msg;
   return schedule_.algo + " (fused): the kernels are still running and no spin-wait reported a timeout";
 }

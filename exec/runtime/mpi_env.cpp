@@ -1,7 +1,6 @@
 #include "exec/runtime/mpi_env.hpp"
 
 #include <cstdlib>
-#include <sstream>
 
 #include "core/error.hpp"
 #include "core/parse.hpp"
@@ -60,11 +59,6 @@ std::string mpi_option_refusal(const RunOptions& o, const MpiLaunch& launch) {
   if (o.nranks > 0 && launch.world_size > 0 && o.nranks != launch.world_size)
     return "-g " + std::to_string(o.nranks) + " does not match the " + std::to_string(launch.world_size) +
            " processes mpirun started (" + launch.source + "): under mpirun the ranks are the processes";
-  std::stringstream tune(o.tune);
-  for (std::string kv; std::getline(tune, kv, ',');)
-    if (kv == "lowering=fused")
-      return "--tune lowering=fused: the fused schedule kernels run in single-process mode only (not under "
-             "mpirun)";
   return {};
 }
 

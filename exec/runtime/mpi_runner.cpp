@@ -15,6 +15,7 @@
 #include "exec/runtime/fused_workload.hpp"
 #include "exec/runtime/mpi_env.hpp"
 #include "exec/runtime/mpi_workload.hpp"
+#include "lower/lowering.hpp"
 
 namespace cclab::exec {
 
@@ -89,6 +90,8 @@ class MpiSweep {
   std::unique_ptr<MpiWorkload> make(const MpiAlgo& a, int64_t count, bool in_place);
   std::unique_ptr<MpiWorkload> make_bidir(const MpiAlgo& a, int64_t count, bool in_place, const PlanOptions& po,
                                           uint64_t timeout_ns);
+  std::unique_ptr<MpiWorkload> make_lowered(const Algorithm& algo, AlgoArgs args, const PlanOptions& po,
+                                            uint64_t timeout_ns);
   // A schedule's arguments for this sweep's options at one size.
   AlgoArgs args_of(int64_t count, bool in_place) const {
     AlgoArgs args;
@@ -139,12 +142,8 @@ std::unique_ptr<MpiWorkload> MpiSweep::make(const MpiAlgo& a, int64_t count, boo
       if (!nccl_) nccl_ = std::make_unique<MpiNcclComm>(world_, NcclOptions{o_.nccl_algo, o_.nccl_proto});
       return std::make_unique<MpiNcclWorkload>(world_, *nccl_, spec);
     }
-    case MpiAlgo::schedule: {
-      AlgoArgs args = args_of(count, in_place);
-      args.channels = tune_int("channels", args.channels);
-      args.chunk_bytes = tune_int("chunk_bytes", 0);
-      return std::make_unique<MpiPlanWorkload>(world_, make_schedule(*a.algo, args), po, timeout_ns);
-    }
+    case MpiAlgo::schedule:
+      return make_lowered(*a.algo, args_of(count, in_place), po, timeout_ns);
   }
   return nullptr;
 }
@@ -166,8 +165,7 @@ std::unique_ptr<MpiWorkload> MpiSweep::make_bidir(const MpiAlgo& a, int64_t coun
     return std::make_unique<MpiPlanWorkload>(world_, bidir_copy_schedule(n, count, o_.dtype, o_.op, in_place, params_),
                                              po, timeout_ns);
   if (m == BidirMode::ring)
-    return std::make_unique<MpiPlanWorkload>(
-        world_, make_schedule(find_algorithm("allreduce.ring"), args_of(count, in_place)), po, timeout_ns);
+    return make_lowered(find_algorithm("allreduce.ring"), args_of(count, in_place), po, timeout_ns);
   std::string why;
   if (m != BidirMode::ll && m != BidirMode::lamport) {
     why = "lamport where one process would run " + std::string(lower::bidir_mode_name(m)) +
@@ -177,6 +175,23 @@ std::unique_ptr<MpiWorkload> MpiSweep::make_bidir(const MpiAlgo& a, int64_t coun
   CollSpec spec{Coll::allreduce, n,       count,    o_.dtype,
                 o_.op,           o_.root, in_place, detail::resolver("allreduce", n, count, o_.dtype, in_place)};
   return std::make_unique<MpiBidirWorkload>(world_, params_, m, spec, o_.timeout_s * 0.8, why);
+}
+
+// A registry schedule lowered as one process lowers it (lower::lower_collective, with rank r on GPU r): the fused
+// program's kernel on this rank's GPU, or this rank's steps of the general plan.
+std::unique_ptr<MpiWorkload> MpiSweep::make_lowered(const Algorithm& algo, AlgoArgs args, const PlanOptions& po,
+                                                    uint64_t timeout_ns) {
+  args.tune = o_.tune;
+  if (algo.hierarchical) args.node_size = o_.node_size;
+  lower::Machine machine;
+  machine.sms = world_.sm_count();
+  const lower::LoweredPlan plan = lower::lower_collective(algo, args, machine);
+  if (plan.path == lower::Path::fused) {
+    FusedParams fp = lower::parse_settings(o_.tune).fused;
+    fp.timeout_s = double(timeout_ns) * 1e-9;
+    return std::make_unique<MpiFusedWorkload>(world_, plan.schedule, fp, plan.fused);
+  }
+  return std::make_unique<MpiPlanWorkload>(world_, plan.schedule, po, timeout_ns);
 }
 
 int MpiSweep::run(const std::vector<MpiAlgo>& algos, const std::vector<int64_t>& sizes, std::ostream& out) {
@@ -289,8 +304,6 @@ int run_sweep_mpi(const RunOptions& o, std::ostream& out) {
                   " processes");
     FusedParams fused;
     params.apply(fused.apply(o.tune));  // bad --tune values are input errors, before any GPU work
-    if (fused.lowering == LoweringMode::fused)
-      throw_input("--tune lowering=fused: the fused schedule kernels run in single-process mode only");
     for (const auto& name : o.algos) {
       if (name != "all") {
         algos.push_back(classify_mpi(name));

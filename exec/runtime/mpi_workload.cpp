@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <thread>
 
 #include "core/error.hpp"
@@ -139,6 +140,70 @@ std::string MpiPlanWorkload::note() const {
          std::to_string(world_.rank()) + " " + std::to_string(local_steps_) + " of " +
          std::to_string(plan_.steps.size()) + " ops on " + std::to_string(streams_.size()) + " streams, " +
          std::to_string(cross_process_waits_) + " flag waits";
+}
+
+// ---- MpiFusedWorkload ----------------------------------------------------------------------------
+
+MpiFusedWorkload::MpiFusedWorkload(const MpiWorld& world, Schedule schedule, const FusedParams& params,
+                                   FusedProgram program)
+    : world_(world),
+      schedule_(std::move(schedule)),
+      params_(params),
+      program_(std::move(program)),
+      err_(fused_error_bytes()) {
+  if (schedule_.nranks != world.size())
+    throw_internal(__FILE__, __LINE__,
+                   "schedule for " + std::to_string(schedule_.nranks) + " ranks under " + std::to_string(world.size()) +
+                       " processes");
+  spec_.coll = parse_coll(schedule_.collective);
+  spec_.nranks = schedule_.nranks;
+  spec_.count = schedule_.count;
+  spec_.dtype = schedule_.dtype;
+  spec_.op = schedule_.redop;
+  spec_.root = schedule_.root;
+  spec_.in_place = schedule_.in_place;
+  spec_.resolve = [s = &schedule_](Ref r) { return s->resolve(r); };
+  std::memset(err_.host(), 0, fused_error_bytes());
+  // The program was encoded with rank r on GPU r: its devices are ranks. Every rank's flags slot holds its
+  // control block, as large as the largest device's (all ranks allocate alike).
+  size_t ctrl_bytes = 0;
+  for (int d = 0; d < program_.ndevices(); ++d) {
+    ctrl_bytes = std::max(ctrl_bytes, fused_control_bytes(program_, d));
+    if (program_.devices[size_t(d)].gpu == world.rank()) device_index_ = d;
+  }
+  buffers_ = std::make_unique<MpiBuffers>(world, schedule_.buffers, int64_t(ctrl_bytes), true);
+  if (device_index_ < 0) return;  // no op of the program runs on this rank's GPU
+  std::vector<void*> ctrl;
+  for (const FusedDevice& dv : program_.devices) ctrl.push_back(buffers_->flags(dv.gpu));
+  const auto ptr = [this](Ref r) { return buffers_->ptr(r); };
+  kernel_ = std::make_unique<FusedDeviceKernel>(program_, device_index_, world.device(), ptr, ctrl, err_.device(),
+                                                params_, float(schedule_.nranks));
+}
+
+void MpiFusedWorkload::issue(cudaStream_t origin) {
+  if (!kernel_) return;
+  DeviceGuard g(world_.device());
+  kernel_->launch(schedule_.dtype, schedule_.redop, params_.pdl, origin);
+}
+
+void MpiFusedWorkload::check_device_errors() {
+  const std::string t = fused_timeout_text(program_, schedule_, err_.host());
+  if (!t.empty()) throw_env("rank " + std::to_string(world_.rank()) + ": " + t);
+}
+
+std::string MpiFusedWorkload::hang_report() {
+  const std::string t = fused_timeout_text(program_, schedule_, err_.host());
+  return "rank " + std::to_string(world_.rank()) + ": " +
+         (t.empty() ? schedule_.algo + " (fused): the kernel is still running and no spin-wait reported a timeout" : t);
+}
+
+std::string MpiFusedWorkload::note() const {
+  const int ctas = device_index_ < 0 ? 0 : program_.devices[size_t(device_index_)].ctas;
+  const size_t ops = device_index_ < 0 ? 0 : program_.devices[size_t(device_index_)].ops.size();
+  return "lowering=fused, MPI (" + std::to_string(world_.size()) +
+         " processes, buffers and flags through CUDA IPC): rank " + std::to_string(world_.rank()) + " " +
+         std::to_string(ops) + " ops in one launch of " + std::to_string(ctas) + " CTAs x " +
+         std::to_string(params_.threads) + " threads" + (params_.pdl ? ", pdl" : "");
 }
 
 // ---- NCCL ------------------------------------------------------------------------------------------

@@ -1,8 +1,9 @@
 // Workloads of the MPI mode: this process's share of one collective. MpiPlanWorkload lowers the
 // whole schedule with the same lower::lower() as the single-process path and issues only this rank's
 // steps: dependencies inside the process are CUDA events, dependencies on another rank's op are
-// epoch flags (mpi_kernels.hpp). MpiBidirWorkload runs allreduce.bidir's rank-local kernels (ll, lamport).
-// MpiNcclWorkload is the NCCL baseline with ncclCommInitRank.
+// epoch flags (mpi_kernels.hpp). MpiFusedWorkload runs this rank's kernel of a fused program.
+// MpiBidirWorkload runs allreduce.bidir's rank-local kernels (ll, lamport). MpiNcclWorkload is the NCCL
+// baseline with ncclCommInitRank.
 #pragma once
 
 #include <nccl.h>
@@ -14,6 +15,7 @@
 
 #include "exec/kernels/bidir.hpp"
 #include "exec/nccl/nccl_workload.hpp"
+#include "exec/runtime/fused_workload.hpp"
 #include "exec/runtime/harness.hpp"
 #include "exec/runtime/mpi_plan.hpp"
 #include "exec/runtime/mpi_world.hpp"
@@ -70,6 +72,32 @@ class MpiPlanWorkload : public MpiWorkload {
   std::vector<Event> joins_;
   std::vector<cudaEvent_t> raw_joins_;
   int64_t cross_process_waits_ = 0, local_steps_ = 0;
+};
+
+// A fused program (lower/fused.hpp) with one process per GPU: this rank's GPU runs its kernel of the program, as one
+// process runs every GPU's. Every rank's buffers and control block (epoch, flags, arrival counters, in its flags
+// slot, zeroed once) are mapped into the others through CUDA IPC, so the kernels' flags and peer copies work across
+// processes as across devices of one process; the kernels' epochs order the iterations (no device barrier).
+class MpiFusedWorkload : public MpiWorkload {
+ public:
+  MpiFusedWorkload(const MpiWorld& world, Schedule schedule, const FusedParams& params, FusedProgram program);
+  const CollSpec& spec() const override { return spec_; }
+  MpiBuffers& buffers() override { return *buffers_; }
+  void issue(cudaStream_t origin) override;
+  void check_device_errors() override;
+  std::string hang_report() override;
+  std::string note() const override;
+
+ private:
+  const MpiWorld& world_;
+  Schedule schedule_;
+  FusedParams params_;
+  FusedProgram program_;
+  CollSpec spec_;
+  int device_index_ = -1;  // this rank's device in the program
+  MappedHost err_;
+  std::unique_ptr<MpiBuffers> buffers_;
+  std::unique_ptr<FusedDeviceKernel> kernel_;
 };
 
 // allreduce.bidir's rank-local kernels with one process per GPU, as the NCCL shim runs them: a rank's kernel

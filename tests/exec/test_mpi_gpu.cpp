@@ -1,5 +1,5 @@
-// `mpirun -np 2 cclab run` on a machine with at least 2 GPUs: every collective of the general
-// lowering and the NCCL baseline, checked (zero wrong elements), in several dtypes, sizes that do not
+// `mpirun -np 2 cclab run` on a machine with at least 2 GPUs: every collective of the general and fused
+// lowerings and the NCCL baseline, checked (zero wrong elements), in several dtypes, sizes that do not
 // divide evenly, graph replay and op by op. Skips with a message without mpirun, MPI in the build or
 // 2 GPUs.
 #include <gtest/gtest.h>
@@ -105,6 +105,30 @@ TEST_F(MpiGpu, AllReduceBidirRankLocalModesAreExact) {
   EXPECT_NE(notes.find("mode=ll"), std::string::npos) << notes;
   EXPECT_NE(notes.find("mode=lamport"), std::string::npos) << notes;
   EXPECT_NE(notes.find("general lowering, MPI"), std::string::npos) << notes;  // the copy schedule
+}
+
+// The fused programs under mpirun: each process launches its GPU's kernel of the program, the flags and peer copies
+// crossing processes through CUDA IPC. Every registry schedule fused (small sizes take that path by default),
+// uneven counts, an avg (the program's scale ops), op by op and in graphs; the general lowering above fused_max.
+TEST_F(MpiGpu, FusedProgramsAreExact) {
+  const std::string csv = ::testing::TempDir() + "mpi_fused.csv";
+  std::remove(csv.c_str());
+  const Result all = mpirun("--algo all -b 1000 -e 64000 -f 8 -w 1 -n 3 --csv " + csv);
+  EXPECT_EQ(all.code, 0) << all.out;
+  EXPECT_NE(all.out.find("out of bounds values : 0 OK"), std::string::npos) << all.out;
+  const std::string notes = shell("cat " + csv).out;
+  EXPECT_NE(notes.find("lowering=fused, MPI"), std::string::npos) << notes;
+  for (const char* dtype : {"half", "bfloat16"}) {
+    const Result r = mpirun(std::string("--algo allreduce.ring,reducescatter.ring,allreduce.tree -b 4K -e 4M -f 32 -o "
+                                        "avg -w 1 -n 2 --tune lowering=fused -d ") +
+                            dtype);
+    EXPECT_EQ(r.code, 0) << r.out;
+    EXPECT_NE(r.out.find("out of bounds values : 0 OK"), std::string::npos) << r.out;
+  }
+  const Result eager =
+      mpirun("--algo allgather.ring,alltoall.direct,gather.binomial -b 1000 -e 1000 --graph 0 -w 1 -n 2");
+  EXPECT_EQ(eager.code, 0) << eager.out;
+  EXPECT_NE(eager.out.find("out of bounds values : 0 OK"), std::string::npos) << eager.out;
 }
 
 TEST_F(MpiGpu, OnlyRankZeroWritesTheCsv) {
