@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # A step of scripts/gpu_call.sh on 2 GPUs: algorithms with one process per GPU (`mpirun -np 2 cclab run`) beside the
 # same sweep in one process, in one call.
-#   [ALGOS=...] [SIZES="-b 8 -e 1G -f 2"] bash .carry/gpu_call.sh <name> gpu_mpi_side_by_side
-# 1. test_exec_mpi_gpu (every collective of the general and fused lowerings and allreduce.bidir's rank-local modes
-#    under mpirun, checked);
-# 2. ALGOS (default allreduce.bidir) over SIZES, float, under mpirun and in one process (graph replay, checked), in
-#    turn.
+#   [ALGOS=...] [SIZES="-b 8 -e 1G -f 2"] [MPI_TESTS=<gtest filter>] bash .carry/gpu_call.sh <name> gpu_mpi_side_by_side
+# 1. ALGOS (default allreduce.bidir) over SIZES, float, under mpirun and in one process (graph replay, checked), in
+#    turn (first: nothing else on the GPUs);
+# 2. test_exec_mpi_gpu (MPI_TESTS: a gtest filter, default all: every collective of the general and fused lowerings
+#    and allreduce.bidir's rank-local modes under mpirun, checked).
 # Output under $1: mpi_tests.log, mpi.csv, one.csv, the runs' logs; a table last (time per size, one process against
 # MPI, and the plan MPI ran), and the worst ratio per algorithm.
 set -u
@@ -23,10 +23,6 @@ ldd "$CCLAB" | grep -q libmpi || { echo "cclab was built without MPI: nothing to
 stamp "build test_exec_mpi_gpu"
 cmake --build build-measure -j "$(nproc)" --target test_exec_mpi_gpu >"$W/mpi_build.log" 2>&1 ||
   { grep -E "error|FAILED" -A3 "$W/mpi_build.log" | head -30; exit 1; }
-stamp "test_exec_mpi_gpu"
-CCLAB=$CCLAB timeout 300 build-measure/tests/exec/test_exec_mpi_gpu >"$W/mpi_tests.log" 2>&1
-echo "test_exec_mpi_gpu rc=$?"
-grep -E "^\[  (PASSED|FAILED|SKIPPED|     OK) " "$W/mpi_tests.log"
 stamp "$ALGOS, one process and under mpirun"
 # shellcheck disable=SC2206 # SIZES is a list of options
 SWEEP=(--algo "$ALGOS" $SIZES -d float --timeout 20)
@@ -35,6 +31,12 @@ echo "one process rc=$?"
 timeout 240 mpirun $ROOT_FLAG -np 2 --bind-to none "$CCLAB" run "${SWEEP[@]}" --csv "$W/mpi.csv" >"$W/mpi.log" 2>&1
 echo "mpirun rc=$?"
 grep -h "out of bounds" "$W/one.log" "$W/mpi.log"
+stamp "test_exec_mpi_gpu ${MPI_TESTS:-*}"
+CCLAB=$CCLAB timeout 300 build-measure/tests/exec/test_exec_mpi_gpu --gtest_filter="${MPI_TESTS:-*}" \
+  >"$W/mpi_tests.log" 2>&1
+echo "test_exec_mpi_gpu rc=$?"
+pkill -f "$CCLAB run" 2>/dev/null  # a test cut by the timeout leaves its mpirun's ranks spinning on the GPUs
+grep -E "^\[ *(PASSED|FAILED|SKIPPED|OK) " "$W/mpi_tests.log"
 stamp "table"
 python3 - "$W" <<'PY'
 import csv, os, re, sys
