@@ -184,11 +184,20 @@ Seconds bidir_kernel_time(const model::ModelParams& P, const ExecPath& path, int
     return launch + 3.0 * rtt + body;
   }
   if (path.mode == "stream") {
-    // Persistent lanes, one CTA each: half its threads push one vector each per step into the peer's ring of
-    // slots, releasing a flag per slot, half reduce what arrives; a start and a finish handshake as flash.
-    const Seconds body = transfer(P, "p2p.sm_store.bidir", "p2p.sm_store.cta", S, grid, threads / 2 * unroll, how);
+    // Persistent lanes, one CTA each: half its threads push one vector each per step into the peers' rings of
+    // slots, half reduce what arrives; a start and a finish handshake as flash. The pushing half serves the peers
+    // one after another (its vectors in flight do not multiply by the peers), each peer's slot fenced before its
+    // flag: a round trip per peer and unit of a lane, and the unit's consumer releases each peer's slot in turn.
+    const double pushers = (path.threads > 0 ? path.threads : 512) / 2.0 * unroll;
+    const Seconds body = transfer(P, "p2p.sm_store.bidir", "p2p.sm_store.cta", S, grid, pushers, how);
+    const double unit = path.slot_bytes > 0 ? double(path.slot_bytes) : S;
+    const double units = std::ceil(std::ceil(S / std::max(1, peers) / unit) / grid);
+    const double more_peers = std::max(0, peers - 1);
     how += " + 4 round trips (stores, flags, start, finish)";
-    return launch + 4.0 * rtt + body;
+    if (more_peers > 0)
+      how += " + a round trip per further peer for each of a lane's " + std::to_string(int64_t(units)) +
+             " units and its last release";
+    return launch + (4.0 + more_peers * (units + 1)) * rtt + body;
   }
   throw_input("no model for bidir mode '" + path.mode + "'");
 }
