@@ -521,14 +521,7 @@ FusedWorkload::FusedWorkload(const Communicator& comm, Schedule schedule, const 
   if (program_.ndevices() > fused::kMaxDevices)
     throw_input("fused lowering: at most " + std::to_string(fused::kMaxDevices) + " GPUs");
 
-  spec_.coll = parse_coll(schedule_.collective);
-  spec_.nranks = schedule_.nranks;
-  spec_.count = schedule_.count;
-  spec_.dtype = schedule_.dtype;
-  spec_.op = schedule_.redop;
-  spec_.root = schedule_.root;
-  spec_.in_place = schedule_.in_place;
-  spec_.resolve = [s = &schedule_](Ref r) { return s->resolve(r); };
+  spec_ = spec_of(schedule_);
   buffers_ = std::make_unique<RankBuffers>(comm, schedule_.buffers);
   std::memset(err_.host(), 0, fused_error_bytes());
 

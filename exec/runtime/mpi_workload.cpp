@@ -33,14 +33,7 @@ MpiPlanWorkload::MpiPlanWorkload(const MpiWorld& world, Schedule schedule, PlanO
       throw_input(schedule_.algo + ": compute ops (collective matmul, sparse) do not run in the MPI mode yet");
   reduce_blocks_ = options.reduce_blocks > 0 ? options.reduce_blocks : 2 * world.sm_count();
 
-  spec_.coll = parse_coll(schedule_.collective);
-  spec_.nranks = schedule_.nranks;
-  spec_.count = schedule_.count;
-  spec_.dtype = schedule_.dtype;
-  spec_.op = schedule_.redop;
-  spec_.root = schedule_.root;
-  spec_.in_place = schedule_.in_place;
-  spec_.resolve = [s = &schedule_](Ref r) { return s->resolve(r); };
+  spec_ = spec_of(schedule_);
 
   // Who records and who waits on each event of the plan (mpi_plan.hpp).
   const int me = world.rank();
@@ -155,14 +148,7 @@ MpiFusedWorkload::MpiFusedWorkload(const MpiWorld& world, Schedule schedule, con
     throw_internal(__FILE__, __LINE__,
                    "schedule for " + std::to_string(schedule_.nranks) + " ranks under " + std::to_string(world.size()) +
                        " processes");
-  spec_.coll = parse_coll(schedule_.collective);
-  spec_.nranks = schedule_.nranks;
-  spec_.count = schedule_.count;
-  spec_.dtype = schedule_.dtype;
-  spec_.op = schedule_.redop;
-  spec_.root = schedule_.root;
-  spec_.in_place = schedule_.in_place;
-  spec_.resolve = [s = &schedule_](Ref r) { return s->resolve(r); };
+  spec_ = spec_of(schedule_);
   std::memset(err_.host(), 0, fused_error_bytes());
   // The program was encoded with rank r on GPU r: its devices are ranks. Every rank's flags slot holds its
   // control block, as large as the largest device's (all ranks allocate alike).

@@ -54,14 +54,7 @@ PlanWorkload::PlanWorkload(const Communicator& comm, Schedule schedule, Plan pla
       throw_input(schedule_.algo + ": the executor has no kernel for this schedule's compute ops yet");
   reduce_blocks_ = reduce_blocks > 0 ? reduce_blocks : 2 * comm.sm_count();
 
-  spec_.coll = parse_coll(schedule_.collective);
-  spec_.nranks = schedule_.nranks;
-  spec_.count = schedule_.count;
-  spec_.dtype = schedule_.dtype;
-  spec_.op = schedule_.redop;
-  spec_.root = schedule_.root;
-  spec_.in_place = schedule_.in_place;
-  spec_.resolve = [s = &schedule_](Ref r) { return s->resolve(r); };
+  spec_ = spec_of(schedule_);
   buffers_ = std::make_unique<RankBuffers>(comm, schedule_.buffers);
 
   for (const auto& ps : plan_.streams) {

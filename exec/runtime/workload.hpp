@@ -50,6 +50,12 @@ struct CollSpec {
   // Where rank r's input and output start, as a Schedule resolves in(r, 0) and out(r, 0).
   std::function<Ref(Ref)> resolve;
 };
+// The collective a schedule runs; `resolve` reads `s`, which must outlive the spec (a workload's own member).
+inline CollSpec spec_of(const Schedule& s) {
+  CollSpec c{parse_coll(s.collective), s.nranks, s.count, s.dtype, s.redop, s.root, s.in_place, {}};
+  c.resolve = [p = &s](Ref r) { return p->resolve(r); };
+  return c;
+}
 
 // A graph (or one graph per GPU) holding several captured iterations, launched from the origin.
 class Replay {
