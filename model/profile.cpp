@@ -157,9 +157,9 @@ Derived derive_params(const Calibration& cal, const topo::Topology& topology) {
     };
     const Map maps[] = {{"p2p.ce.uni", Proto::copy_engine, true},
                         {"p2p.sm.uni", Proto::sm_peer, true},
-                        {"p2p.sm.bidir", Proto::flash, true},
-                        // The stream kernel's handshake is not microbenchmarked: its rate only.
-                        {"p2p.sm.bidir", Proto::stream, false}};
+                        // Both directions' SM loads at once. The stream kernel moves its bytes the same way, but a
+                        // calibrated profile prices it from mechanisms (sim/paths_bidir.cpp): no term of its own.
+                        {"p2p.sm.bidir", Proto::flash, true}};
     for (const Map& mp : maps) {
       const auto* c = curve_of(mp.series);
       if (!c) continue;
