@@ -678,13 +678,15 @@ std::optional<Seconds> fused_from_probes(const model::ModelParams& P, const Sche
     double dur;
     // An op with per-CTA flags is priced as its CTAs alone (the last branch): no arrival count, and the waits
     // on its own lane's ops are each CTA's program order.
+    // A CTA group's op crosses the link no faster than SM copies reach (the group tables stop at 1 MiB).
     if (k > 1 && !f.sliced[i] && own_wait && group[m]) {
-      dur = group[m]->time(bytes).value;  // a CTA group's op waiting for its lane's previous op
+      // a CTA group's op waiting for its lane's previous op
+      dur = std::max(group[m]->time(bytes).value, link_bound(P, m, bytes));
     } else if (k > 1 && !f.sliced[i] && f.publishes[i] && group_free[m]) {
       // Its CTAs count their arrivals (fences) before the flag; the flag's own release is in the probe already
       // (its one put stores a flag): what a flag adds to a one-CTA op (fused.step - fused.step_quiet) is not
       // counted twice.
-      dur = std::max(0.0, group_free[m]->time(bytes).value - publish[m]);
+      dur = std::max(group_free[m]->time(bytes).value - publish[m], link_bound(P, m, bytes));
     } else {  // one CTA, a CTA group's op without a flag or with per-CTA flags: each CTA moves its share
       double fixed = put;
       if (op.kind == OpKind::reduce) {
@@ -696,7 +698,7 @@ std::optional<Seconds> fused_from_probes(const model::ModelParams& P, const Sche
       }
       dur = fixed + grows(m, bytes / k) +
             (m == 1 ? std::max(0.0, quiet[1]->points.front().second - quiet[0]->points.front().second) : 0.0);
-      if (k > 1) dur = std::max(dur, fixed + link_bound(P, m, bytes));  // the CTAs share one link
+      if (k > 1) dur = std::max(dur, fixed + link_bound(P, m, bytes));
       if (f.sliced[i]) ++sliced_ops;
       // Its flag is released once its stores are acknowledged (a round trip, latency.flag). The probes publish
       // into one peer; a lane whose ops publish into one more GPU after another with no wait between (a
