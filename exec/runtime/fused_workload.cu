@@ -518,8 +518,6 @@ FusedWorkload::FusedWorkload(const Communicator& comm, Schedule schedule, const 
     throw_internal(__FILE__, __LINE__,
                    "schedule for " + std::to_string(schedule_.nranks) + " ranks on a communicator of " +
                        std::to_string(comm.nranks()));
-  if (program_.ndevices() > fused::kMaxDevices)
-    throw_input("fused lowering: at most " + std::to_string(fused::kMaxDevices) + " GPUs");
 
   spec_ = spec_of(schedule_);
   buffers_ = std::make_unique<RankBuffers>(comm, schedule_.buffers);

@@ -3,9 +3,7 @@
 // rank 0 prints the table and writes the CSV. An error on any rank is one line naming the rank, then
 // MPI_Abort ends every rank.
 #include <cstdio>
-#include <map>
 #include <memory>
-#include <optional>
 #include <ostream>
 
 #include "algorithms/registry.hpp"
@@ -77,12 +75,11 @@ MpiAlgo classify_mpi(const std::string& name) {
 
 class MpiSweep {
  public:
-  MpiSweep(const RunOptions& o, MpiWorld& world, BidirParams params)
+  MpiSweep(const RunOptions& o, MpiWorld& world, lower::Settings settings)
       : o_(o),
         world_(world),
         harness_(world, TimingOptions{o.warmup, o.iters, o.graph, o.timeout_s}),
-        params_(params),
-        tune_(detail::tune_map(o.tune)) {}
+        set_(std::move(settings)) {}
 
   int run(const std::vector<MpiAlgo>& algos, const std::vector<int64_t>& sizes, std::ostream& out);
 
@@ -103,15 +100,10 @@ class MpiSweep {
     args.in_place = in_place;
     return args;
   }
-  int tune_int(const std::string& key, int fallback) const {
-    auto it = tune_.find(key);
-    return it == tune_.end() ? fallback : int(parse_int("--tune " + key, it->second, 0, 1 << 20));
-  }
   const RunOptions& o_;
   MpiWorld& world_;
   MpiHarness harness_;
-  BidirParams params_;
-  std::map<std::string, std::string> tune_;
+  lower::Settings set_;  // --tune, read once
   std::unique_ptr<MpiNcclComm> nccl_;
 };
 
@@ -119,15 +111,15 @@ std::unique_ptr<MpiWorkload> MpiSweep::make(const MpiAlgo& a, int64_t count, boo
   const int n = world_.size();
   const uint64_t timeout_ns = uint64_t(o_.timeout_s * 0.8e9);  // kernel waits give up before the host does
   PlanOptions po;
-  po.reduce_blocks = tune_int("reduce_blocks", 0);
-  po.lower.max_streams_per_rank = tune_int("streams", 16);
+  po.reduce_blocks = set_.reduce_blocks;
+  po.lower.max_streams_per_rank = set_.streams;
   switch (a.kind) {
     case MpiAlgo::sol:
-      return std::make_unique<MpiPlanWorkload>(
-          world_, sol_bidir_copy_schedule(n, count, o_.dtype, tune_int("sol_chunks", 1)), po, timeout_ns);
+      return std::make_unique<MpiPlanWorkload>(world_, sol_bidir_copy_schedule(n, count, o_.dtype, set_.sol_chunks), po,
+                                               timeout_ns);
     case MpiAlgo::bidir_copy:
       return std::make_unique<MpiPlanWorkload>(
-          world_, bidir_copy_schedule(n, count, o_.dtype, o_.op, in_place, params_), po, timeout_ns);
+          world_, bidir_copy_schedule(n, count, o_.dtype, o_.op, in_place, set_.bidir), po, timeout_ns);
     case MpiAlgo::bidir:
       return make_bidir(a, count, in_place, po, timeout_ns);
     case MpiAlgo::nccl: {
@@ -157,13 +149,10 @@ std::unique_ptr<MpiWorkload> MpiSweep::make_bidir(const MpiAlgo& a, int64_t coun
   using lower::BidirMode;
   const int n = world_.size();
   const int64_t bytes = count * dtype_size(o_.dtype);
-  const auto tuned = tune_.find("mode");
-  BidirMode m = lower::bidir_mode_for(
-      a.name, bytes, n, tuned == tune_.end() ? std::nullopt : std::optional(lower::parse_bidir_mode(tuned->second)),
-      params_);
+  BidirMode m = lower::bidir_mode_for(a.name, bytes, n, set_.mode, set_.bidir);
   if (m == BidirMode::copy)
-    return std::make_unique<MpiPlanWorkload>(world_, bidir_copy_schedule(n, count, o_.dtype, o_.op, in_place, params_),
-                                             po, timeout_ns);
+    return std::make_unique<MpiPlanWorkload>(
+        world_, bidir_copy_schedule(n, count, o_.dtype, o_.op, in_place, set_.bidir), po, timeout_ns);
   if (m == BidirMode::ring)
     return make_lowered(find_algorithm("allreduce.ring"), args_of(count, in_place), po, timeout_ns);
   std::string why;
@@ -174,7 +163,7 @@ std::unique_ptr<MpiWorkload> MpiSweep::make_bidir(const MpiAlgo& a, int64_t coun
   }
   CollSpec spec{Coll::allreduce, n,       count,    o_.dtype,
                 o_.op,           o_.root, in_place, detail::resolver("allreduce", n, count, o_.dtype, in_place)};
-  return std::make_unique<MpiBidirWorkload>(world_, params_, m, spec, o_.timeout_s * 0.8, why);
+  return std::make_unique<MpiBidirWorkload>(world_, set_.bidir, m, spec, o_.timeout_s * 0.8, why);
 }
 
 // A registry schedule lowered as one process lowers it (lower::lower_collective, with rank r on GPU r): the fused
@@ -187,7 +176,7 @@ std::unique_ptr<MpiWorkload> MpiSweep::make_lowered(const Algorithm& algo, AlgoA
   machine.sms = world_.sm_count();
   const lower::LoweredPlan plan = lower::lower_collective(algo, args, machine);
   if (plan.path == lower::Path::fused) {
-    FusedParams fp = lower::parse_settings(o_.tune).fused;
+    FusedParams fp = set_.fused;
     fp.timeout_s = double(timeout_ns) * 1e-9;
     return std::make_unique<MpiFusedWorkload>(world_, plan.schedule, fp, plan.fused);
   }
@@ -294,7 +283,7 @@ int run_sweep_mpi(const RunOptions& o, std::ostream& out) {
   // exit with its code (one line, not one per process).
   std::vector<MpiAlgo> algos;
   std::vector<int64_t> sizes;
-  BidirParams params;
+  lower::Settings settings;
   try {
     if (!o.shape.empty() || !o.rows.empty() || !o.dim.empty() || !o.density.empty() || !o.dist.empty())
       throw_input("--shape / --rows runs (collective matmul, sparse) are single-process only (not under mpirun)");
@@ -302,8 +291,7 @@ int run_sweep_mpi(const RunOptions& o, std::ostream& out) {
     if (launch.world_size > 0 && o.root >= launch.world_size)
       throw_input("-r " + std::to_string(o.root) + " is not a rank of the " + std::to_string(launch.world_size) +
                   " processes");
-    FusedParams fused;
-    params.apply(fused.apply(o.tune));  // bad --tune values are input errors, before any GPU work
+    settings = lower::parse_settings(o.tune);  // bad --tune values are input errors, before any GPU work
     for (const auto& name : o.algos) {
       if (name != "all") {
         algos.push_back(classify_mpi(name));
@@ -338,7 +326,7 @@ int run_sweep_mpi(const RunOptions& o, std::ostream& out) {
       throw_input("-r " + std::to_string(o.root) + " is not a rank of the " + std::to_string(world->size()) +
                   " processes");
     std::ostream none(nullptr);  // ranks other than 0 print nothing
-    return MpiSweep(o, *world, params).run(algos, sizes, world->rank() == 0 ? out : none);
+    return MpiSweep(o, *world, settings).run(algos, sizes, world->rank() == 0 ? out : none);
   } catch (const Error& e) {
     return fail(exit_code(e.kind()), e.what());
   } catch (const std::exception& e) {
