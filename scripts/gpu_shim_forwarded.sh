@@ -10,13 +10,8 @@
 # Output under $1: one log per run; a table last (median time a call over 8 B-256 KiB, out of place, per run).
 set -u
 W=${1:?output folder}
-ROOT=$(cd ../.. && pwd)
 export NCCL_NVLS_ENABLE=0
-cmake --build build-measure -j "$(nproc)" --target cclab_nccl >"$W/shim_build.log" 2>&1 || exit 1
-SHIM=$PWD/build-measure/shim/libcclab_nccl.so
-NT=/tmp/cclab_nccl_tests_build
-make -C "$ROOT/.carry/nccl-tests" -j "$(nproc)" BUILDDIR=$NT CUDA_HOME=/usr/local/cuda \
-  NVCC_GENCODE="-gencode=arch=compute_90,code=sm_90" >"$W/nt_build.log" 2>&1 || exit 1
+source scripts/shim_diag_build.sh  # SHIM, NT
 run() {  # name, library (nccl, cclab, disabled), binary, then its arguments
   local name=$1 lib=$2 bin=$3
   shift 3

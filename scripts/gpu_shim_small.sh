@@ -11,13 +11,8 @@
 set -u
 W=${1:?output folder}
 CCLAB=${CCLAB:?the cclab binary}
-ROOT=$(cd ../.. && pwd)
 export NCCL_NVLS_ENABLE=0
-cmake --build build-measure -j "$(nproc)" --target cclab_nccl >"$W/shim_build.log" 2>&1 || exit 1
-SHIM=$PWD/build-measure/shim/libcclab_nccl.so
-NT=/tmp/cclab_nccl_tests_build
-make -C "$ROOT/.carry/nccl-tests" -j "$(nproc)" BUILDDIR=$NT CUDA_HOME=/usr/local/cuda \
-  NVCC_GENCODE="-gencode=arch=compute_90,code=sm_90" >"$W/nt_build.log" 2>&1 || exit 1
+source scripts/shim_diag_build.sh  # SHIM, NT
 run() {  # name, then all_reduce_perf's arguments; through the shim
   local name=$1
   shift
