@@ -1197,13 +1197,11 @@ BidirWorkload::BidirWorkload(BidirContext& ctx, const BidirLaunch& launch, CollS
   }
   fork_ = Event(comm.device_of(0), false);
   const auto& p = ctx.params();
+  const BidirRecvBuffer recv = bidir_recv_buffer(launch_, p, bytes, spec_.nranks);
   if (launch_.mode == BidirMode::stream) ctx.ensure_ring(launch_.ring_lanes, p.slots, p.slot_bytes);
-  if (launch_.mode == BidirMode::push) ctx.ensure_push(std::max<int64_t>(256, (bytes + 255) / 256 * 256));
-  if (launch_.mode == BidirMode::lamport) ctx.ensure_lamport(std::max<int64_t>(256, (bytes + 255) / 256 * 256));
-  if (launch_.mode == BidirMode::twoshot && launch_.push) {
-    const int64_t slice = (bytes / 16 + spec_.nranks - 1) / spec_.nranks * 16;
-    ctx.ensure_scatter(std::max<int64_t>(256, (slice + 255) / 256 * 256));
-  }
+  if (launch_.mode == BidirMode::push) ctx.ensure_push(recv.stride);
+  if (launch_.mode == BidirMode::lamport) ctx.ensure_lamport(recv.stride);
+  if (launch_.mode == BidirMode::twoshot && launch_.push) ctx.ensure_scatter(recv.stride);
 }
 
 void BidirWorkload::issue(cudaStream_t origin) {
@@ -1215,6 +1213,43 @@ void BidirWorkload::issue(cudaStream_t origin) {
 std::unique_ptr<Replay> BidirWorkload::capture(cudaStream_t, int iters) {
   return capture_per_device(ctx_.comm(), raw_, iters, [this] { enqueue(); });
 }
+
+namespace {
+
+// The kernel of `l` for one rank (a.rank), with its arguments filled in.
+void dispatch_bidir(const BidirLaunch& l, DType dtype, RedOp op, bool in_place, const BidirArgs& a, cudaStream_t s) {
+  switch (l.mode) {
+    case BidirMode::ll:
+      dev::dispatch<LaunchLL>(dtype, op, a, l.grid, l.threads, l.pdl, s);
+      break;
+    case BidirMode::flash:
+      if (l.ldg)
+        dev::dispatch<LaunchFlashLdg>(dtype, op, a, l.grid, l.threads, l.unroll, in_place, l.pdl, s);
+      else
+        dev::dispatch<LaunchFlash>(dtype, op, a, l.grid, l.threads, l.stages, l.smem, in_place, s);
+      break;
+    case BidirMode::stream:
+      dev::dispatch<LaunchStream>(dtype, op, a, l.grid, l.threads, s);
+      break;
+    case BidirMode::push:
+      dev::dispatch<LaunchPush>(dtype, op, a, l.grid, l.threads, l.unroll, l.pdl, s);
+      break;
+    case BidirMode::lamport:
+      dev::dispatch<LaunchLamport>(dtype, op, a, l.grid, l.threads, l.unroll, l.pdl, s);
+      break;
+    case BidirMode::twoshot:
+      if (l.push)
+        dev::dispatch<LaunchTwoshotPush>(dtype, op, a, l.grid, l.threads, l.unroll, l.pdl, s);
+      else
+        dev::dispatch<LaunchTwoshot>(dtype, op, a, l.grid, l.threads, l.unroll, l.pdl, s);
+      break;
+    case BidirMode::copy:
+    case BidirMode::ring:
+      break;
+  }
+}
+
+}  // namespace
 
 void BidirWorkload::enqueue() {
   const auto& comm = ctx_.comm();
@@ -1253,37 +1288,7 @@ void BidirWorkload::enqueue() {
     DeviceGuard g(comm.device_of(r));
     a.rank = r;
     a.out = static_cast<uint8_t*>(buffers_->ptr(spec_.resolve(Ref{r, Buf::output, 0})));
-    const cudaStream_t s = raw_[size_t(r)];
-    switch (l.mode) {
-      case BidirMode::ll:
-        dev::dispatch<LaunchLL>(spec_.dtype, spec_.op, a, l.grid, l.threads, l.pdl, s);
-        break;
-      case BidirMode::flash:
-        if (l.ldg)
-          dev::dispatch<LaunchFlashLdg>(spec_.dtype, spec_.op, a, l.grid, l.threads, l.unroll, spec_.in_place, l.pdl,
-                                        s);
-        else
-          dev::dispatch<LaunchFlash>(spec_.dtype, spec_.op, a, l.grid, l.threads, l.stages, l.smem, spec_.in_place, s);
-        break;
-      case BidirMode::stream:
-        dev::dispatch<LaunchStream>(spec_.dtype, spec_.op, a, l.grid, l.threads, s);
-        break;
-      case BidirMode::push:
-        dev::dispatch<LaunchPush>(spec_.dtype, spec_.op, a, l.grid, l.threads, l.unroll, l.pdl, s);
-        break;
-      case BidirMode::lamport:
-        dev::dispatch<LaunchLamport>(spec_.dtype, spec_.op, a, l.grid, l.threads, l.unroll, l.pdl, s);
-        break;
-      case BidirMode::twoshot:
-        if (l.push)
-          dev::dispatch<LaunchTwoshotPush>(spec_.dtype, spec_.op, a, l.grid, l.threads, l.unroll, l.pdl, s);
-        else
-          dev::dispatch<LaunchTwoshot>(spec_.dtype, spec_.op, a, l.grid, l.threads, l.unroll, l.pdl, s);
-        break;
-      case BidirMode::copy:
-      case BidirMode::ring:
-        break;
-    }
+    dispatch_bidir(l, spec_.dtype, spec_.op, spec_.in_place, a, raw_[size_t(r)]);
     CCLAB_CUDA_LAUNCHED();
   }
 }
@@ -1317,14 +1322,64 @@ size_t bidir_ctrl_bytes() { return sizeof(Ctrl); }
 size_t bidir_ll_bytes(const BidirParams& p) { return ll_buffer_bytes(p); }
 size_t bidir_error_bytes() { return sizeof(ErrWord); }
 
+BidirRecvBuffer bidir_recv_buffer(const BidirLaunch& l, const BidirParams& p, int64_t bytes, int nranks) {
+  const int64_t sources = std::max(nranks - 1, 1);
+  auto stride_of = [](int64_t b) { return std::max<int64_t>(256, (b + 255) / 256 * 256); };
+  switch (l.mode) {
+    case BidirMode::lamport:
+    case BidirMode::push: {
+      const int64_t stride = stride_of(bytes);
+      return {stride, 2 * sources * stride};
+    }
+    case BidirMode::twoshot: {
+      if (!l.push) return {};
+      const int64_t stride = stride_of((bytes / 16 + nranks - 1) / nranks * 16);  // one rank's slice
+      return {stride, sources * stride};
+    }
+    case BidirMode::stream:
+      return {0, sources * l.ring_lanes * p.slots * p.slot_bytes};
+    default:
+      return {};
+  }
+}
+
 cudaError_t launch_bidir_rank(const BidirLaunch& l, const BidirParams& p, const BidirRankPeers& peers, int rank,
                               const void* in, void* out, int64_t count, DType dtype, RedOp op, cudaStream_t stream) {
   const int n = peers.nranks;
   const int64_t bytes = count * dtype_size(dtype);
   if (n < 2 || n > kMaxRanks || rank < 0 || rank >= n || count <= 0 || peers.err == nullptr)
     return cudaErrorInvalidValue;
-  const bool fits =
-      l.mode == BidirMode::ll ? bytes <= p.ll_max_bytes : l.mode == BidirMode::lamport && bytes <= peers.lamport_stride;
+  auto every = [&](const auto& ptrs) {  // the peers' pointers of a buffer are all there
+    for (int q = 0; q < n; ++q)
+      if (q != rank && ptrs[q] == nullptr) return false;
+    return true;
+  };
+  const BidirRecvBuffer recv = bidir_recv_buffer(l, p, bytes, n);
+  bool fits = false;
+  switch (l.mode) {
+    case BidirMode::ll:
+      fits = bytes <= p.ll_max_bytes;
+      break;
+    case BidirMode::lamport:
+      fits = bytes <= peers.lamport_stride;
+      break;
+    case BidirMode::flash:
+      fits = every(peers.in);
+      break;
+    case BidirMode::twoshot:
+      fits = every(peers.in) && every(peers.out) &&
+             (!l.push || (every(peers.scatter) && recv.stride <= peers.scatter_stride));
+      break;
+    case BidirMode::push:
+      fits = every(peers.push) && recv.stride <= peers.push_stride;
+      break;
+    case BidirMode::stream:
+      fits = every(peers.ring) && l.ring_lanes <= peers.ring_lanes && l.grid <= peers.ring_lanes;
+      break;
+    case BidirMode::copy:
+    case BidirMode::ring:
+      break;
+  }
   if (!fits) return cudaErrorInvalidValue;
   BidirArgs a;
   a.rank = rank;
@@ -1332,25 +1387,31 @@ cudaError_t launch_bidir_rank(const BidirLaunch& l, const BidirParams& p, const 
   a.count = count;
   a.bytes = bytes;
   a.divisor = op == RedOp::avg ? float(n) : 1.f;
-  a.in[rank] = static_cast<const uint8_t*>(in);  // the rank-local modes read only their own input
   a.out = static_cast<uint8_t*>(out);
   for (int q = 0; q < n; ++q) {
+    a.in[q] = static_cast<const uint8_t*>(q == rank ? in : peers.in[q]);
+    a.outs[q] = static_cast<uint8_t*>(q == rank ? out : peers.out[q]);
     a.ctrl[q] = static_cast<Ctrl*>(peers.ctrl[q]);
     a.ll[q] = static_cast<uint64_t*>(peers.ll[q]);
     a.lamport[q] = static_cast<uint8_t*>(peers.lamport[q]);
+    a.ring[q] = static_cast<uint8_t*>(peers.ring[q]);
+    a.push[q] = static_cast<uint8_t*>(peers.push[q]);
+    a.scatter[q] = static_cast<uint8_t*>(peers.scatter[q]);
   }
   a.ll_words = ll_words(p);
   a.lamport_stride = peers.lamport_stride;
+  a.push_stride = peers.push_stride;
+  a.scatter_stride = peers.scatter_stride;
+  a.lanes = peers.ring_lanes;
+  a.slots = p.slots;
+  a.slot_bytes = p.slot_bytes;
   a.ahead = p.lamport_ahead;
   a.split_roles = p.lamport_split;
   a.in_place = in == out;
   a.unroll = l.unroll;
   a.err = static_cast<ErrWord*>(peers.err);
   a.timeout_ns = uint64_t(peers.timeout_s * 1e9);
-  if (l.mode == BidirMode::ll)
-    dev::dispatch<LaunchLL>(dtype, op, a, l.grid, l.threads, l.pdl, stream);
-  else
-    dev::dispatch<LaunchLamport>(dtype, op, a, l.grid, l.threads, l.unroll, l.pdl, stream);
+  dispatch_bidir(l, dtype, op, in == out, a, stream);
   return cudaGetLastError();
 }
 

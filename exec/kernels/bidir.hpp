@@ -121,9 +121,11 @@ class BidirWorkload : public Workload {
   BidirLaunch launch_;
 };
 
-// ---- One rank at a time, for callers that own the ranks' state themselves (the NCCL shim, shim/). Only
-// the rank-local modes, ll and lamport: a rank's kernel stores into the peers' receive buffers and reads
-// no peer's user buffer, so it is launched as that rank's own call arrives, on the caller's stream.
+// ---- One rank at a time, for callers that own the ranks' state themselves: the NCCL shim (shim/) and the MPI
+// mode (one process per GPU). A rank's kernel is launched as that rank's own call arrives, on the caller's stream.
+// ll and lamport are rank-local: they store into the peers' receive buffers and read no peer's user buffer. flash,
+// stream, push and twoshot also read (or write) the peers' user buffers, so they run where the caller can map those
+// (the MPI mode's buffers, exchanged through CUDA IPC once per size).
 
 // Bytes of one rank's control words and ll receive buffer (both zeroed before first use), and of the
 // error word (mapped host memory, zeroed), as BidirContext allocates them.
@@ -131,21 +133,38 @@ size_t bidir_ctrl_bytes();
 size_t bidir_ll_bytes(const BidirParams& p);
 size_t bidir_error_bytes();
 
+// The receive buffer of one rank that a launch of `bytes` on `nranks` ranks needs beyond ll's, as BidirContext sizes
+// it: lamport's and push's 2 parities x (nranks - 1) sources x stride, twoshot_push's (nranks - 1) slices x stride,
+// stream's (nranks - 1) x lanes x slots x slot_bytes ring (stride 0); none for ll, flash and the loading twoshot.
+struct BidirRecvBuffer {
+  int64_t stride = 0, bytes = 0;
+};
+BidirRecvBuffer bidir_recv_buffer(const BidirLaunch& launch, const BidirParams& p, int64_t bytes, int nranks);
+
 // Every rank's state as one rank's kernel sees it. lamport[q]: 2 parities x (nranks - 1) sources x
-// lamport_stride bytes, all 0xFF when allocated (null and 0 while no lamport launch needs them).
+// lamport_stride bytes, all 0xFF when allocated (null and 0 while no lamport launch needs them). in, out, ring,
+// push, scatter: only for the modes that need them (null elsewhere); a rank's own in and out are the call's.
 struct BidirRankPeers {
   int nranks = 0;
   void* ctrl[lower::kBidirMaxRanks] = {};
   void* ll[lower::kBidirMaxRanks] = {};
   void* lamport[lower::kBidirMaxRanks] = {};
   int64_t lamport_stride = 0;
+  const void* in[lower::kBidirMaxRanks] = {};  // flash, twoshot: the peers' inputs
+  void* out[lower::kBidirMaxRanks] = {};       // twoshot: the peers' outputs
+  void* ring[lower::kBidirMaxRanks] = {};      // stream
+  int ring_lanes = 0;
+  void* push[lower::kBidirMaxRanks] = {};  // push
+  int64_t push_stride = 0;
+  void* scatter[lower::kBidirMaxRanks] = {};  // twoshot_push
+  int64_t scatter_stride = 0;
   void* err = nullptr;  // the error word as kernels address it
   double timeout_s = 10.0;
 };
 
-// Enqueues rank `rank`'s kernel of `launch` (ll or lamport, from lower::bidir_launch) on `stream`, which
-// belongs to the current device. `in` may equal `out`; both 16-byte aligned. Returns the launch's error, or
-// cudaErrorInvalidValue for another mode, a size the buffers cannot hold, or a bad rank.
+// Enqueues rank `rank`'s kernel of `launch` (from lower::bidir_launch; not copy or ring, which run as schedules) on
+// `stream`, which belongs to the current device. `in` may equal `out`; both 16-byte aligned. Returns the launch's
+// error, or cudaErrorInvalidValue for a mode whose buffers `peers` lacks, a size they cannot hold, or a bad rank.
 cudaError_t launch_bidir_rank(const BidirLaunch& launch, const BidirParams& p, const BidirRankPeers& peers, int rank,
                               const void* in, void* out, int64_t count, DType dtype, RedOp op, cudaStream_t stream);
 

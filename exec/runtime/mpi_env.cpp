@@ -16,13 +16,6 @@ constexpr const char* kLaunchers[][2] = {
     {"MV2_COMM_WORLD_SIZE", "MV2_COMM_WORLD_RANK"},    // MVAPICH2's mpirun_rsh
 };
 
-// The fused kernels of exec/kernels/bidir.* address every GPU from one process (one launch per GPU with
-// the peers' buffers known in-process).
-// The bidir modes whose kernels read the peers' user buffers: one process maps every GPU's buffers, mpirun's
-// processes only the buffers they exchange at setup (ll and lamport store into the peers' receive buffers instead).
-constexpr const char* kPeerBufferModes[] = {"allreduce.bidir.push", "allreduce.bidir.flash", "allreduce.bidir.stream",
-                                            "allreduce.bidir.twoshot"};
-
 }  // namespace
 
 MpiLaunch mpi_launch_from_env(const std::function<const char*(const char*)>& getenv) {
@@ -59,15 +52,6 @@ std::string mpi_option_refusal(const RunOptions& o, const MpiLaunch& launch) {
   if (o.nranks > 0 && launch.world_size > 0 && o.nranks != launch.world_size)
     return "-g " + std::to_string(o.nranks) + " does not match the " + std::to_string(launch.world_size) +
            " processes mpirun started (" + launch.source + "): under mpirun the ranks are the processes";
-  return {};
-}
-
-std::string mpi_algo_refusal(const std::string& name) {
-  for (const char* f : kPeerBufferModes)
-    if (name == f)
-      return name +
-             ": its kernel reads the peers' user buffers, which runs in single-process mode only (not under "
-             "mpirun; allreduce.bidir, allreduce.bidir.ll, .lamport and .copy run there)";
   return {};
 }
 

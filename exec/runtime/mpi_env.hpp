@@ -35,10 +35,6 @@ bool mpi_mode(const RunOptions& o, const MpiLaunch& launch);
 // the number of processes. Checked before MPI_Init.
 std::string mpi_option_refusal(const RunOptions& o, const MpiLaunch& launch);
 
-// Why an algorithm name does not run in MPI mode (empty when it does): the bidir modes whose kernels read the
-// peers' user buffers (push, flash, stream, twoshot).
-std::string mpi_algo_refusal(const std::string& name);
-
 // The sweep of run_sweep() with one process per GPU: rank 0 prints the table and writes the CSV.
 // Without MPI in the build: throws an environment error (exit 2) saying so.
 int run_sweep_mpi(const RunOptions& o, std::ostream& out);

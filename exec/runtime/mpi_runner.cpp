@@ -25,14 +25,13 @@ struct MpiAlgo {
   const Algorithm* algo = nullptr;
 };
 
-// The names the MPI mode runs: registry schedules on the general lowering, allreduce.bidir with its rank-local
-// modes, the copy-engine all-reduce and the link test (schedules too), and `<collective>.nccl`. Throws an input
-// error otherwise (the bidir modes that read the peers' user buffers: mpi_algo_refusal).
+// The names the MPI mode runs: registry schedules as one process lowers them, allreduce.bidir and its kernel
+// modes, the copy-engine all-reduce and the link test (schedules), and `<collective>.nccl`. Throws an input error
+// otherwise.
 MpiAlgo classify_mpi(const std::string& name) {
-  if (const std::string why = mpi_algo_refusal(name); !why.empty()) throw_input(why);
   MpiAlgo m;
   m.name = name;
-  if (name == "allreduce.bidir" || name == "allreduce.bidir.ll" || name == "allreduce.bidir.lamport") {
+  if ((name == "allreduce.bidir" || name.starts_with("allreduce.bidir.")) && name != "allreduce.bidir.copy") {
     m.kind = MpiAlgo::bidir;
     m.collective = "allreduce";
     return m;
@@ -141,9 +140,8 @@ std::unique_ptr<MpiWorkload> MpiSweep::make(const MpiAlgo& a, int64_t count, boo
 }
 
 // allreduce.bidir's mode as the single-process lowering picks it (lower::choose_bidir_mode, --tune mode=), run by
-// this rank's process: ll and lamport as kernels of their own (MpiBidirWorkload), copy and ring as their schedules.
-// The modes whose kernels read the peers' user buffers (flash, push, stream, twoshot) give their sizes to lamport,
-// as the NCCL shim does.
+// this rank's process: the kernel modes as this rank's kernel (MpiBidirWorkload: the peers' buffers through CUDA
+// IPC), copy and ring as their schedules.
 std::unique_ptr<MpiWorkload> MpiSweep::make_bidir(const MpiAlgo& a, int64_t count, bool in_place, const PlanOptions& po,
                                                   uint64_t timeout_ns) {
   using lower::BidirMode;
@@ -155,15 +153,9 @@ std::unique_ptr<MpiWorkload> MpiSweep::make_bidir(const MpiAlgo& a, int64_t coun
         world_, bidir_copy_schedule(n, count, o_.dtype, o_.op, in_place, set_.bidir), po, timeout_ns);
   if (m == BidirMode::ring)
     return make_lowered(find_algorithm("allreduce.ring"), args_of(count, in_place), po, timeout_ns);
-  std::string why;
-  if (m != BidirMode::ll && m != BidirMode::lamport) {
-    why = "lamport where one process would run " + std::string(lower::bidir_mode_name(m)) +
-          " (its kernel reads the peers' user buffers)";
-    m = BidirMode::lamport;
-  }
   CollSpec spec{Coll::allreduce, n,       count,    o_.dtype,
                 o_.op,           o_.root, in_place, detail::resolver("allreduce", n, count, o_.dtype, in_place)};
-  return std::make_unique<MpiBidirWorkload>(world_, set_.bidir, m, spec, o_.timeout_s * 0.8, why);
+  return std::make_unique<MpiBidirWorkload>(world_, set_.bidir, m, spec, o_.timeout_s * 0.8);
 }
 
 // A registry schedule lowered as one process lowers it (lower::lower_collective, with rank r on GPU r): the fused
@@ -297,8 +289,7 @@ int run_sweep_mpi(const RunOptions& o, std::ostream& out) {
         algos.push_back(classify_mpi(name));
         continue;
       }
-      for (const auto& n : gpu_algorithm_names())
-        if (mpi_algo_refusal(n).empty()) algos.push_back(classify_mpi(n));
+      for (const auto& n : gpu_algorithm_names()) algos.push_back(classify_mpi(n));
     }
     if (algos.empty()) throw_input("--algo is required (a name from `cclab list`, or all)");
     sizes = sweep_sizes(o);

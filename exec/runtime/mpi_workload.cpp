@@ -287,16 +287,10 @@ constexpr int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 }  // namespace
 
 MpiBidirWorkload::MpiBidirWorkload(const MpiWorld& world, const BidirParams& params, lower::BidirMode mode,
-                                   CollSpec spec, double timeout_s, std::string why)
-    : world_(world),
-      params_(params),
-      mode_(mode),
-      spec_(std::move(spec)),
-      why_(std::move(why)),
-      err_(bidir_error_bytes()) {
+                                   CollSpec spec, double timeout_s)
+    : world_(world), params_(params), mode_(mode), spec_(std::move(spec)), err_(bidir_error_bytes()) {
   using lower::BidirMode;
-  if (mode_ != BidirMode::ll && mode_ != BidirMode::lamport)
-    throw_internal(__FILE__, __LINE__, "MpiBidirWorkload runs ll and lamport only");
+  if (lower::runs_as_schedule(mode_)) throw_internal(__FILE__, __LINE__, "copy and ring modes run as schedules");
   const int n = spec_.nranks;
   const int64_t bytes = spec_.count * dtype_size(spec_.dtype);
   // lamport receives into buffers of lamport_max_bytes per peer and parity: a larger message runs in chunks of them.
@@ -311,24 +305,34 @@ MpiBidirWorkload::MpiBidirWorkload(const MpiWorld& world, const BidirParams& par
   for (int64_t off = 0; off < bytes; off += chunk_bytes_)
     launches_.push_back(
         lower::bidir_launch(mode_, std::min(chunk_bytes_, bytes - off), n, spec_.in_place, params_, gpu));
-  const int64_t stride = mode_ == BidirMode::lamport ? round_up(chunk_bytes_, 256) : 0;
+  // The mode's receive buffer (lamport, push, twoshot_push, stream) is the scratch slot.
+  const BidirRecvBuffer recv = bidir_recv_buffer(launches_.front(), params_, chunk_bytes_, n);
   const int64_t ctrl = round_up(int64_t(bidir_ctrl_bytes()), 256);
   auto sizes = nccl_buffer_sizes(spec_.coll, n, spec_.count, spec_.dtype, spec_.root);
-  for (auto& b : sizes) b.scratch = 2 * (n - 1) * stride;
+  for (auto& b : sizes) b.scratch = recv.bytes;
   buffers_ = std::make_unique<MpiBuffers>(world, sizes, ctrl + int64_t(bidir_ll_bytes(params_)), true);
   peers_.nranks = n;
   for (int q = 0; q < n; ++q) {
     char* flags = reinterpret_cast<char*>(buffers_->flags(q));
     peers_.ctrl[q] = flags;
     peers_.ll[q] = flags + ctrl;
-    peers_.lamport[q] = stride > 0 ? buffers_->base(q, Buf::scratch) : nullptr;
+    peers_.in[q] = buffers_->ptr(spec_.resolve(Ref{q, Buf::input, 0}));
+    peers_.out[q] = buffers_->ptr(spec_.resolve(Ref{q, Buf::output, 0}));
+    void* scratch = recv.bytes > 0 ? buffers_->base(q, Buf::scratch) : nullptr;
+    if (mode_ == BidirMode::lamport) peers_.lamport[q] = scratch;
+    if (mode_ == BidirMode::push) peers_.push[q] = scratch;
+    if (mode_ == BidirMode::twoshot) peers_.scatter[q] = scratch;
+    if (mode_ == BidirMode::stream) peers_.ring[q] = scratch;
   }
-  peers_.lamport_stride = stride;
+  if (mode_ == BidirMode::lamport) peers_.lamport_stride = recv.stride;
+  if (mode_ == BidirMode::push) peers_.push_stride = recv.stride;
+  if (mode_ == BidirMode::twoshot) peers_.scatter_stride = recv.stride;
+  if (mode_ == BidirMode::stream) peers_.ring_lanes = launches_.front().ring_lanes;
   peers_.err = err_.device();
   peers_.timeout_s = timeout_s;
-  if (stride > 0) {  // lamport's sentinel in every receive buffer before any peer's first store (the barrier)
+  if (mode_ == BidirMode::lamport) {  // lamport's sentinel in every receive buffer before any peer's first store
     DeviceGuard g(world.device());
-    CCLAB_CUDA(cudaMemset(buffers_->base(world.rank(), Buf::scratch), 0xff, size_t(2 * (n - 1) * stride)));
+    CCLAB_CUDA(cudaMemset(buffers_->base(world.rank(), Buf::scratch), 0xff, size_t(recv.bytes)));
     CCLAB_CUDA(cudaDeviceSynchronize());
   }
   world.barrier();
@@ -363,7 +367,7 @@ std::string MpiBidirWorkload::note() const {
   std::string n = params_.describe(mode_) + " grid=" + std::to_string(launches_.front().grid) + ", MPI (" +
                   std::to_string(spec_.nranks) + " processes, buffers through CUDA IPC)";
   if (launches_.size() > 1) n += ", " + std::to_string(launches_.size()) + " launches over lamport's buffers";
-  return why_.empty() ? n : n + "; " + why_;
+  return n;
 }
 
 // ---- MpiHarness --------------------------------------------------------------------------------------

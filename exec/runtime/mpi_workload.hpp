@@ -2,7 +2,7 @@
 // whole schedule with the same lower::lower() as the single-process path and issues only this rank's
 // steps: dependencies inside the process are CUDA events, dependencies on another rank's op are
 // epoch flags (mpi_kernels.hpp). MpiFusedWorkload runs this rank's kernel of a fused program.
-// MpiBidirWorkload runs allreduce.bidir's rank-local kernels (ll, lamport). MpiNcclWorkload is the NCCL
+// MpiBidirWorkload runs this rank's kernel of allreduce.bidir. MpiNcclWorkload is the NCCL
 // baseline with ncclCommInitRank.
 #pragma once
 
@@ -100,17 +100,17 @@ class MpiFusedWorkload : public MpiWorkload {
   std::unique_ptr<FusedDeviceKernel> kernel_;
 };
 
-// allreduce.bidir's rank-local kernels with one process per GPU, as the NCCL shim runs them: a rank's kernel
-// (launch_bidir_rank) stores its input into the peers' receive buffers and reduces what the peers stored into its
-// own, so it reads no peer's user buffer. Each rank's control words and ll receive buffer sit in its flags slot
-// (zeroed once), lamport's receive buffers in its scratch (all ones: lamport's sentinel, which the harness's
-// poison writes as well); MpiBuffers maps both into the peers through CUDA IPC. Above lamport_max_bytes lamport
-// runs as launches over chunks of its buffers, every rank cutting the same chunks.
+// allreduce.bidir's kernels with one process per GPU (launch_bidir_rank): this rank's kernel of the mode one process
+// would launch on every GPU. Each rank's control words and ll receive buffer sit in its flags slot (zeroed once), the
+// mode's receive buffer (lamport's, all ones: its sentinel, which the harness's poison writes as well; push's,
+// twoshot_push's, stream's ring) in its scratch; MpiBuffers maps these and the user buffers (which flash and twoshot
+// read and write) into the peers through CUDA IPC. Above lamport_max_bytes lamport runs as launches over chunks of its
+// buffers, every rank cutting the same chunks.
 class MpiBidirWorkload : public MpiWorkload {
  public:
-  // mode: ll or lamport. why: a choice worth a word in the note ("" for none).
+  // mode: a kernel mode (not copy or ring, which run as schedules).
   MpiBidirWorkload(const MpiWorld& world, const BidirParams& params, lower::BidirMode mode, CollSpec spec,
-                   double timeout_s, std::string why);
+                   double timeout_s);
   const CollSpec& spec() const override { return spec_; }
   MpiBuffers& buffers() override { return *buffers_; }
   void issue(cudaStream_t origin) override;
@@ -123,7 +123,6 @@ class MpiBidirWorkload : public MpiWorkload {
   BidirParams params_;
   lower::BidirMode mode_;
   CollSpec spec_;
-  std::string why_;
   int64_t chunk_bytes_ = 0;                   // bytes of one launch (the whole message below lamport's buffers)
   std::vector<lower::BidirLaunch> launches_;  // one per chunk
   MappedHost err_;                            // this rank's error word

@@ -112,19 +112,10 @@ TEST(MpiMode, RefusesWhatOneProcessPerGpuCannotDo) {
     o.tune = tune;
     EXPECT_EQ(cclab::exec::mpi_option_refusal(o, two), "") << tune;
   }
-
-  // The bidir modes whose kernels read the peers' user buffers stay in one process; the rank-local ones run.
-  for (const char* peers :
-       {"allreduce.bidir.flash", "allreduce.bidir.push", "allreduce.bidir.stream", "allreduce.bidir.twoshot"})
-    EXPECT_NE(cclab::exec::mpi_algo_refusal(peers).find("single-process"), std::string::npos) << peers;
-  for (const char* ok : {"allreduce.ring", "allreduce.bidir", "allreduce.bidir.ll", "allreduce.bidir.lamport",
-                         "allreduce.bidir.copy", "allreduce.nccl", "sol.bidir_copy"})
-    EXPECT_EQ(cclab::exec::mpi_algo_refusal(ok), "") << ok;
 }
 
 TEST(MpiRunCli, RefusalsAreOneLineFromRankZeroOnly) {
   const char* cases[][2] = {
-      {"--algo allreduce.bidir.flash", "single-process"},
       {"--algo allreduce.ring --share-gpus", "--share-gpus"},
       {"--algo allreduce.ring -g 3", "-g 3"},
       {"--algo allreduce.nope", "unknown algorithm"},

@@ -74,17 +74,28 @@ TEST_F(MpiGpu, OpByOpAndOtherRedops) {
   EXPECT_NE(avg.out.find("out of bounds values : 0 OK"), std::string::npos) << avg.out;
 }
 
-// allreduce.bidir's rank-local kernels, one process per GPU: ll, lamport, lamport in chunks of its buffers
-// (lamport_max_bytes=64K: 1 MiB + 12 B runs in 17 launches), the size table's own choices (ll below 128 KiB,
-// lamport in place of the modes that read peers' buffers, the copy schedule at the largest sizes), uneven counts,
-// every dtype, in graphs and op by op.
-TEST_F(MpiGpu, AllReduceBidirRankLocalModesAreExact) {
+// allreduce.bidir's kernels, one process per GPU: every kernel mode (flash and twoshot read and write the peers'
+// user buffers, push and stream store into their receive buffers and rings), in place and out of place; lamport in
+// chunks of its buffers (lamport_max_bytes=64K: 1 MiB + 12 B runs in 17 launches); the size table's own choices (ll
+// below 128 KiB, the copy schedule at the largest sizes); uneven counts, every dtype, in graphs and op by op.
+TEST_F(MpiGpu, AllReduceBidirModesAreExact) {
+  const std::string modes =
+      "allreduce.bidir.ll,allreduce.bidir.lamport,allreduce.bidir.flash,allreduce.bidir.push,allreduce.bidir.stream,"
+      "allreduce.bidir.twoshot";
   for (const char* dtype : {"float", "half", "bfloat16"}) {
-    const Result r = mpirun(std::string("--algo allreduce.bidir.ll,allreduce.bidir.lamport -b 1000 -e 64000 -f 8 -d ") +
-                            dtype + " -w 1 -n 3");
+    const Result r = mpirun("--algo " + modes + " -b 1000 -e 64000 -f 8 -d " + dtype + " -w 1 -n 3");
     EXPECT_EQ(r.code, 0) << r.out;
     EXPECT_NE(r.out.find("out of bounds values : 0 OK"), std::string::npos) << r.out;
   }
+  // Sizes where flash, twoshot and stream use many CTAs (and stream wraps its rings); the loading twoshot.
+  const Result big = mpirun(
+      "--algo allreduce.bidir.flash,allreduce.bidir.push,allreduce.bidir.stream,allreduce.bidir.twoshot "
+      "-b 1048588 -e 16777228 -f 16 -w 1 -n 3");
+  EXPECT_EQ(big.code, 0) << big.out;
+  EXPECT_NE(big.out.find("out of bounds values : 0 OK"), std::string::npos) << big.out;
+  const Result loads = mpirun("--algo allreduce.bidir.twoshot -b 4M -e 4M -w 1 -n 3 --graph 0 --tune twoshot_push=0");
+  EXPECT_EQ(loads.code, 0) << loads.out;
+  EXPECT_NE(loads.out.find("out of bounds values : 0 OK"), std::string::npos) << loads.out;
   const std::string csv = ::testing::TempDir() + "mpi_bidir.csv";
   std::remove(csv.c_str());
   const Result chunks = mpirun(
