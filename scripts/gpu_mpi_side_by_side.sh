@@ -5,7 +5,7 @@
 # 1. ALGOS (default allreduce.bidir) over SIZES, float, under mpirun and in one process (graph replay, checked), in
 #    turn (first: nothing else on the GPUs);
 # 2. test_exec_mpi_gpu (MPI_TESTS: a gtest filter, default all: every collective of the general and fused lowerings
-#    and allreduce.bidir's rank-local modes under mpirun, checked).
+#    and allreduce.bidir's kernel modes under mpirun, checked).
 # Output under $1: mpi_tests.log, mpi.csv, one.csv, the runs' logs; a table last (time per size, one process against
 # MPI, and the plan MPI ran), and the worst ratio per algorithm.
 set -u
