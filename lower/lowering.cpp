@@ -28,7 +28,7 @@ const std::set<std::string, std::less<>>& known_keys() {
       "lowering", "fused_max", "wide_fused_max", "wide_round_fused_max", "wide_sliced_fused_max", "sliced_op_min",
       "fused_threads", "fused_cta_bytes", "fused_ctas", "fused_fence", "fused_pdl", "fused_slices", "fused_timeout",
       // Settings
-      "mode", "streams", "reduce_blocks", "channels", "chunk_bytes", "sol_chunks", "launches"};
+      "mode", "streams", "reduce_blocks", "channels", "chunk_bytes", "sol_chunks", "launches", "copies"};
   return keys;
 }
 
@@ -105,6 +105,11 @@ Settings parse_settings(const std::string& tune, bool lenient) {
       s.sol_chunks = int(parse_int(flag, v, 1, 1 << 20));
     else if (k == "launches")
       s.launches = int(parse_int(flag, v, 1, 1 << 20));
+    else if (k == "copies") {
+      if (v != "copy_engine" && v != "kernel")
+        throw_input("--tune copies=" + v + ": copy_engine or kernel (how the general lowering moves data)");
+      s.copies = v == "kernel" ? Lowering::kernel : Lowering::copy_engine;
+    }
   }
   s.bidir.apply(s.fused.apply(tune));
   return s;
@@ -182,6 +187,7 @@ LoweredPlan lower_collective(const Algorithm& algo, const AlgoArgs& args_in, con
     return p;
   };
   auto general = [&](Schedule s, int reduce_blocks) -> LoweredPlan& {
+    if (set.copies) s.lowering = *set.copies;
     LowerOptions lo;
     lo.rank_device = rank_device;
     lo.max_streams_per_rank = set.streams;

@@ -40,6 +40,9 @@ struct Settings {
   int64_t chunk_bytes = 0;        // the algorithm's pipeline chunk; 0: its default
   int sol_chunks = 1;             // sol.bidir_copy: copies per rank
   int launches = 0;               // launches per replayed graph; 0: the plan's default (launches_for)
+  // copies=: how the general lowering moves data (copy_engine or kernel: SM loads and stores); unset: as the
+  // schedule says (copy engines where it says nothing).
+  std::optional<Lowering> copies;
 };
 // Throws an input error naming an unknown key or a bad value. Where `lenient` (a record's settings, which
 // other harnesses write too), text without '=' and unknown keys are ignored.

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
 
 #include "algorithms/registry.hpp"
 #include "algorithms/transport.hpp"
@@ -485,6 +486,25 @@ TEST(LowerCollective, GeneralSchedulesRunFusedWhileSmall) {
   const LoweredPlan tree = plan_of("allreduce.tree", 64 << 20);
   EXPECT_EQ(tree.held, tree.graph_nodes() <= kMaxHeldGraphNodes);
   EXPECT_FALSE(tree.held);
+}
+
+// copies= moves the general plan's data by copy engines or by kernels, whatever the schedule says; the plan's
+// schedule says which, so the simulator prices the same engine.
+TEST(LowerCollective, CopiesSettingPicksTheGeneralPlansEngine) {
+  auto kinds = [](const LoweredPlan& p) {
+    std::set<StepKind> k;
+    for (const auto& st : p.general.steps) k.insert(st.kind);
+    return k;
+  };
+  const LoweredPlan ce = plan_of("broadcast.pipeline", 8 << 20);
+  ASSERT_EQ(ce.path, Path::general);
+  EXPECT_EQ(kinds(ce), std::set<StepKind>{StepKind::memcpy});
+  const LoweredPlan sm = plan_of("broadcast.pipeline", 8 << 20, "copies=kernel");
+  EXPECT_EQ(kinds(sm), std::set<StepKind>{StepKind::copy_kernel});
+  EXPECT_EQ(sm.schedule.lowering, Lowering::kernel);
+  // The copy-engine all-reduce asks for copy engines; copies=kernel overrides it.
+  EXPECT_EQ(kinds(plan_of("allreduce.bidir.copy", 64 << 20, "copies=kernel")).count(StepKind::memcpy), 0u);
+  EXPECT_THROW(parse_settings("copies=dma"), Error);
 }
 
 // On more than 2 GPUs the general path keeps its graphs held and gives the reducing rings a second channel.
