@@ -312,22 +312,21 @@ MpiBidirWorkload::MpiBidirWorkload(const MpiWorld& world, const BidirParams& par
   for (auto& b : sizes) b.scratch = recv.bytes;
   buffers_ = std::make_unique<MpiBuffers>(world, sizes, ctrl + int64_t(bidir_ll_bytes(params_)), true);
   peers_.nranks = n;
+  // The mode's receive buffers in `peers_` (none for ll, flash and the loading twoshot: recv.bytes is 0).
+  void** recv_of = mode_ == BidirMode::lamport   ? peers_.lamport
+                   : mode_ == BidirMode::push    ? peers_.push
+                   : mode_ == BidirMode::twoshot ? peers_.scatter
+                                                 : peers_.ring;
   for (int q = 0; q < n; ++q) {
     char* flags = reinterpret_cast<char*>(buffers_->flags(q));
     peers_.ctrl[q] = flags;
     peers_.ll[q] = flags + ctrl;
     peers_.in[q] = buffers_->ptr(spec_.resolve(Ref{q, Buf::input, 0}));
     peers_.out[q] = buffers_->ptr(spec_.resolve(Ref{q, Buf::output, 0}));
-    void* scratch = recv.bytes > 0 ? buffers_->base(q, Buf::scratch) : nullptr;
-    if (mode_ == BidirMode::lamport) peers_.lamport[q] = scratch;
-    if (mode_ == BidirMode::push) peers_.push[q] = scratch;
-    if (mode_ == BidirMode::twoshot) peers_.scatter[q] = scratch;
-    if (mode_ == BidirMode::stream) peers_.ring[q] = scratch;
+    if (recv.bytes > 0) recv_of[q] = buffers_->base(q, Buf::scratch);
   }
-  if (mode_ == BidirMode::lamport) peers_.lamport_stride = recv.stride;
-  if (mode_ == BidirMode::push) peers_.push_stride = recv.stride;
-  if (mode_ == BidirMode::twoshot) peers_.scatter_stride = recv.stride;
-  if (mode_ == BidirMode::stream) peers_.ring_lanes = launches_.front().ring_lanes;
+  peers_.lamport_stride = peers_.push_stride = peers_.scatter_stride = recv.stride;
+  peers_.ring_lanes = launches_.front().ring_lanes;
   peers_.err = err_.device();
   peers_.timeout_s = timeout_s;
   if (mode_ == BidirMode::lamport) {  // lamport's sentinel in every receive buffer before any peer's first store
