@@ -326,6 +326,7 @@ const std::vector<std::string>& bench_names() {
       v.push_back(b);
     for (const char* d : kDtypes) {
       v.push_back(std::string("reduce.local.") + d);
+      v.push_back(std::string("reduce.local.cta.") + d);
       v.push_back(std::string("reduce.peer.") + d);
       v.push_back(std::string("matmul.") + d);
       v.push_back(std::string("matmul.") + d + ".ce_both");

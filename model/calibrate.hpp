@@ -51,6 +51,7 @@ struct MicroMeasurements {
 //   p2p.sm.uni / p2p.sm.bidir   SM-driven peer copy (a kernel loading from peer memory, 16-byte vectors)
 //   copy.local                  device-to-device copy on one GPU (bytes = bytes copied)
 //   reduce.local.<dtype>        dst = a + b on one GPU (bytes = bytes of one operand)
+//   reduce.local.cta.<dtype>    the same with one CTA of 512 threads (a kernel reducing on few CTAs)
 //   reduce.peer.<dtype>         dst = local + peer on one GPU (peer operand read over NVLink)
 //   latency.launch              GPU time per empty kernel launched back to back, all queued first (bytes = 0)
 //   latency.launch_host         host (CPU) time of one kernel launch call

@@ -86,6 +86,16 @@ Seconds reduce_part(const model::ModelParams& P, DType dtype, double bytes) {
   return t->size_part(bytes);
 }
 
+// One CTA reducing `bytes` of local operands with `vectors` 16-byte vector pairs in flight: the one-CTA reduction's
+// size part scaled by its vectors in flight (Little's law, as one_cta), never faster than all SMs reducing. A
+// profile without the one-CTA series prices all SMs' rate.
+Seconds one_cta_reduce(const model::ModelParams& P, DType dtype, double bytes, double vectors) {
+  const Seconds all = reduce_part(P, dtype, bytes);
+  const model::PathTable* t = P.table("reduce.local.cta." + std::string(dtype_name(dtype)));
+  if (!t || t->empty() || vectors <= 0) return all;
+  return std::max(all, cta_slowdown(vectors) * t->size_part(bytes));
+}
+
 }  // namespace
 
 int plan_launches(int iters) { return iters > 0 ? iters : lower::launches_for(lower::Path::general); }
@@ -184,14 +194,29 @@ Seconds bidir_kernel_time(const model::ModelParams& P, const ExecPath& path, int
     return launch + 3.0 * rtt + body;
   }
   if (path.mode == "stream") {
-    // Persistent lanes, one CTA each: half its threads push one vector each per step into the peers' rings of
-    // slots, half reduce what arrives; a start and a finish handshake as flash. The pushing half serves the peers
-    // one after another (its vectors in flight do not multiply by the peers), each peer's slot fenced before its
-    // flag: a round trip per peer and unit of a lane, and the unit's consumer releases each peer's slot in turn.
-    const double pushers = (path.threads > 0 ? path.threads : 512) / 2.0 * unroll;
-    const Seconds body = transfer(P, "p2p.sm_store.bidir", "p2p.sm_store.cta", S, grid, pushers, how);
-    const double unit = path.slot_bytes > 0 ? double(path.slot_bytes) : S;
-    const double units = std::ceil(std::ceil(S / std::max(1, peers) / unit) / grid);
+    // Persistent lanes, one CTA each, a start and a finish handshake as flash. Half a lane's threads push its
+    // units (slots of the peers' rings) one after another, 4 vectors in flight each, a fenced flag per unit
+    // and peer; the other half reduce each unit the peers pushed into this GPU (the own input and the slot, 4
+    // vector pairs in flight each). A lane's units pipeline through the ring: the first unit's stores, then
+    // the slower of stores and reduction per further unit, then the last unit's reduction. A unit's stores
+    // run at one CTA's rate, or at the link's share when every lane pushes at once; its reduction likewise.
+    const double half = (path.threads > 0 ? path.threads : 512) / 2.0;
+    const double vectors = half * 4.0;
+    const int np = std::max(1, peers);
+    const double per_peer = S / np;
+    const double unit = std::min(per_peer, path.slot_bytes > 0 ? double(path.slot_bytes) : per_peer);
+    const double units = std::ceil(std::ceil(per_peer / std::max(unit, 1.0)) / grid);
+    const Seconds store = double(np) * one_cta(P, "p2p.sm_store.cta", unit, vectors);
+    const Seconds reduce = double(np) * one_cta_reduce(P, dtype, unit, vectors);
+    Seconds body = store + (units - 1) * std::max(store, reduce) + reduce;
+    how += "per lane " + std::to_string(int64_t(units)) + " units: p2p.sm_store.cta (one unit), the slower of it and " +
+           "reduce.local.cta." + std::string(dtype_name(dtype)) + " per further unit, the last unit's reduction";
+    // However the lanes pipeline, the link carries every byte before the last units are reduced.
+    const Seconds link = table(P, "p2p.sm_store.bidir").size_part(S) + reduce;
+    if (link > body) {
+      body = link;
+      how += ", bounded by p2p.sm_store.bidir(S) and the last unit's reduction";
+    }
     const double more_peers = std::max(0, peers - 1);
     how += " + 4 round trips (stores, flags, start, finish)";
     if (more_peers > 0)

@@ -897,12 +897,40 @@ __global__ void __launch_bounds__(512) stream_kernel(BidirArgs a) {
       const int64_t nv = len / 16;
       const uint4* own = reinterpret_cast<const uint4*>(a.in[r] + off);
       uint4* out = reinterpret_cast<uint4*>(a.out + off);
-      for (int64_t v = t; v < nv; v += half) {
+      // Peer j's slot for this unit: the rings of successive sources lie lanes x K slots apart.
+      const uint4* slot = reinterpret_cast<const uint4*>(ring_slot(r, mod_ranks(r + 1, n), seq));
+      const int64_t source_stride = int64_t(a.lanes) * K * B / 16;
+      // U vectors of the own input and of the first peer's slot in flight per thread before the first add:
+      // the loop waits on load latency, not on the adds.
+      constexpr int U = 4;
+      int64_t v = t;
+      for (; v + int64_t(U - 1) * half < nv; v += int64_t(U) * half) {
+        uint4 x[U], y[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+          x[u] = own[v + u * half];
+          // L2 only (.cg): this SM read the same slot K units ago, and L1 is not coherent.
+          y[u] = __ldcg(slot + v + u * half);
+        }
+        Acc<T> acc[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+          acc[u].load(x[u]);
+          acc[u].template add<Op>(y[u]);
+        }
+        for (int j = 2; j < n; ++j) {
+#pragma unroll
+          for (int u = 0; u < U; ++u) y[u] = __ldcg(slot + (j - 1) * source_stride + v + u * half);
+#pragma unroll
+          for (int u = 0; u < U; ++u) acc[u].template add<Op>(y[u]);
+        }
+#pragma unroll
+        for (int u = 0; u < U; ++u) out[v + u * half] = acc[u].store(a.divisor);
+      }
+      for (; v < nv; v += half) {
         Acc<T> acc;
         acc.load(own[v]);
-        // L2 only (.cg): this SM read the same slot K units ago, and L1 is not coherent.
-        for (int j = 1; j < n; ++j)
-          acc.template add<Op>(__ldcg(reinterpret_cast<const uint4*>(ring_slot(r, mod_ranks(r + j, n), seq)) + v));
+        for (int j = 1; j < n; ++j) acc.template add<Op>(__ldcg(slot + (j - 1) * source_stride + v));
         out[v] = acc.store(a.divisor);
       }
       const int64_t elems = len / int64_t(sizeof(T));

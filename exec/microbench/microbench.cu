@@ -28,10 +28,11 @@ namespace cclab::exec {
 
 namespace {
 
-constexpr int kThreads = 512;    // per block for the bandwidth kernels
-constexpr int kBlocksPerSm = 2;  // 264 blocks x 512 threads on H200 reached 374 GB/s (h200x2.md)
-constexpr int kUnroll = 4;       // independent 16-byte loads in flight per thread
-constexpr int kTrials = 3;       // batches per point; the median is kept
+constexpr int kThreads = 512;               // per block for the bandwidth kernels
+constexpr int kBlocksPerSm = 2;             // 264 blocks x 512 threads on H200 reached 374 GB/s (h200x2.md)
+constexpr int kUnroll = 4;                  // independent 16-byte loads in flight per thread
+constexpr int64_t kOneCtaMax = 16LL << 20;  // largest size of the one-CTA series (~1 ms at a single CTA's rate)
+constexpr int kTrials = 3;                  // batches per point; the median is kept
 constexpr double kBatchTarget_s = 1e-3;
 constexpr int kMaxReps = 500;  // stays below the launch queue depth, so enqueueing never blocks
 constexpr double kMaxGate_s = 0.1;
@@ -453,7 +454,7 @@ class Bench {
              int64_t max_bytes = INT64_MAX);
   void launch_copy(const Gpu& g, int stream, const char* src, char* dst, int64_t bytes, int max_blocks = 0) const;
   template <class T>
-  void launch_reduce(const Gpu& g, const char* a, const char* b, char* dst, int64_t bytes) const;
+  void launch_reduce(const Gpu& g, const char* a, const char* b, char* dst, int64_t bytes, int max_blocks = 0) const;
   void bench_p2p();
   void bench_ce_pair();
   void bench_fanout();
@@ -651,10 +652,11 @@ void Bench::launch_copy(const Gpu& g, int stream, const char* src, char* dst, in
 }
 
 template <class T>
-void Bench::launch_reduce(const Gpu& g, const char* a, const char* b, char* dst, int64_t bytes) const {
+void Bench::launch_reduce(const Gpu& g, const char* a, const char* b, char* dst, int64_t bytes, int max_blocks) const {
   const int64_t n16 = bytes / 16;
   const int64_t per_block = int64_t(kThreads) * kUnroll;
-  const int blocks = int(std::clamp<int64_t>((n16 + per_block - 1) / per_block, 1, int64_t(kBlocksPerSm) * g.sms));
+  const int64_t cap = max_blocks > 0 ? max_blocks : int64_t(kBlocksPerSm) * g.sms;
+  const int blocks = int(std::clamp<int64_t>((n16 + per_block - 1) / per_block, 1, cap));
   k_reduce<T><<<blocks, kThreads, 0, g.stream[0]>>>(reinterpret_cast<const int4*>(a), reinterpret_cast<const int4*>(b),
                                                     reinterpret_cast<int4*>(dst), n16,
                                                     (bytes - n16 * 16) / int64_t(sizeof(T)));
@@ -734,7 +736,6 @@ void Bench::bench_p2p() {
                   CCLAB_CUDA_LAUNCHED();
                 }};
   };
-  constexpr int64_t kOneCtaMax = 16LL << 20;  // ~1 ms per copy at a single CTA's rate: enough for the curve
   sweep(
       "p2p.sm.cta", "one CTA of " + std::to_string(kThreads) + " threads on GPU1 loading GPU0's memory, CUDA events",
       [&](int64_t b) { return std::vector<Lane>{one_cta(g1, g0.buf[0], g1.buf[1], b)}; }, 0, kOneCtaMax);
@@ -890,6 +891,25 @@ void Bench::bench_local() {
   local(float{}, "float");
   local(__half{}, "half");
   local(__nv_bfloat16{}, "bfloat16");
+  // One CTA: the rate of a kernel whose reduction runs on few CTAs (a lane or a tile of a fused kernel),
+  // latency-bound rather than HBM-bound.
+  auto one_cta = [&](auto tag, const char* name) {
+    using T = decltype(tag);
+    sweep(
+        std::string("reduce.local.cta.") + name,
+        std::string("one CTA of ") + std::to_string(kThreads) + " threads (" + std::to_string(kUnroll) +
+            " vector pairs in flight each): dst = a + b in " + name + " on GPU0 (bytes per operand)",
+        [&](int64_t b) {
+          return std::vector<Lane>{Lane{0, g0.stream[0], [this, &g0, b] {
+                                          launch_reduce<T>(g0, g0.buf[0], g0.buf[2], g0.buf[1], b, 1);
+                                          CCLAB_CUDA_LAUNCHED();
+                                        }}};
+        },
+        16, kOneCtaMax);
+  };
+  one_cta(float{}, "float");
+  one_cta(__half{}, "half");
+  one_cta(__nv_bfloat16{}, "bfloat16");
   if (gpus_.size() < 2) return;
   Gpu& g1 = gpus_[1];
   auto peer = [&](auto tag, const char* name) {

@@ -151,18 +151,32 @@ TEST(BidirModel, TheKernelsOwnSeriesAreNotRead) {
 // against the microbenchmark's CTA (512 threads x 4).
 TEST(BidirModel, FewCtasMoveAtOneCtasRate) {
   const topo::Topology t = topo::load_topology("h200x2");
-  const model::ModelParams p = params_with_mechanisms(t);
+  model::ModelParams p = params_with_mechanisms(t);
+  p.tables["reduce.local.cta.float"] = line_table(2e-6, 10e9);
   const Pieces m{p};
-  const int64_t S = 4 * kMiB;
-  // stream: 4 lanes, 256 of each lane's 512 threads push one vector at a time: 1/8 of the CTA's vectors.
+  const int64_t S = 4 * kMiB, unit = 256 << 10;
+  // stream: 4 lanes of 4 units; 256 of each lane's 512 threads push 4 vectors at a time (half the CTA's vectors in
+  // flight: twice one CTA's time per unit), the other 256 reduce 4 vector pairs at a time. The first unit's stores,
+  // three more at the slower of stores and reduction, the last unit's reduction.
+  const double store = 2 * m.part("p2p.sm_store.cta", unit), reduce = 2 * m.part("reduce.local.cta.float", unit);
+  ASSERT_GT(reduce, store);
   EXPECT_NEAR(
       predict_note(p, "allreduce.bidir.stream", S, "mode=stream slots=4 slot_bytes=262144 threads=512 grid=4", 100),
-      m.launch(100) + m.fence() + 1.0 * (2e-6 - 1e-6) + 4 * m.rtt() + 8 * m.part("p2p.sm_store.cta", S / 4.0), 1e-12);
-  // With a lane per SM the link's rate bounds it instead.
+      m.launch(100) + m.fence() + 1.0 * (2e-6 - 1e-6) + 4 * m.rtt() + store + 3 * reduce + reduce, 1e-12);
+  // Without the one-CTA reduction series, all SMs' rate: the stores bound each unit.
+  model::ModelParams q = p;
+  q.tables.erase("reduce.local.cta.float");
+  EXPECT_NEAR(
+      predict_note(q, "allreduce.bidir.stream", S, "mode=stream slots=4 slot_bytes=262144 threads=512 grid=4", 100),
+      m.launch(100) + m.fence() + 1.0 * (2e-6 - 1e-6) + 4 * m.rtt() + 4 * store + m.part("reduce.local.float", unit),
+      1e-12);
+  // With a lane per SM the link's rate bounds it instead, and the last unit's reduction follows.
   const int64_t L = 64 * kMiB;
   const double wide =
-      predict_note(p, "allreduce.bidir.stream", L, "mode=stream slots=4 slot_bytes=262144 threads=512 grid=132", 100);
-  EXPECT_NEAR(wide, m.launch(100) + m.fence() + 1.0 * (2e-6 - 1e-6) + 4 * m.rtt() + m.part("p2p.sm_store.bidir", L),
+      predict_note(q, "allreduce.bidir.stream", L, "mode=stream slots=4 slot_bytes=262144 threads=512 grid=132", 100);
+  EXPECT_NEAR(wide,
+              m.launch(100) + m.fence() + 1.0 * (2e-6 - 1e-6) + 4 * m.rtt() + m.part("p2p.sm_store.bidir", L) +
+                  m.part("reduce.local.float", unit),
               1e-12);
 }
 
