@@ -10,6 +10,9 @@ CCLAB=${CCLAB:-cclab}
 D=$W/stream_check
 mkdir -p "$D"
 fail=0
+# On a one-GPU machine the 2-rank runs share it too (correctness only; timings then mean nothing).
+SHARE2=()
+[ "$(nvidia-smi -L 2>/dev/null | wc -l)" -ge 2 ] || SHARE2=(--share-gpus)
 run() {  # <csv name> <cclab run arguments...>
   local name=$1
   shift
@@ -22,8 +25,8 @@ run() {  # <csv name> <cclab run arguments...>
 }
 for d in float half bfloat16; do
   for o in sum avg max; do
-    run "g2_${d}_${o}" -g 2 -d "$d" -o "$o"
-    run "g2_${d}_${o}_slot16k" -g 2 -d "$d" -o "$o" --tune slot_bytes=16K
+    run "g2_${d}_${o}" -g 2 "${SHARE2[@]}" -d "$d" -o "$o"
+    run "g2_${d}_${o}_slot16k" -g 2 "${SHARE2[@]}" -d "$d" -o "$o" --tune slot_bytes=16K
   done
   run "g4_${d}_sum_slot16k" -g 4 --share-gpus -d "$d" --tune slot_bytes=16K
 done
