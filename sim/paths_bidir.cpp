@@ -1,9 +1,9 @@
 // The bidir all-reduce kernels (modes ll, flash, push, stream, lamport, twoshot), priced from mechanisms the
 // calibration measures apart from any collective: a kernel's launch in a replayed graph, peer loads and stores
-// across the link (all SMs, and one CTA), LL-style stores, flag hops and round trips, local reductions. No
-// series of the kernels themselves is read: what they add beyond these mechanisms stays in the error
-// (docs/findings/2026-11-27-bidir-kernels-from-mechanisms.md). The copy mode is a copy-engine schedule on the
-// general lowering (sim/paths.cpp).
+// across the link (all SMs, and one CTA), LL-style stores, flag hops and round trips, local reductions (all SMs,
+// and one CTA). No series of the kernels themselves is read: what they add beyond these mechanisms stays in the
+// error (docs/findings/2026-11-27-bidir-kernels-from-mechanisms.md). The copy mode is a copy-engine schedule on
+// the general lowering (sim/paths.cpp).
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -180,8 +180,10 @@ Seconds bidir_kernel_time(const model::ModelParams& P, const ExecPath& path, int
         how += ", bounded by " + std::to_string(int64_t(tiles)) + " tiles per CTA, a round trip after each";
       }
     }
-    how += " + 2 round trips (stores, flags) + the last CTA's reduction";
-    return launch + 2.0 * rtt + body + reduce_part(P, dtype, S / grid);
+    // The waiting half reduces the peer's tiles with its own input; the last CTA's share of the reduction, at one
+    // CTA's rate, is what is left once the stores are done.
+    how += " + 2 round trips (stores, flags) + the last CTA's reduction (reduce.local.cta)";
+    return launch + 2.0 * rtt + body + one_cta_reduce(P, dtype, S / grid, vectors);
   }
   if (path.mode == "flash" || path.mode == "twoshot") {
     // Loads of the peer's S bytes (flash: the whole input; two-shot: its slice, then the reduced slice stored

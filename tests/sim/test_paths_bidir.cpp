@@ -260,6 +260,13 @@ TEST(BidirModel, PushCtasWaitARoundTripPerTile) {
   const double tile = 2.0 * m.part("p2p.sm_store.cta", 16 << 10);  // 1024 vectors in flight: half the benchmark's
   EXPECT_NEAR(predict_note(p, "allreduce.bidir.push", S, "mode=push threads=512 unroll=4 pdl grid=1", 100),
               m.launch(100) + 2 * m.rtt() + 3 * m.rtt() + 4 * tile + m.reduce(S), 1e-12);
+  // With the one-CTA reduction measured, the CTA's share of the reduction runs at its rate (1024 vector pairs in
+  // flight: twice the benchmark CTA's time).
+  model::ModelParams q = p;
+  q.tables["reduce.local.cta.float"] = line_table(2e-6, 10e9);
+  EXPECT_NEAR(predict_note(q, "allreduce.bidir.push", S, "mode=push threads=512 unroll=4 pdl grid=1", 100),
+              m.launch(100) + 2 * m.rtt() + 3 * m.rtt() + 4 * tile + 2 * Pieces{q}.part("reduce.local.cta.float", S),
+              1e-12);
 }
 
 TEST(NcclModel, GraphReplayedSendRecvWhenMeasured) {
