@@ -86,8 +86,7 @@ class MpiSweep {
   std::unique_ptr<MpiWorkload> make(const MpiAlgo& a, int64_t count, bool in_place);
   std::unique_ptr<MpiWorkload> make_bidir(const MpiAlgo& a, int64_t count, bool in_place, const PlanOptions& po,
                                           uint64_t timeout_ns);
-  std::unique_ptr<MpiWorkload> make_lowered(const Algorithm& algo, AlgoArgs args, const PlanOptions& po,
-                                            uint64_t timeout_ns);
+  std::unique_ptr<MpiWorkload> make_lowered(const Algorithm& algo, AlgoArgs args, uint64_t timeout_ns);
   // A schedule's arguments for this sweep's options at one size.
   AlgoArgs args_of(int64_t count, bool in_place) const {
     AlgoArgs args;
@@ -134,7 +133,7 @@ std::unique_ptr<MpiWorkload> MpiSweep::make(const MpiAlgo& a, int64_t count, boo
       return std::make_unique<MpiNcclWorkload>(world_, *nccl_, spec);
     }
     case MpiAlgo::schedule:
-      return make_lowered(*a.algo, args_of(count, in_place), po, timeout_ns);
+      return make_lowered(*a.algo, args_of(count, in_place), timeout_ns);
   }
   return nullptr;
 }
@@ -151,8 +150,7 @@ std::unique_ptr<MpiWorkload> MpiSweep::make_bidir(const MpiAlgo& a, int64_t coun
   if (m == BidirMode::copy)
     return std::make_unique<MpiPlanWorkload>(
         world_, bidir_copy_schedule(n, count, o_.dtype, o_.op, in_place, set_.bidir), po, timeout_ns);
-  if (m == BidirMode::ring)
-    return make_lowered(find_algorithm("allreduce.ring"), args_of(count, in_place), po, timeout_ns);
+  if (m == BidirMode::ring) return make_lowered(find_algorithm("allreduce.ring"), args_of(count, in_place), timeout_ns);
   CollSpec spec{Coll::allreduce, n,       count,    o_.dtype,
                 o_.op,           o_.root, in_place, detail::resolver("allreduce", n, count, o_.dtype, in_place)};
   return std::make_unique<MpiBidirWorkload>(world_, set_.bidir, m, spec, o_.timeout_s * 0.8);
@@ -160,8 +158,7 @@ std::unique_ptr<MpiWorkload> MpiSweep::make_bidir(const MpiAlgo& a, int64_t coun
 
 // A registry schedule lowered as one process lowers it (lower::lower_collective, with rank r on GPU r): the fused
 // program's kernel on this rank's GPU, or this rank's steps of the general plan.
-std::unique_ptr<MpiWorkload> MpiSweep::make_lowered(const Algorithm& algo, AlgoArgs args, const PlanOptions& po,
-                                                    uint64_t timeout_ns) {
+std::unique_ptr<MpiWorkload> MpiSweep::make_lowered(const Algorithm& algo, AlgoArgs args, uint64_t timeout_ns) {
   args.tune = o_.tune;
   if (algo.hierarchical) args.node_size = o_.node_size;
   lower::Machine machine;
@@ -172,7 +169,7 @@ std::unique_ptr<MpiWorkload> MpiSweep::make_lowered(const Algorithm& algo, AlgoA
     fp.timeout_s = double(timeout_ns) * 1e-9;
     return std::make_unique<MpiFusedWorkload>(world_, plan.schedule, fp, plan.fused);
   }
-  return std::make_unique<MpiPlanWorkload>(world_, plan.schedule, po, timeout_ns);
+  return std::make_unique<MpiPlanWorkload>(world_, plan.schedule, plan.general, plan.reduce_blocks, timeout_ns);
 }
 
 int MpiSweep::run(const std::vector<MpiAlgo>& algos, const std::vector<int64_t>& sizes, std::ostream& out) {

@@ -19,19 +19,28 @@ std::unique_ptr<Replay> MpiWorkload::capture(cudaStream_t origin, int iters) {
 // ---- MpiPlanWorkload -----------------------------------------------------------------------------
 
 MpiPlanWorkload::MpiPlanWorkload(const MpiWorld& world, Schedule schedule, PlanOptions options, uint64_t timeout_ns)
-    : world_(world), schedule_(std::move(schedule)), timeout_ns_(timeout_ns) {
+    : MpiPlanWorkload(world, schedule,
+                      lower::lower(schedule,
+                                   [&] {
+                                     // Every rank is its own GPU here: waits between ranks are cross-device
+                                     // (flags), within a rank events.
+                                     options.lower.rank_device.clear();
+                                     for (int r = 0; r < schedule.nranks; ++r) options.lower.rank_device.push_back(r);
+                                     return options.lower;
+                                   }()),
+                      options.reduce_blocks, timeout_ns) {}
+
+MpiPlanWorkload::MpiPlanWorkload(const MpiWorld& world, Schedule schedule, Plan plan, int reduce_blocks,
+                                 uint64_t timeout_ns)
+    : world_(world), schedule_(std::move(schedule)), plan_(std::move(plan)), timeout_ns_(timeout_ns) {
   if (schedule_.nranks != world.size())
     throw_internal(__FILE__, __LINE__,
                    "schedule for " + std::to_string(schedule_.nranks) + " ranks under " + std::to_string(world.size()) +
                        " processes");
-  // Every rank is its own GPU here: waits between ranks are cross-device (flags), within a rank events.
-  options.lower.rank_device.clear();
-  for (int r = 0; r < schedule_.nranks; ++r) options.lower.rank_device.push_back(r);
-  plan_ = lower::lower(schedule_, options.lower);
   for (const auto& st : plan_.steps)
     if (st.kind == StepKind::compute)
       throw_input(schedule_.algo + ": compute ops (collective matmul, sparse) do not run in the MPI mode yet");
-  reduce_blocks_ = options.reduce_blocks > 0 ? options.reduce_blocks : 2 * world.sm_count();
+  reduce_blocks_ = reduce_blocks > 0 ? reduce_blocks : 2 * world.sm_count();
 
   spec_ = spec_of(schedule_);
 

@@ -44,8 +44,10 @@ class MpiWorkload {
 
 class MpiPlanWorkload : public MpiWorkload {
  public:
-  // timeout_ns bounds every flag wait and device barrier.
+  // timeout_ns bounds every flag wait and device barrier. The schedule is lowered with rank r on GPU r.
   MpiPlanWorkload(const MpiWorld& world, Schedule schedule, PlanOptions options, uint64_t timeout_ns);
+  // The plan lower::lower_collective made of the schedule (rank r on GPU r).
+  MpiPlanWorkload(const MpiWorld& world, Schedule schedule, Plan plan, int reduce_blocks, uint64_t timeout_ns);
   const CollSpec& spec() const override { return spec_; }
   MpiBuffers& buffers() override { return *buffers_; }
   void issue(cudaStream_t origin) override;
