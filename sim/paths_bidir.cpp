@@ -200,8 +200,8 @@ Seconds bidir_kernel_time(const model::ModelParams& P, const ExecPath& path, int
     // units (slots of the peers' rings) one after another, 4 vectors in flight each, a fenced flag per unit
     // and peer; the other half reduce each unit the peers pushed into this GPU (the own input and the slot, 4
     // vector pairs in flight each). A lane's units pipeline through the ring: the first unit's stores, then
-    // the slower of stores and reduction per further unit, then the last unit's reduction. A unit's stores
-    // run at one CTA's rate, or at the link's share when every lane pushes at once; its reduction likewise.
+    // the slower of stores and reduction per further unit, then the last unit's reduction, each at one CTA's
+    // rate scaled by its vectors in flight.
     const double half = (path.threads > 0 ? path.threads : 512) / 2.0;
     const double vectors = half * 4.0;
     const int np = std::max(1, peers);
