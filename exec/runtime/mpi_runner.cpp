@@ -21,28 +21,18 @@ namespace {
 
 struct MpiAlgo {
   std::string name, collective;
-  enum Kind { schedule, nccl, bidir, bidir_copy, sol } kind = schedule;
+  enum Kind { schedule, nccl, bidir } kind = schedule;
   const Algorithm* algo = nullptr;
 };
 
-// The names the MPI mode runs: registry schedules as one process lowers them, allreduce.bidir and its kernel
-// modes, the copy-engine all-reduce and the link test (schedules), and `<collective>.nccl`. Throws an input error
+// The names the MPI mode runs: registry schedules as one process lowers them (the copy-engine all-reduce and the
+// link test among them), allreduce.bidir and its kernel modes, and `<collective>.nccl`. Throws an input error
 // otherwise.
 MpiAlgo classify_mpi(const std::string& name) {
   MpiAlgo m;
   m.name = name;
   if ((name == "allreduce.bidir" || name.starts_with("allreduce.bidir.")) && name != "allreduce.bidir.copy") {
     m.kind = MpiAlgo::bidir;
-    m.collective = "allreduce";
-    return m;
-  }
-  if (name == "sol.bidir_copy") {
-    m.kind = MpiAlgo::sol;
-    m.collective = "sol";
-    return m;
-  }
-  if (name == "allreduce.bidir.copy") {
-    m.kind = MpiAlgo::bidir_copy;
     m.collective = "allreduce";
     return m;
   }
@@ -67,7 +57,7 @@ MpiAlgo classify_mpi(const std::string& name) {
     m.kind = MpiAlgo::nccl;
     return m;
   }
-  parse_coll(m.collective);
+  checked_coll(m.collective);
   if (!(a->backends & kGpu)) throw_input(name + " does not run on the GPU backend (see cclab list)");
   return m;
 }
@@ -84,8 +74,7 @@ class MpiSweep {
 
  private:
   std::unique_ptr<MpiWorkload> make(const MpiAlgo& a, int64_t count, bool in_place);
-  std::unique_ptr<MpiWorkload> make_bidir(const MpiAlgo& a, int64_t count, bool in_place, const PlanOptions& po,
-                                          uint64_t timeout_ns);
+  std::unique_ptr<MpiWorkload> make_bidir(const MpiAlgo& a, int64_t count, bool in_place, uint64_t timeout_ns);
   std::unique_ptr<MpiWorkload> make_lowered(const Algorithm& algo, AlgoArgs args, uint64_t timeout_ns);
   // A schedule's arguments for this sweep's options at one size.
   AlgoArgs args_of(int64_t count, bool in_place) const {
@@ -108,18 +97,9 @@ class MpiSweep {
 std::unique_ptr<MpiWorkload> MpiSweep::make(const MpiAlgo& a, int64_t count, bool in_place) {
   const int n = world_.size();
   const uint64_t timeout_ns = uint64_t(o_.timeout_s * 0.8e9);  // kernel waits give up before the host does
-  PlanOptions po;
-  po.reduce_blocks = set_.reduce_blocks;
-  po.lower.max_streams_per_rank = set_.streams;
   switch (a.kind) {
-    case MpiAlgo::sol:
-      return std::make_unique<MpiPlanWorkload>(world_, sol_bidir_copy_schedule(n, count, o_.dtype, set_.sol_chunks), po,
-                                               timeout_ns);
-    case MpiAlgo::bidir_copy:
-      return std::make_unique<MpiPlanWorkload>(
-          world_, bidir_copy_schedule(n, count, o_.dtype, o_.op, in_place, set_.bidir), po, timeout_ns);
     case MpiAlgo::bidir:
-      return make_bidir(a, count, in_place, po, timeout_ns);
+      return make_bidir(a, count, in_place, timeout_ns);
     case MpiAlgo::nccl: {
       CollSpec spec{parse_coll(a.collective),
                     n,
@@ -138,19 +118,16 @@ std::unique_ptr<MpiWorkload> MpiSweep::make(const MpiAlgo& a, int64_t count, boo
   return nullptr;
 }
 
-// allreduce.bidir's mode as the single-process lowering picks it (lower::choose_bidir_mode, --tune mode=), run by
+// allreduce.bidir's mode as the single-process lowering picks it (lower::bidir_mode_for, --tune mode=), run by
 // this rank's process: the kernel modes as this rank's kernel (MpiBidirWorkload: the peers' buffers through CUDA
-// IPC), copy and ring as their schedules.
-std::unique_ptr<MpiWorkload> MpiSweep::make_bidir(const MpiAlgo& a, int64_t count, bool in_place, const PlanOptions& po,
-                                                  uint64_t timeout_ns) {
+// IPC), copy and ring as the general plans lower_collective makes of them.
+std::unique_ptr<MpiWorkload> MpiSweep::make_bidir(const MpiAlgo& a, int64_t count, bool in_place, uint64_t timeout_ns) {
   using lower::BidirMode;
   const int n = world_.size();
   const int64_t bytes = count * dtype_size(o_.dtype);
-  BidirMode m = lower::bidir_mode_for(a.name, bytes, n, set_.mode, set_.bidir);
-  if (m == BidirMode::copy)
-    return std::make_unique<MpiPlanWorkload>(
-        world_, bidir_copy_schedule(n, count, o_.dtype, o_.op, in_place, set_.bidir), po, timeout_ns);
-  if (m == BidirMode::ring) return make_lowered(find_algorithm("allreduce.ring"), args_of(count, in_place), timeout_ns);
+  const BidirMode m = lower::bidir_mode_for(a.name, bytes, n, set_.mode, set_.bidir);
+  if (m == BidirMode::copy || m == BidirMode::ring)
+    return make_lowered(find_algorithm(a.name), args_of(count, in_place), timeout_ns);
   CollSpec spec{Coll::allreduce, n,       count,    o_.dtype,
                 o_.op,           o_.root, in_place, detail::resolver("allreduce", n, count, o_.dtype, in_place)};
   return std::make_unique<MpiBidirWorkload>(world_, set_.bidir, m, spec, o_.timeout_s * 0.8);
@@ -188,14 +165,14 @@ int MpiSweep::run(const std::vector<MpiAlgo>& algos, const std::vector<int64_t>&
     for (int64_t bytes : sizes) {
       const int64_t e = dtype_size(o_.dtype);
       int64_t count = bytes / e;
-      const Coll c = a.kind == MpiAlgo::sol ? Coll::exchange : parse_coll(a.collective);
+      const Coll c = checked_coll(a.collective);
       if (detail::needs_split(c)) count = count / n * n;
       if (count == 0 && bytes > 0) continue;
       Record rec[2];
       bool have[2] = {false, false};
       for (int ip = 0; ip < 2; ++ip) {
         if ((o_.inplace == 0 && ip == 1) || (o_.inplace == 1 && ip == 0)) continue;
-        if (a.kind == MpiAlgo::sol && ip == 1) continue;
+        if (c == Coll::exchange && ip == 1) continue;  // the link test has no in-place form
         std::unique_ptr<MpiWorkload> w;
         std::string why;
         try {

@@ -18,18 +18,6 @@ std::unique_ptr<Replay> MpiWorkload::capture(cudaStream_t origin, int iters) {
 
 // ---- MpiPlanWorkload -----------------------------------------------------------------------------
 
-MpiPlanWorkload::MpiPlanWorkload(const MpiWorld& world, Schedule schedule, PlanOptions options, uint64_t timeout_ns)
-    : MpiPlanWorkload(world, schedule,
-                      lower::lower(schedule,
-                                   [&] {
-                                     // Every rank is its own GPU here: waits between ranks are cross-device
-                                     // (flags), within a rank events.
-                                     options.lower.rank_device.clear();
-                                     for (int r = 0; r < schedule.nranks; ++r) options.lower.rank_device.push_back(r);
-                                     return options.lower;
-                                   }()),
-                      options.reduce_blocks, timeout_ns) {}
-
 MpiPlanWorkload::MpiPlanWorkload(const MpiWorld& world, Schedule schedule, Plan plan, int reduce_blocks,
                                  uint64_t timeout_ns)
     : world_(world), schedule_(std::move(schedule)), plan_(std::move(plan)), timeout_ns_(timeout_ns) {

@@ -1,6 +1,6 @@
-// Workloads of the MPI mode: this process's share of one collective. MpiPlanWorkload lowers the
-// whole schedule with the same lower::lower() as the single-process path and issues only this rank's
-// steps: dependencies inside the process are CUDA events, dependencies on another rank's op are
+// Workloads of the MPI mode: this process's share of one collective. MpiPlanWorkload takes the general
+// plan lower::lower_collective made of the whole schedule (as the single-process path runs it) and issues only
+// this rank's steps: dependencies inside the process are CUDA events, dependencies on another rank's op are
 // epoch flags (mpi_kernels.hpp). MpiFusedWorkload runs this rank's kernel of a fused program.
 // MpiBidirWorkload runs this rank's kernel of allreduce.bidir. MpiNcclWorkload is the NCCL
 // baseline with ncclCommInitRank.
@@ -44,9 +44,8 @@ class MpiWorkload {
 
 class MpiPlanWorkload : public MpiWorkload {
  public:
-  // timeout_ns bounds every flag wait and device barrier. The schedule is lowered with rank r on GPU r.
-  MpiPlanWorkload(const MpiWorld& world, Schedule schedule, PlanOptions options, uint64_t timeout_ns);
-  // The plan lower::lower_collective made of the schedule (rank r on GPU r).
+  // The plan lower::lower_collective made of the schedule (rank r on GPU r). timeout_ns bounds every flag wait and
+  // device barrier.
   MpiPlanWorkload(const MpiWorld& world, Schedule schedule, Plan plan, int reduce_blocks, uint64_t timeout_ns);
   const CollSpec& spec() const override { return spec_; }
   MpiBuffers& buffers() override { return *buffers_; }

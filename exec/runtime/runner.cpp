@@ -130,11 +130,6 @@ struct Session {
   }
 };
 
-// The collective the executor checks a registry collective as (sol.bidir_copy: an exchange).
-Coll checked_coll(const std::string& collective) {
-  return collective == "sol" ? Coll::exchange : parse_coll(collective);
-}
-
 // The registry entry of a name `cclab run` takes, checked for this executor.
 const Algorithm& gpu_algorithm(const std::string& name) {
   const Algorithm& a = find_algorithm(name);

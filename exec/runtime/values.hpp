@@ -31,6 +31,8 @@ enum class Coll : uint8_t {
 
 // Throws an input error for a collective the executor cannot check (e.g. allgather_matmul).
 Coll parse_coll(std::string_view collective);
+// The collective the executor checks a registry entry's `collective` as (sol.bidir_copy's "sol": an exchange).
+Coll checked_coll(std::string_view collective);
 std::string_view coll_name(Coll c);
 bool coll_reduces(Coll c);  // allreduce, reduce, reducescatter
 
