@@ -380,6 +380,7 @@ std::string measurements_to_json(const MicroMeasurements& m) {
     json js;
     js["name"] = s.name;
     js["method"] = s.method;
+    if (!s.origin.empty()) js["origin"] = s.origin;
     json pts = json::array();
     for (const auto& p : s.samples) {
       json jp = {{"bytes", p.bytes}, {"time_us", p.time.us()}, {"reps", p.reps}};
@@ -456,6 +457,7 @@ MicroMeasurements measurements_from_json_text(const std::string& text, const std
       MicroSeries s;
       s.name = js.at("name").get<std::string>();
       s.method = js.value("method", "");
+      s.origin = js.value("origin", "");
       for (const auto& jp : js.at("samples")) {
         MicroSample p;
         p.bytes = jp.value("bytes", int64_t(0));

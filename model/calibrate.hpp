@@ -30,6 +30,9 @@ struct MicroSeries {
   std::string name;
   std::string method;  // how it was measured, one line (API, direction, grid, timing method)
   std::vector<MicroSample> samples;
+  // Where a series was taken from another calibration than the file's own (scripts/take_series.py): that run's
+  // origin, GPUs, date and commit, one line; empty for the file's own.
+  std::string origin;
 };
 
 // Everything one `cclab calibrate` run measured, with where and when.

@@ -180,6 +180,28 @@ TEST(CalibrateProfile, ProfileRoundTripsThroughTheSimulatorsLoader) {
   fs::remove_all(dir);
 }
 
+// A series taken from another calibration (scripts/take_series.py) keeps the line that says where it came from
+// through the samples file, and its table's source quotes that line instead of the file's own origin.
+TEST(CalibrateProfile, TakenSeriesKeepTheirOwnOrigin) {
+  MicroMeasurements m = synthetic_machine();
+  MicroSeries taken = line_series("copy.local.graph", 1.2, 2000);
+  taken.origin = "cclab calibrate, synthetic H200 x1, 2026-11-29, commit abc";
+  m.series.push_back(taken);
+  m.series.push_back(line_series("copy.local.graph.cold", 1.3, 1900));
+  const MicroMeasurements back = measurements_from_json_text(measurements_to_json(m), "test");
+  ASSERT_EQ(back.series.size(), m.series.size());
+  EXPECT_EQ(back.series[back.series.size() - 2].origin, taken.origin);
+  EXPECT_EQ(back.series.back().origin, "");
+  const Calibration cal = calibrate(back);
+  const auto j =
+      nlohmann::json::parse(make_profile_json(cal, topo::make_preset("h200x2"), "h200x2", "t", "t.measurements.json"));
+  const std::string own = j.at("tables").at("copy.local.graph").at("source");
+  const std::string other = j.at("tables").at("copy.local.graph.cold").at("source");
+  EXPECT_NE(own.find("[" + taken.origin + "]"), std::string::npos) << own;
+  EXPECT_EQ(own.find("unit test"), std::string::npos) << own;
+  EXPECT_NE(other.find("[unit test, synthetic H200"), std::string::npos) << other;
+}
+
 TEST(CalibrateProfile, BadProfilesAreInputErrorsNamingTheFile) {
   const fs::path dir = fs::temp_directory_path() / "cclab_test_profile_bad";
   fs::create_directories(dir);
