@@ -28,6 +28,8 @@
 //                 bidir.lamport.split: half the threads send, half receive (lamport_split).
 //   bidir.replay  empty PDL kernels in per-GPU graphs of N launches, N = 5, 10, 20, 40 (the "bytes" of a
 //                 point are N): the per-replay fixed cost (fork, graph launches, join) is the slope in 1/N.
+//   bidir.replay.body  PDL kernels that spin T ns after letting the next launch start, 100 per graph (the "bytes"
+//                 of a point are T): per launch less T, what a launch costs behind a kernel that runs.
 //   nccl.p2p.graph.uni / .bidir   ncclSend/ncclRecv (one way, both ways) captured in per-GPU graphs of 20
 //                 group calls, replayed as the records of NCCL's collectives are (nccl-tests -G style).
 //   *.n100        bidir.pull, .push, .ll, .ll_plain, .ring, .lamport.t256 and nccl.p2p.graph.bidir / .uni again with
@@ -723,6 +725,14 @@ __global__ void __launch_bounds__(512)
 
 __global__ void k_empty_pdl_b() { pdl_enter(); }
 
+// A PDL kernel with a body: it lets its successor launch at its start, as the bidir kernels do, then spins `ns`.
+__global__ void k_body_pdl_b(unsigned long long ns) {
+  pdl_enter();
+  const unsigned long long t0 = now_ns();
+  while (now_ns() - t0 < ns) {
+  }
+}
+
 __global__ void k_gate(unsigned long long ns) {
   const unsigned long long t0 = now_ns();
   while (now_ns() - t0 < ns) {
@@ -1066,6 +1076,23 @@ void BidirBench::run() {
                   {}};
     for (int n : {5, 10, 20, 40, kRecordIters, 300})
       s.points.push_back({n, replay(n, [](int, cudaStream_t st) { launch_pdl(k_empty_pdl_b, 1, 32, st); }), n});
+    out_.push_back(std::move(s));
+  }
+  // The same launches behind a kernel that runs: an empty kernel leaves the next launch nothing to hide behind
+  // (on one H200 a body of 250 ns or more took 0.15-0.19 us off each launch;
+  // docs/findings/2026-11-29-pdl-launch-behind-a-body.md). A diagnostic: per launch less the body.
+  {
+    BenchSeries s{"bidir.replay.body",
+                  "PDL kernels (1 CTA) that let the next launch start at their start, then spin T ns, in per-GPU graphs "
+                  "of " + std::to_string(kRecordIters) +
+                      " launches replayed as bidir.replay; a point's 'bytes' is T, its time the time per launch less T",
+                  {}};
+    for (int ns : {100, 250, 500, 1000, 2000, 4000}) {  // T = 0 is bidir.replay at the same launches
+      const double t = replay(kRecordIters, [ns](int, cudaStream_t st) {
+        launch_pdl(k_body_pdl_b, 1, 32, st, (unsigned long long)ns);
+      });
+      s.points.push_back({ns, t - ns * 1e-9, kRecordIters});
+    }
     out_.push_back(std::move(s));
   }
   // Pull at flash's default (4 vectors per thread) and at the variants scripts/measure.sh calibrates
