@@ -518,6 +518,10 @@ int hbm_traffic_per_byte(std::string_view series) {
 // 1.10 x slower on the H100, as its fixed cost; 16 MiB (32 MiB) 1.33 x, as HBM.
 constexpr double kL2ResidentBytes = 25e6;
 
+// A graph copy table's point this much slower than the stream's copy of the same size is bound by the copy node
+// (512 MiB on the H200: 1.55 x; at other sizes the two are within 10%).
+constexpr double kCopyNodeBound = 1.3;
+
 // The topology a profile was measured on (its "topology": a preset, or a topology file, found beside the profile
 // when named relative to it).
 topo::Topology profile_topology(const std::string& profile_path, const std::string& ref) {
@@ -550,6 +554,7 @@ ModelParams load_profile_onto(const std::string& path, const topo::Topology& tar
   const std::string why = "; size part x " + fmt(scale) + " for the target's HBM (" +
                           measured_on.node(measured_on.gpu(0)).model + " " + fmt(from / 1e9) + " GB/s -> " +
                           target.node(target.gpu(0)).model + " " + fmt(to / 1e9) + " GB/s, datasheets)";
+  const auto measured = p.tables;  // before scaling
   for (auto& [series, table] : p.tables) {
     const int traffic = hbm_traffic_per_byte(series);
     if (traffic < 0 || table.points.empty()) continue;
@@ -564,6 +569,25 @@ ModelParams load_profile_onto(const std::string& path, const topo::Topology& tar
       sec = moved;
     }
     table.source += why;
+  }
+  // A replayed graph's copy node runs slower than the same copy issued to a stream at some sizes (512 MiB and 1 GiB
+  // on the H200: 1.35 TB/s against 2.1; docs/findings/2026-11-29-graph-copy-nodes-512mib.md). That limit is the
+  // node's, not HBM's: where a graph copy table takes more than kCopyNodeBound x the stream's copy (copy.local) of
+  // the same size, far beyond L2, the target takes the slower of the node's time as measured and its own HBM's
+  // stream copy.
+  const auto stream = measured.find("copy.local");
+  if (stream == measured.end() || stream->second.empty()) return p;
+  for (const char* series : {"copy.local.graph", "copy.local.graph.cold"}) {
+    const auto node = measured.find(series);
+    if (node == measured.end()) continue;
+    PathTable& onto = p.tables.at(series);
+    for (size_t i = 0; i < node->second.points.size(); ++i) {
+      const auto [bytes, t_node] = node->second.points[i];
+      if (bytes > stream->second.points.back().first) break;
+      if (2.0 * double(bytes) < 4 * kL2ResidentBytes) continue;  // where L2 still shapes either copy
+      if (t_node > kCopyNodeBound * stream->second.time(double(bytes)).value)
+        onto.points[i].second = std::max(t_node, p.tables.at("copy.local").time(double(bytes)).value);
+    }
   }
   return p;
 }

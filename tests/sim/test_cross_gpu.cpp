@@ -101,6 +101,22 @@ TEST(CrossGpu, LocalMemoryTablesFollowTheTargetsHbm) {
   EXPECT_EQ(same.tables.at("copy.local").points, was.points);
 }
 
+// A graph copy node of 512 MiB runs below the H200's HBM rate (1.35 TB/s against the stream copy's 2.1): on the H100
+// it takes the slower of that node time and the H100's own HBM copy, where the sizes the node does not limit scale
+// with HBM like every other local table.
+TEST(CrossGpu, GraphCopyNodesKeepTheirOwnLimitOnAnotherGpu) {
+  const std::string h200 = src("profiles/h200x2.json");
+  const model::Profile own = model::load_profile_file(h200);
+  const topo::Topology h100 = topo::load_topology("dgx-h100");
+  const model::ModelParams onto = model::load_profile_onto(h200, h100, model::defaults_for(h100));
+  const model::PathTable &was = own.params.tables.at("copy.local.graph"), &now = onto.tables.at("copy.local.graph");
+  const double mid = double(int64_t(256) << 20), big = double(int64_t(512) << 20);
+  ASSERT_GT(was.time(big).value, 1.3 * own.params.tables.at("copy.local").time(big).value);  // node-bound there
+  EXPECT_NEAR(now.time(big).value,
+              std::max(was.time(big).value, onto.tables.at("copy.local").time(big).value), 1e-12);
+  EXPECT_GT(now.time(mid).value, 1.3 * was.time(mid).value);  // 256 MiB: HBM-bound, 4.8 / 3.35 as long
+}
+
 // Records predicted from the other GPU's profile, held to what they reach (`why`: what keeps the rest out).
 void expect_reached(const char* records, const char* target, const char* profile, int algos, int met, double median,
                     int large_met, const char* why) {
