@@ -82,11 +82,19 @@ Reached cross_compare(const std::string& records, const std::string& preset, con
 
 // The HBM-bound tables take the target's HBM rate beyond L2; the fixed costs, the L2-resident sizes and the
 // peer transfers stay as measured; on the profile's own GPU nothing changes.
+// The 2 x H200 profile as measured, and applied to a DGX H100.
+struct H200OntoH100 {
+  std::string path = src("profiles/h200x2.json");
+  model::Profile own = model::load_profile_file(path);
+  topo::Topology h100 = topo::load_topology("dgx-h100");
+  model::ModelParams onto = model::load_profile_onto(path, h100, model::defaults_for(h100));
+};
+
 TEST(CrossGpu, LocalMemoryTablesFollowTheTargetsHbm) {
-  const std::string h200 = src("profiles/h200x2.json");
-  const model::Profile own = model::load_profile_file(h200);
-  const topo::Topology h100 = topo::load_topology("dgx-h100");
-  const model::ModelParams onto = model::load_profile_onto(h200, h100, model::defaults_for(h100));
+  const H200OntoH100 x;
+  const model::Profile& own = x.own;
+  const model::ModelParams& onto = x.onto;
+  const std::string& h200 = x.path;
   const model::PathTable &was = own.params.tables.at("copy.local"), &now = onto.tables.at("copy.local");
   ASSERT_EQ(was.points.size(), now.points.size());
   EXPECT_DOUBLE_EQ(now.points.front().second, was.points.front().second);  // the launch: the host's
@@ -105,10 +113,9 @@ TEST(CrossGpu, LocalMemoryTablesFollowTheTargetsHbm) {
 // it takes the slower of that node time and the H100's own HBM copy, where the sizes the node does not limit scale
 // with HBM like every other local table.
 TEST(CrossGpu, GraphCopyNodesKeepTheirOwnLimitOnAnotherGpu) {
-  const std::string h200 = src("profiles/h200x2.json");
-  const model::Profile own = model::load_profile_file(h200);
-  const topo::Topology h100 = topo::load_topology("dgx-h100");
-  const model::ModelParams onto = model::load_profile_onto(h200, h100, model::defaults_for(h100));
+  const H200OntoH100 x;
+  const model::Profile& own = x.own;
+  const model::ModelParams& onto = x.onto;
   const model::PathTable &was = own.params.tables.at("copy.local.graph"), &now = onto.tables.at("copy.local.graph");
   const double mid = double(int64_t(256) << 20), big = double(int64_t(512) << 20);
   ASSERT_GT(was.time(big).value, 1.3 * own.params.tables.at("copy.local").time(big).value);  // node-bound there
