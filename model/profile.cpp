@@ -426,10 +426,9 @@ std::string make_profile_json(const Calibration& cal, const topo::Topology& topo
       // Why the samples stay: how far the best fit of the saturating form misses them.
       if (c && c->fit.points > 1) entry["fit_max_residual"] = c->fit.max_rel_residual;
     }
-    entry["source"] = s.name + ": " + s.method + " [" +
-                      (s.origin.empty() ? m.origin + ", " + m.gpu_name + (m.date.empty() ? "" : ", " + m.date)
-                                        : s.origin) +
-                      "]";
+    entry["source"] =
+        s.name + ": " + s.method + " [" +
+        (s.origin.empty() ? m.origin + ", " + m.gpu_name + (m.date.empty() ? "" : ", " + m.date) : s.origin) + "]";
     const SeriesConditions sc = series_conditions(s.method);
     if (sc.launches_per_replay > 0) entry["launches_per_replay"] = sc.launches_per_replay;
     tables[table_name(s.name, sc.launches_per_replay)] = entry;

@@ -36,7 +36,7 @@ constexpr int64_t kOneCtaMax = 16LL << 20;  // largest size of the one-CTA serie
 // copy node of 512 MiB or 1 GiB runs at two thirds of the rate of one of 256 or 768 MiB, or of the same copy issued
 // to a stream (docs/findings/2026-11-29-graph-copy-nodes-512mib.md), so no smaller series stands in for them.
 constexpr int64_t kMaxGraphCopy = 1LL << 30;
-constexpr int kTrials = 3;                  // batches per point; the median is kept
+constexpr int kTrials = 3;  // batches per point; the median is kept
 constexpr double kBatchTarget_s = 1e-3;
 constexpr int kMaxReps = 500;  // stays below the launch queue depth, so enqueueing never blocks
 constexpr double kMaxGate_s = 0.1;

@@ -1082,15 +1082,16 @@ void BidirBench::run() {
   // (on one H200 a body of 250 ns or more took 0.15-0.19 us off each launch;
   // docs/findings/2026-11-29-pdl-launch-behind-a-body.md). A diagnostic: per launch less the body.
   {
-    BenchSeries s{"bidir.replay.body",
-                  "PDL kernels (1 CTA) that let the next launch start at their start, then spin T ns, in per-GPU graphs "
-                  "of " + std::to_string(kRecordIters) +
-                      " launches replayed as bidir.replay; a point's 'bytes' is T, its time the time per launch less T",
-                  {}};
+    BenchSeries s{
+        "bidir.replay.body",
+        "PDL kernels (1 CTA) that let the next launch start at their start, then spin T ns, in per-GPU graphs "
+        "of " +
+            std::to_string(kRecordIters) +
+            " launches replayed as bidir.replay; a point's 'bytes' is T, its time the time per launch less T",
+        {}};
     for (int ns : {100, 250, 500, 1000, 2000, 4000}) {  // T = 0 is bidir.replay at the same launches
-      const double t = replay(kRecordIters, [ns](int, cudaStream_t st) {
-        launch_pdl(k_body_pdl_b, 1, 32, st, (unsigned long long)ns);
-      });
+      const double t = replay(
+          kRecordIters, [ns](int, cudaStream_t st) { launch_pdl(k_body_pdl_b, 1, 32, st, (unsigned long long)ns); });
       s.points.push_back({ns, t - ns * 1e-9, kRecordIters});
     }
     out_.push_back(std::move(s));

@@ -26,9 +26,7 @@ Coll parse_coll(std::string_view collective) {
   throw_input("the executor cannot run or check collective '" + std::string(collective) + "'");
 }
 
-Coll checked_coll(std::string_view collective) {
-  return collective == "sol" ? Coll::exchange : parse_coll(collective);
-}
+Coll checked_coll(std::string_view collective) { return collective == "sol" ? Coll::exchange : parse_coll(collective); }
 
 std::string_view coll_name(Coll c) {
   for (const auto& [k, name] : kNames)

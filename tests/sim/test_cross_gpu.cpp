@@ -119,8 +119,7 @@ TEST(CrossGpu, GraphCopyNodesKeepTheirOwnLimitOnAnotherGpu) {
   const model::PathTable &was = own.params.tables.at("copy.local.graph"), &now = onto.tables.at("copy.local.graph");
   const double mid = double(int64_t(256) << 20), big = double(int64_t(512) << 20);
   ASSERT_GT(was.time(big).value, 1.3 * own.params.tables.at("copy.local").time(big).value);  // node-bound there
-  EXPECT_NEAR(now.time(big).value,
-              std::max(was.time(big).value, onto.tables.at("copy.local").time(big).value), 1e-12);
+  EXPECT_NEAR(now.time(big).value, std::max(was.time(big).value, onto.tables.at("copy.local").time(big).value), 1e-12);
   EXPECT_GT(now.time(mid).value, 1.3 * was.time(mid).value);  // 256 MiB: HBM-bound, 4.8 / 3.35 as long
 }
 
