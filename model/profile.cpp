@@ -553,7 +553,28 @@ ModelParams load_profile_onto(const std::string& path, const topo::Topology& tar
   const std::string why = "; size part x " + fmt(scale) + " for the target's HBM (" +
                           measured_on.node(measured_on.gpu(0)).model + " " + fmt(from / 1e9) + " GB/s -> " +
                           target.node(target.gpu(0)).model + " " + fmt(to / 1e9) + " GB/s, datasheets)";
-  const auto measured = p.tables;  // before scaling
+  // A replayed graph's copy node runs slower than the same copy issued to a stream at some sizes (512 MiB and 1 GiB
+  // on the H200: 1.35 TB/s against 2.1; docs/findings/2026-11-29-graph-copy-nodes-512mib.md). That limit is the
+  // node's, not HBM's: where a graph copy table takes more than kCopyNodeBound x the stream's copy (copy.local) of
+  // the same size, far beyond L2, the target takes the slower of the node's time as measured and its own HBM's
+  // stream copy. Those points are found before the tables are scaled.
+  struct NodeBound {
+    std::string series;
+    size_t point;
+    double bytes, time;
+  };
+  std::vector<NodeBound> node_bound;
+  if (const PathTable* stream = p.table("copy.local"); stream && !stream->empty())
+    for (const char* series : {"copy.local.graph", "copy.local.graph.cold"}) {
+      const PathTable* node = p.table(series);
+      for (size_t i = 0; node && i < node->points.size(); ++i) {
+        const auto [bytes, t_node] = node->points[i];
+        if (bytes > stream->points.back().first) break;
+        if (2.0 * double(bytes) < 4 * kL2ResidentBytes) continue;  // where L2 still shapes either copy
+        if (t_node > kCopyNodeBound * stream->time(double(bytes)).value)
+          node_bound.push_back({series, i, double(bytes), t_node});
+      }
+    }
   for (auto& [series, table] : p.tables) {
     const int traffic = hbm_traffic_per_byte(series);
     if (traffic < 0 || table.points.empty()) continue;
@@ -569,25 +590,8 @@ ModelParams load_profile_onto(const std::string& path, const topo::Topology& tar
     }
     table.source += why;
   }
-  // A replayed graph's copy node runs slower than the same copy issued to a stream at some sizes (512 MiB and 1 GiB
-  // on the H200: 1.35 TB/s against 2.1; docs/findings/2026-11-29-graph-copy-nodes-512mib.md). That limit is the
-  // node's, not HBM's: where a graph copy table takes more than kCopyNodeBound x the stream's copy (copy.local) of
-  // the same size, far beyond L2, the target takes the slower of the node's time as measured and its own HBM's
-  // stream copy.
-  const auto stream = measured.find("copy.local");
-  if (stream == measured.end() || stream->second.empty()) return p;
-  for (const char* series : {"copy.local.graph", "copy.local.graph.cold"}) {
-    const auto node = measured.find(series);
-    if (node == measured.end()) continue;
-    PathTable& onto = p.tables.at(series);
-    for (size_t i = 0; i < node->second.points.size(); ++i) {
-      const auto [bytes, t_node] = node->second.points[i];
-      if (bytes > stream->second.points.back().first) break;
-      if (2.0 * double(bytes) < 4 * kL2ResidentBytes) continue;  // where L2 still shapes either copy
-      if (t_node > kCopyNodeBound * stream->second.time(double(bytes)).value)
-        onto.points[i].second = std::max(t_node, p.tables.at("copy.local").time(double(bytes)).value);
-    }
-  }
+  for (const NodeBound& b : node_bound)
+    p.tables.at(b.series).points[b.point].second = std::max(b.time, p.tables.at("copy.local").time(b.bytes).value);
   return p;
 }
 
