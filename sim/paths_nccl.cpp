@@ -78,7 +78,12 @@ std::optional<Seconds> nccl_two_gpus_pinned(const model::ModelParams& P, const t
   const model::NcclComm comm = model::nccl_comm_for(topology, P, 2, 2);
   const model::NcclPlan plan = model::nccl_plan(P, comm, coll, int64_t(S));
   const bool ll = plan.proto == model::Proto::ll;
-  const bool one_way = coll == "broadcast" || coll == "reduce";
+  // NCCL's ring all-reduce gives each rank one chunk, rounded up to 16 bytes (all_reduce.h: chunkCount =
+  // alignUp(divUp(count, nranks), 16 / sizeof(T))), and a step on an empty chunk moves nothing (prims_ll.h,
+  // LLGenericOp: no line stored or polled for nelem <= 0). Up to 16 bytes the second rank's chunk is empty: each
+  // step's data crosses one way only, as send/recv one way.
+  const bool one_chunk = coll == "allreduce" && S <= 16;
+  const bool one_way = coll == "broadcast" || coll == "reduce" || one_chunk;
   const double b = one_way || coll == "allreduce" ? S : S / 2;  // bytes per direction
   const std::string proto = ll ? "ll" : "simple";
   // The pinned tables (at the launches per replay their table names) reach 64 MiB; beyond, send/recv runs Simple by
@@ -86,7 +91,8 @@ std::optional<Seconds> nccl_two_gpus_pinned(const model::ModelParams& P, const t
   const std::string base = std::string("nccl.p2p.") + proto + ".graph." + (one_way ? "uni" : "bidir");
   const model::PathTable* pinned = P.table(base);
   how = std::string("nccl 2 GPUs, NCCL's tuner picks ") + (ll ? "LL" : "Simple") + " (" +
-        (one_way               ? "S"
+        (one_chunk             ? "S, two steps one way: the second rank's 16-byte chunk is empty"
+         : one_way             ? "S"
          : coll == "allreduce" ? "S, two steps of S/2"
                                : "S/2") +
         " per direction): ";

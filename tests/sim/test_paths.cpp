@@ -790,6 +790,11 @@ TEST(ExecPaths, NcclPinnedProtocolsFollowNcclsTuner) {
   const double ll_part = ll_bi.time(double(kMiB)).value - ll_bi.points.front().second;
   EXPECT_NEAR(pred("allreduce.nccl", kMiB), ll_bi.time(double(kMiB)).value - ll_part * (1 - 16.0 / 24) + 0.8e-6, 1e-12);
   EXPECT_NEAR(pred("allreduce.nccl", 2 * kMiB), s_bi.time(double(2 * kMiB)).value + 0.8e-6, 1e-12);
+  // Up to 16 bytes NCCL's second 16-byte chunk is empty: its steps move nothing, the data crosses one way per step.
+  const auto& ll_uni = p.tables.at("nccl.p2p.ll.graph.uni");
+  EXPECT_NEAR(pred("allreduce.nccl", 16), ll_uni.time(16.0).value + 0.8e-6, 1e-12);
+  EXPECT_NEAR(pred("allreduce.nccl", 32), ll_bi.time(32.0).value + 0.8e-6, 1e-12);
+  EXPECT_LT(pred("allreduce.nccl", 16), pred("allreduce.nccl", 32));
   EXPECT_NEAR(pred("allgather.nccl", 2 * kMiB), ll_bi.time(double(kMiB)).value, 1e-12);
   EXPECT_NEAR(pred("allgather.nccl", 4 * kMiB), s_bi.time(double(2 * kMiB)).value, 1e-12);
   EXPECT_NEAR(pred("broadcast.nccl", kMiB), p.tables.at("nccl.p2p.ll.graph.uni").time(double(kMiB)).value, 1e-12);
