@@ -114,9 +114,9 @@ struct FusedOptions {
   int conflict_window = 64;
   // A lane gets several CTAs only when that saves more data time than its group synchronisations
   // cost (ops that touch what an earlier op of the lane touched make all its CTAs wait for a flag).
-  // Estimates from the first 2 x H200 run (2026-11-22, commit f1edc53): alltoall.hier on
-  // 2 ranks took 12.9 us at 16 KiB (one CTA per lane) and 26 us at 64 KiB (2 CTAs, 4 such waits per
-  // lane): ~3 us per group wait; one CTA moves 32 KiB in flight per ~1.3 us NVLink round: ~25 GB/s.
+  // Estimated on 2 x H200 (docs/findings/2026-11-22-occupancy-push-fused-path.md): alltoall.hier on 2 ranks took
+  // 12.9 us at 16 KiB (one CTA per lane) and 26 us at 64 KiB (2 CTAs, 4 such waits per lane): ~3 us per group
+  // wait; one CTA moves 32 KiB in flight per ~1.3 us NVLink round: ~25 GB/s.
   double group_wait_s = 3e-6;
   double cta_bytes_per_s = 25e9;
   // Per-CTA flags between ops whose CTAs split the same bytes alike (same size, same CTA count, the bytes one
@@ -142,14 +142,14 @@ enum class LoweringMode : uint8_t { plan, fused, automatic };
 struct FusedParams {
   LoweringMode lowering = LoweringMode::automatic;
   // lowering=auto: fused up to this many bytes (the collective's nccl-tests size), the general
-  // lowering above. On 2 x H200 (scripts/gpu_fused.sh, 2026-11-22) the fused path was faster than the
+  // lowering above. On 2 x H200 (scripts/gpu_fused.sh) the fused path was faster than the
   // general lowering at every size up to 1 MiB for every 2-rank schedule except the kernel-only
   // reduces (see use_fused below) and broadcast at >= 64 KiB (within 25%).
   int64_t fused_max = 1 << 20;
-  // The same crossover on more than 2 ranks. On 4 x H200 (2026-11-26) the general lowering's cross-GPU graph
-  // edges cost ~8 us each against ~3 on 2 GPUs, and a general plan of 2-64 MiB stalls on them
-  // (reducescatter.hier ~650 us flat from 2 MiB), while the fused path reached 0.6-0.9 x NCCL there; the
-  // general lowering is ahead again from 64 MiB for some schedules (allgather.ring, allreduce.ring).
+  // The same crossover on more than 2 ranks. On 4 x H200 (docs/findings/2026-11-26-four-gpus-twoshot.md) the
+  // general lowering's cross-GPU graph edges cost ~8 us each against ~3 on 2 GPUs, and a general plan of 2-64 MiB
+  // stalls on them (reducescatter.hier ~650 us flat from 2 MiB), while the fused path reached 0.6-0.9 x NCCL there;
+  // the general lowering is ahead again from 64 MiB for some schedules (allgather.ring, allreduce.ring).
   int64_t wide_fused_max = 16 << 20;
   // Above it, on more than 2 GPUs, a one-round schedule (no op waits for another, and every GPU sends
   // to its peers) stays fused up to this size: its SM stores drive every NVLink port at once, where the

@@ -287,8 +287,8 @@ SimResult run_general(Simulator& sim, const lower::LoweredPlan& plan, std::strin
   // GPU0-only plans of two copy streams, a local copy beside the peer copy (a 2-rank broadcast). Where timed
   // behind the hold (held.*): the fork of one stream as above, and what the second stream adds to the peer
   // copy's plan at the peer copies' bytes, held.fork_local2 - held.fork_copy interpolated between the sizes
-  // measured (2 x H200, commit 45262b9: 3.2, 0.95, 0.24 us at 1, 4, 16 MiB: more than the local copy alone takes,
-  // and shrinking as the copies grow; docs/findings/2026-11-23-pdl-unheld-replays-l2-copies.md).
+  // measured: more than the local copy alone takes, and shrinking as the copies grow
+  // (docs/findings/2026-11-23-pdl-unheld-replays-l2-copies.md).
   Seconds second_stream_extra(0);
   const model::PathTable* held_two = table(P, "held.fork_local2");
   if (!other_gpu && copy_streams == 2 && kernel_streams == 0 && !mixed_stream && held_copy && held_fork && held_two &&
@@ -332,10 +332,10 @@ SimResult run_general(Simulator& sim, const lower::LoweredPlan& plan, std::strin
                             (gpu0_extra ? " (GPU0 " + std::to_string(gpu0_extra) + " more)" : std::string())
                       : std::string("local"));
   // A graph the plan does not hold (lower::LoweredPlan::held) has its host launch timed with its replay. replay.unheld
-  // (a graph of alternating empty kernels and peer copies) is not used as a bound: it moved 2x between three
-  // calibrations of one call (139 / 270 / 299 us per iteration at 2560 nodes) and its nodes cost more than these
-  // graphs' (allreduce.tree from 32 MiB runs below it, within 1-8% of the transfers alone); bounded by it, the
-  // prediction followed the noise (+40%).
+  // (a graph of alternating empty kernels and peer copies) is not used as a bound: it moves 2x between
+  // calibrations of one machine and its nodes cost more than these graphs' (allreduce.tree from 32 MiB runs below
+  // it), so a prediction bounded by it follows the noise
+  // (docs/findings/2026-11-23-nccl-rings-unheld-launch-small-sizes.md).
   SimResult r = sim.run(s, ro);
   r.time = r.time + second_stream_extra;
   if (how && second_stream_extra.value > 0)
@@ -345,15 +345,14 @@ SimResult run_general(Simulator& sim, const lower::LoweredPlan& plan, std::strin
   // Where calibrated (xchain.launch_unheld: the host's launch of 20-iteration graphs in the shape of these
   // plans, a copy and a kernel stream per GPU with kernel -> copy rounds crossing the GPUs, against their
   // nodes; linear beyond), per iteration at least that launch time / iterations plus one iteration of work.
-  // (The unheld replays of those graphs less their held ones are no measure of it: the held ones ran
-  // slower than the unheld at 480 nodes, 2 x H200 at commit 56aed68.) Only within the calibrated node counts, not
-  // extrapolated: past 1280 nodes the microbenchmark's graphs stop resembling the plans (2 x H200, 2026-11-23,
-  // commit a36e84a: 8.5 ms to launch 2560 nodes of them, where the tree's whole 2560-node replay at 32 MiB takes
-  // 4.0 ms), and extending the line calibrated at 8163c56 from 640 -> 1280 nodes priced that tree +38%.
+  // The unheld replays of those graphs less their held ones are no measure of it (the held ones can run slower).
+  // Only within the calibrated node counts, not extrapolated: past 1280 nodes the microbenchmark's graphs stop
+  // resembling the plans (they take longer to launch than a whole replay of the tree of as many nodes).
   // Plans none of whose ops waits on another GPU's (the tree: each put waits for its own GPU's reduction)
   // take the graphs of that shape (lchain) where calibrated: their launch is cheaper than xchain's, whose
-  // rounds wait across the GPUs (2 x H200, 2026-11-23, commit 1f94586: 1280 nodes launched in 4.2 ms, the tree's
-  // own replay took 2.9; docs/findings/2026-11-23-nccl-rings-unheld-launch-small-sizes.md).
+  // rounds wait across the GPUs (docs/findings/2026-11-23-nccl-rings-unheld-launch-small-sizes.md). Plans of
+  // other shapes can cost more per node (the copy mode's graphs of two copy streams and a kernel stream per GPU:
+  // docs/findings/2026-11-29-nccl-empty-chunks-fused-back-to-back.md).
   bool waits_across = false;
   for (const Op& op : s.ops)
     for (OpId d : s.deps(op))

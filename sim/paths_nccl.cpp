@@ -30,7 +30,7 @@ Seconds p2p_time(const model::ModelParams& P, const std::string& name, double by
 // direction, from cclab's byte-stream kernels (bidir.step.*, no flags). All-gather and reduce-scatter: one
 // step of S/2 each way with one local stream of S/2 beside the send (all-gather's copy of its own chunk into
 // the output; reduce-scatter's reduction of the received chunk): send/recv's time scaled by copy-and-send
-// over send, two kernels of the same shape. On 2 x H200 (2026-11-23, commit 8163c56) this is within 3% of both
+// over send, two kernels of the same shape. On 2 x H200 this is within 3% of both
 // from 32 MiB, where summing a send and a reduce-copy as if serial priced reduce-scatter +16..+38%
 // (docs/findings/2026-11-23-nccl-rings-unheld-launch-small-sizes.md). Why the rings run ~1.18x send/recv's
 // time is not established: the ratio may stand for fewer channels as much as for the copy (broadcast's copy

@@ -107,7 +107,7 @@ __device__ __forceinline__ void named_barrier(int id, int threads) {
 // Out of line so the spin loops stay small. It takes the error word and the rank by value: taking the
 // kernel's BidirArgs by reference made every thread copy the whole ~500-byte block to local memory on every
 // launch (+0.6 us per launch with PDL, +1.8 us without: microbenchmarks bidir.ll.argref against bidir.ll on
-// 2 x H200, 2026-11-22, before commit a06bb3f; docs/findings/2026-11-22-argument-block-crossovers-diagnostics.md).
+// 2 x H200; docs/findings/2026-11-22-argument-block-crossovers-diagnostics.md).
 __device__ __noinline__ void report_timeout(ErrWord* err, int rank, uint32_t code, int block, int slot, uint64_t want,
                                             uint64_t got) {
   if (atomicCAS(&err->code, 0u, code) == 0u) {

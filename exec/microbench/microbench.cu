@@ -1865,8 +1865,9 @@ void Bench::bench_graph_held() {
   // 8-byte peer copy on the copy stream waiting for it. xchain: each round's kernel also waits for the other
   // GPU's last copy (plans whose ops wait on the other GPU's, as the copy-mode all-reduce's). lchain: no wait
   // across the GPUs (a 2-rank tree all-reduce's plan: 32 ops on 4 streams at 8 MiB, each put waiting for its
-  // own GPU's reduction), unheld only, at 640 and 1280 nodes: on 2 x H200 (2026-11-23, commit 1f94586) xchain's
-  // 1280 nodes launched in 4.2 ms where the tree's own 1280-node replay took 2.9 ms.
+  // own GPU's reduction), unheld only, at 640 and 1280 nodes: on 2 x H200 xchain's 1280 nodes launched in 4.2 ms
+  // where the tree's own 1280-node replay took 2.9 ms
+  // (docs/findings/2026-11-23-nccl-rings-unheld-launch-small-sizes.md).
   for (const bool cross : {true, false})
     for (int k : {16, 24, 32, 64}) {
       if (over_budget()) break;
@@ -2246,8 +2247,8 @@ void Bench::bench_matmul() {
       s.points.push_back(p);
       // The executor times the collective matmul's full product first (exec/mmsp/cmatmul.cu), after no
       // tensor-core burst: its clocks are not yet lowered by the power limit, which the back-to-back trials
-      // above reach for long products (2 x H200 at commit 56aed68: 8192^3 half at 720 TFLOP/s in the executor,
-      // 654 here; docs/findings/2026-11-23-pdl-unheld-replays-l2-copies.md). The same burst after the GPU rested
+      // above reach for long products (2 x H200: 8192^3 half at 720 TFLOP/s in the executor, 654 here;
+      // docs/findings/2026-11-23-pdl-unheld-replays-l2-copies.md). The same burst after the GPU rested
       // kRestMs.
       if (ty.bytes == 2 && 2.0 * double(sh.m) * double(sh.k) * double(sh.n) >= 1e11) {
         std::vector<double> rested_trials;

@@ -34,7 +34,7 @@
 //                 group calls, replayed as the records of NCCL's collectives are (nccl-tests -G style).
 //   *.n100        bidir.pull, .push, .ll, .ll_plain, .ring, .lamport.t256 and nccl.p2p.graph.bidir / .uni again with
 //   100
-//                 launches per graph (scripts/measure.sh's ITERS since commit bcedfc8), 8 B .. 64 MiB.
+//                 launches per graph (scripts/measure.sh's ITERS), 8 B .. 64 MiB.
 //   bidir.pull.own.n100 / .push.own.n100 / .ring.own.n100   the same where each arrived vector is added
 //                 (32-bit integer lanes) to the GPU's own input's, loaded where the flash / push / stream
 //                 kernels' reductions load it: the reduction's own memory accesses. bidir.lamport.t256.own.n100:
@@ -76,7 +76,7 @@ namespace cclab::exec {
 namespace {
 
 constexpr int kIters = 20;  // launches per graph: the harness's default --iters
-// Launches per graph of the ".n100" series: scripts/measure.sh's ITERS since commit bcedfc8 (the replay's
+// Launches per graph of the ".n100" series: scripts/measure.sh's ITERS (the replay's
 // fixed cost spread over 100 launches; docs/findings/2026-11-22-replay-launches-packed-sums.md), so the model reads the
 // transfers timed as the records are.
 constexpr int kRecordIters = 100;
@@ -996,7 +996,7 @@ void BidirBench::bench_nccl(const std::string& prefix, bool only_n100) {
     };
     const std::string name = prefix + (both ? ".graph.bidir" : ".graph.uni");
     if (!only_n100) sweep(name, method, opt_.max_bytes, enqueue);
-    {  // as the records are timed since commit bcedfc8 (kRecordIters per graph)
+    {  // as the records are timed (kRecordIters per graph)
       iters_ = kRecordIters;
       sweep(name + ".n100", method, std::min(opt_.max_bytes, kRecordItersMax), enqueue);
       iters_ = kIters;
@@ -1343,7 +1343,7 @@ void BidirBench::run() {
                        reinterpret_cast<uint4*>(s_[g].out), nvec, kLamportAhead, s_[g].ctl);
           });
     // The same loop as the kernel runs it by element type: the records' half / bfloat16 rows run 0.2-0.4 us
-    // slower than float at 2-32 KiB (2 x H200, 2026-11-23, commit 8163c56), which integer lanes cannot show.
+    // slower than float at 2-32 KiB (2 x H200), which integer lanes cannot show.
     for (const char* el : {"float", "bfloat16"}) {
       const bool f32 = std::string(el) == "float";
       sweep(std::string("bidir.lamport.t256.kernelloop.") + el + ".n100",
@@ -1368,7 +1368,7 @@ void BidirBench::run() {
   iters_ = kRecordIters;
   push("bidir.push.ownloop.n100", 0, record_max, 2);
   // The push kernel's loop by element type: the records' half / bfloat16 rows run 0.9 us slower than float from
-  // 32 KiB (2 x H200, 2026-11-23, commit 8163c56), which integer adds cannot show.
+  // 32 KiB (2 x H200), which integer adds cannot show.
   push("bidir.push.kernelloop.float.n100", 0, record_max, 3);
   push("bidir.push.kernelloop.bfloat16.n100", 0, record_max, 4);
   if (ring_fits) ring("bidir.ring.ownloop.n100", record_max, 2);

@@ -46,15 +46,14 @@ struct CmatmulConfig {
   bool reference_rows = true;
   // Products (and the reference timings) through cuBLASLt with each shape's fastest of its top
   // heuristic algorithms, timed once per shape before any timed iteration (exec/mmsp/cmatmul_lt.cuh);
-  // false: cublasGemmEx's default algorithm. `--tune matmul_autotune=0|1`. Off by default: in a run at
-  // c5d9be0 (2 x H200, 2026-11-22) the tuner's short-burst picks left the rings' times unchanged (fp16) or
+  // false: cublasGemmEx's default algorithm. `--tune matmul_autotune=0|1`. Off by default: on 2 x H200
+  // the tuner's short-burst picks left the rings' times unchanged (fp16) or
   // ~2 % faster (bf16) but made the full-shape reference 1-12 % slower in the 50-iteration timing, which
   // flatters the ratio against it; see exec/mmsp/cmatmul_lt.cuh and
   // docs/findings/2026-11-22-collective-matmul-spread-autotune.md.
   bool autotune = false;
   // allgather_matmul.ring: each shard travels as this many row chunks (one copy each) and an arrived
-  // shard is multiplied chunk by chunk as they land. 1: whole shards (the schedule of the records
-  // before commit d76ba23). `--tune ring_chunks=N`.
+  // shard is multiplied chunk by chunk as they land. 1: whole shards. `--tune ring_chunks=N`.
   int ring_chunks = 1;
 };
 

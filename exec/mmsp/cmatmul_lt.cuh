@@ -172,10 +172,11 @@ class LtGemmTuner {
     if (hs != CUBLAS_STATUS_SUCCESS) found = 0;
 
     // Time the candidates alone: everything already queued on this GPU finishes first. Short bursts
-    // at boost clock misjudge sustained matmuls (2 x H200, 2026-11-22, commit c5d9be0: picks 2-8 % faster
-    // in 0.5 ms bursts were up to 12 % slower over 50 products), so each candidate runs bursts of ~kBurstUs,
-    // round-robin over kRounds rounds in alternating order (every candidate sees the GPU as warm as the
-    // others), and its median burst counts; another than the heuristic's first answer must beat it by kMargin.
+    // at boost clock misjudge sustained matmuls (on 2 x H200, picks 2-8 % faster in 0.5 ms bursts were up to
+    // 12 % slower over 50 products: docs/findings/2026-11-22-collective-matmul-spread-autotune.md), so each
+    // candidate runs bursts of ~kBurstUs, round-robin over kRounds rounds in alternating order (every candidate
+    // sees the GPU as warm as the others), and its median burst counts; another than the heuristic's first answer must
+    // beat it by kMargin.
     constexpr double kBurstUs = 20000, kMargin = 0.01;
     constexpr int kRounds = 3;
     MMSP_CUDA(cudaDeviceSynchronize());

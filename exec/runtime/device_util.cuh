@@ -19,7 +19,7 @@ __device__ __forceinline__ uint64_t globaltimer_ns() {
 
 // x mod n for -n <= x < 2n (ranks and their offsets): a compare instead of an integer division by the run-time
 // rank count on each launch's critical path (the bidir kernels: ll, push and stream 2-8% faster per launch on
-// one H100, 2026-11-25, commit 01f2f48: docs/findings/2026-11-25-buffer-placement-rank-modulo.md).
+// one H100: docs/findings/2026-11-25-buffer-placement-rank-modulo.md).
 __device__ __forceinline__ int mod_ranks(int x, int n) { return x < 0 ? x + n : x >= n ? x - n : x; }
 
 // A 16-byte load that always reads memory (peers store into it while we poll).

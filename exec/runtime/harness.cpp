@@ -57,9 +57,10 @@ class MultiDeviceReplay : public Replay {
     CCLAB_CUDA(cudaGraphGetNodes(graph, nullptr, &nodes_));
   }
   // A large graph's launch can block the host until the stream drains (its work does not fit the
-  // launch queue), which a blocking kernel in front of it would never let happen. Measured on
-  // 2 x H200 (2026-11-22): multi-thousand-node graphs stalled behind the hold; 20 iterations of a
-  // small schedule did not. Large graphs run long enough that launch gaps do not matter.
+  // launch queue), which a blocking kernel in front of it would never let happen. On 2 x H200
+  // multi-thousand-node graphs stalled behind the hold; 20 iterations of a small schedule did not
+  // (docs/findings/2026-11-22-executor-first-measurements.md). Large graphs run long enough that launch gaps do
+  // not matter.
   bool holdable() const override { return nodes_ <= 512; }
   ~MultiDeviceReplay() override {
     if (exec_) cudaGraphExecDestroy(exec_);
