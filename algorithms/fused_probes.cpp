@@ -1,5 +1,7 @@
 #include "algorithms/fused_probes.hpp"
 
+#include <vector>
+
 #include "algorithms/transport.hpp"
 #include "core/error.hpp"
 
@@ -17,8 +19,18 @@ std::string_view fused_probe_kind(FusedProbe p) {
       return "reduce";
     case FusedProbe::exchange_pre:
       return "exchange_pre";
+    case FusedProbe::ring:
+      return "ring";
+    case FusedProbe::chain:
+      return "chain";
+    case FusedProbe::fanout:
+      return "fanout";
   }
   return "?";
+}
+
+bool fused_probe_is_wide(FusedProbe p) {
+  return p == FusedProbe::ring || p == FusedProbe::chain || p == FusedProbe::fanout;
 }
 
 std::string fused_probe_series(FusedProbe p, int n) {
@@ -27,15 +39,20 @@ std::string fused_probe_series(FusedProbe p, int n) {
 
 Schedule fused_probe(FusedProbe p, int n, int64_t bytes) {
   if (n < 0 || bytes < 4 || bytes % 4 != 0) throw_input("fused probe: n >= 0 and a positive multiple of 4 bytes");
+  const bool wide = fused_probe_is_wide(p);
+  const int ranks = wide ? kFusedWideProbeRanks : 2;
+  if (wide && (n < 1 || (p != FusedProbe::ring && n > ranks - 1)))
+    throw_input("fused probe " + std::string(fused_probe_kind(p)) + ": n from 1" +
+                (p == FusedProbe::ring ? std::string() : " to " + std::to_string(ranks - 1)));
   Schedule s;
   s.algo = fused_probe_series(p, n);
   s.collective = "alltoall";  // buffers of equal size per rank; the probes are timed, never checked
-  s.nranks = 2;
+  s.nranks = ranks;
   s.dtype = DType::f32;
-  s.count = bytes / 4 * 2;
+  s.count = bytes / 4 * ranks;
   const int64_t stride = (bytes + 255) / 256 * 256;  // each op its own 256-byte aligned slot
   const int64_t room = stride * (n + 2);
-  s.buffers.assign(2, BufferSizes{room, room, room});
+  s.buffers.assign(size_t(ranks), BufferSizes{room, room, room});
   Transport t(s);
   switch (p) {
     case FusedProbe::oneway:
@@ -71,6 +88,30 @@ Schedule fused_probe(FusedProbe p, int n, int64_t bytes) {
       }
       break;
     }
+    case FusedProbe::ring: {
+      // Step k: rank r puts slot k - 1 of its output (what rank r - 1 put there at step k - 1; its input at step
+      // 0) into slot k of rank r + 1's output.
+      std::vector<OpId> last(size_t(ranks), kNoOp);
+      for (int k = 0; k < n; ++k) {
+        std::vector<OpId> now(static_cast<size_t>(ranks), kNoOp);
+        for (int r = 0; r < ranks; ++r) {
+          const int prev = (r + ranks - 1) % ranks, next = (r + 1) % ranks;
+          const Ref src = k == 0 ? in(r) : out(r, (k - 1) * stride);
+          now[size_t(r)] = t.put(r, src, out(next, k * stride), bytes,
+                                 k == 0 ? Transport::DepList{} : Transport::DepList{last[size_t(prev)]});
+        }
+        last = now;
+      }
+      break;
+    }
+    case FusedProbe::chain: {
+      OpId prev = t.put(0, in(0), out(1), bytes);
+      for (int h = 1; h < n; ++h) prev = t.put(h, out(h), out(h + 1), bytes, Transport::DepList{prev});
+      break;
+    }
+    case FusedProbe::fanout:
+      for (int q = 1; q <= n; ++q) t.put(0, in(0), out(q), bytes);
+      break;
   }
   return s;
 }

@@ -10,6 +10,12 @@
 //               the other (oneway.n both ways: copies before the put in a two-way program)
 // oneway.0 and exchange.0 are the fused kernel's fixed cost with one flag each way (launch, start and end
 // waits) for a one-directional and a two-directional program; the n > 0 programs add n ops of a kind.
+// On kFusedWideProbeRanks ranks (one GPU each; machines with that many GPUs), how flag hops add up when several
+// GPUs are at work at once, against one at a time (docs/findings/2026-11-29-nccl-empty-chunks-fused-back-to-back.md):
+//   ring.n      n steps of every rank putting into the next (rank r + 1), each step's put forwarding what the
+//               previous step brought (an all-gather ring's steps for n = ranks - 1)
+//   chain.n     rank 0 puts into rank 1, which then forwards it to rank 2, ...: n hops, one GPU at work at a time
+//   fanout.n    rank 0 puts into ranks 1 .. n, one after another
 #pragma once
 
 #include <cstdint>
@@ -20,7 +26,12 @@
 
 namespace cclab {
 
-enum class FusedProbe : uint8_t { oneway, exchange, puts, reduce, exchange_pre };
+enum class FusedProbe : uint8_t { oneway, exchange, puts, reduce, exchange_pre, ring, chain, fanout };
+
+// Ranks of the ring, chain and fanout probes.
+constexpr int kFusedWideProbeRanks = 4;
+// Whether a probe runs on kFusedWideProbeRanks ranks (else on 2).
+bool fused_probe_is_wide(FusedProbe p);
 
 // Launches per replayed graph the probes are timed with (scripts/measure.sh's for the fused sizes).
 constexpr int kFusedProbeLaunches = 100;

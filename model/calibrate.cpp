@@ -225,6 +225,10 @@ bool is_diagnostic_series(std::string_view name) {
   // NCCL's send/recv repeated at the records' launches per replay: the replay's fixed cost (bidir.replay) prices
   // other counts.
   if (name == "nccl.p2p.graph.uni.n100" || name == "nccl.p2p.graph.bidir.n100") return true;
+  // The fused kernel on 4 GPUs (ring steps, a chain, a fan-out): measured for a model of hops several GPUs make at
+  // once that no prediction reads yet (docs/findings/2026-11-29-nccl-empty-chunks-fused-back-to-back.md).
+  for (const char* kind : {"fused.prog.ring.", "fused.prog.chain.", "fused.prog.fanout."})
+    if (name.starts_with(kind)) return true;
   // Found by tracing every table lookup over the compares of the committed records and `cclab sim --algo all`
   // on 2, 4 and 8 GPUs with the committed profiles (docs/findings/2026-11-27-pipeline-chunk-shim-process-levels.md).
   static const std::set<std::string, std::less<>> kDiagnostic = {
@@ -268,6 +272,8 @@ const std::vector<std::string>& bench_names() {
         "fused.prog.oneway.0", "fused.prog.oneway.1", "fused.prog.oneway.8", "fused.prog.exchange.1",
         "fused.prog.exchange_pre.1", "fused.prog.exchange.0", "fused.prog.exchange.8", "fused.prog.puts.8",
         "fused.prog.reduce.1", "fused.prog.reduce.8",
+        // the same kernel on 4 GPUs: ring steps with every GPU at work, a chain of hops, a fan-out
+        "fused.prog.ring.1", "fused.prog.ring.3", "fused.prog.chain.3", "fused.prog.fanout.3",
         // copy-engine copies of every size inside replayed graphs (the general lowering's copy nodes)
         "p2p.ce.graph.uni", "p2p.ce.graph.bidir", "copy.local.graph",
         // replays of graphs over the harness's hold limit, against their node count

@@ -9,9 +9,12 @@
 #include <map>
 #include <sstream>
 
+#include "algorithms/fused_probes.hpp"
 #include "core/error.hpp"
 #include "core/record.hpp"
 #include "exec/runtime/device.hpp"
+#include "exec/runtime/fused_workload.hpp"
+#include "exec/runtime/harness.hpp"
 #include "exec/runtime/runner.hpp"
 
 namespace cclab::exec {
@@ -142,6 +145,32 @@ TEST(FusedGpu, AutoPicksByFusedMax) {
   auto direct = run_fused({"reduce.direct"}, c, 4096, RedOp::sum, 2, "lowering=auto");
   ASSERT_FALSE(direct.empty());
   EXPECT_NE(direct[0].note.find("general lowering"), std::string::npos) << direct[0].note;
+}
+
+// The calibration's 4-GPU probes (a ring's steps, a chain, a fan-out) run on the fused kernel as the calibration
+// times them: replayed graphs, no timeout (ranks share GPUs where there are fewer than 4; timings then not
+// meaningful).
+TEST(FusedGpu, WideCalibrationProbesRun) {
+  if (visible_devices() == 0) GTEST_SKIP() << "no CUDA device";
+  Communicator comm(CommOptions{kFusedWideProbeRanks, visible_devices() < kFusedWideProbeRanks});
+  TimingOptions t;
+  t.warmup = 2;
+  t.iters = 20;
+  t.graph = true;
+  t.timeout_s = 30;
+  Harness h(comm, t);
+  FusedParams fp;
+  fp.lowering = LoweringMode::fused;
+  for (FusedProbe kind : {FusedProbe::ring, FusedProbe::chain, FusedProbe::fanout})
+    for (int64_t bytes : {int64_t(8), int64_t(2048)}) {
+      const int n = kFusedWideProbeRanks - 1;
+      try {
+        FusedWorkload w(comm, fused_probe(kind, n, bytes), fp);
+        EXPECT_GT(h.time_us(w), 0.0) << fused_probe_series(kind, n) << " " << bytes << " B";
+      } catch (const Error& e) {
+        ADD_FAILURE() << fused_probe_series(kind, n) << " " << bytes << " B: " << e.what();
+      }
+    }
 }
 
 }  // namespace

@@ -307,6 +307,44 @@ TEST(FusedSim, CalibrationProbes) {
   EXPECT_EQ(fused_probe_series(FusedProbe::exchange, 8), "fused.prog.exchange.8");
   EXPECT_EQ(fused_probe_series(FusedProbe::exchange_pre, 1), "fused.prog.exchange_pre.1");
   EXPECT_THROW(fused_probe(FusedProbe::puts, 1, 6), Error);
+  // The 4-GPU probes: a ring's steps (every rank at work), a chain (one at a time), a fan-out from rank 0.
+  const int wide = kFusedWideProbeRanks;
+  const std::pair<FusedProbe, int> wide_probes[] = {{FusedProbe::ring, 1},
+                                                    {FusedProbe::ring, wide - 1},
+                                                    {FusedProbe::chain, wide - 1},
+                                                    {FusedProbe::fanout, wide - 1}};
+  for (const auto& [kind, n] : wide_probes)
+    for (int64_t bytes : {8, 2048}) {
+      const Schedule s = fused_probe(kind, n, bytes);
+      ASSERT_TRUE(fused_probe_is_wide(kind));
+      EXPECT_EQ(s.nranks, wide) << s.algo;
+      validate_dataflow(s);
+      EXPECT_EQ(s.ops.size(), size_t(kind == FusedProbe::ring ? wide * n : n)) << s.algo;
+      for (const Op& op : s.ops) EXPECT_EQ(op.kind, OpKind::put) << s.algo;
+      FusedOptions fo;
+      fo.rank_device = {0, 1, 2, 3};
+      const FusedProgram p = encode_fused(s, fo);
+      // Lanes on the ranks that put: every rank in a ring, ranks 0 .. n - 1 in a chain, rank 0 in a fan-out.
+      EXPECT_EQ(p.lanes.size(), size_t(kind == FusedProbe::ring ? wide : kind == FusedProbe::chain ? n : 1)) << s.algo;
+      for (uint64_t seed = 0; seed < 3; ++seed) ASSERT_EQ(simulate(s, p, seed), "") << s.algo;
+    }
+  // A chain: each hop waits for the one before it; a ring's second step for the neighbour's first.
+  const Schedule chain = fused_probe(FusedProbe::chain, 3, 8);
+  EXPECT_TRUE(chain.deps(chain.ops[0]).empty());
+  for (size_t i = 1; i < chain.ops.size(); ++i) {
+    ASSERT_EQ(chain.deps(chain.ops[i]).size(), 1u);
+    EXPECT_EQ(chain.deps(chain.ops[i])[0], OpId(i - 1));
+    EXPECT_EQ(chain.ops[i].rank, int(i));
+  }
+  const Schedule ring = fused_probe(FusedProbe::ring, 2, 8);
+  for (int r = 0; r < wide; ++r) {
+    const Op& second = ring.ops[size_t(wide + r)];
+    ASSERT_EQ(ring.deps(second).size(), 1u);
+    EXPECT_EQ(ring.ops[size_t(ring.deps(second)[0])].rank, (r + wide - 1) % wide);
+  }
+  EXPECT_EQ(fused_probe_series(FusedProbe::ring, 3), "fused.prog.ring.3");
+  EXPECT_THROW(fused_probe(FusedProbe::chain, wide, 8), Error);  // more hops than ranks after the first
+  EXPECT_THROW(fused_probe(FusedProbe::fanout, 0, 8), Error);
 }
 
 // The model itself must catch a broken program: without waits, or without end waits, some
