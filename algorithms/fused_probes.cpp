@@ -1,7 +1,5 @@
 #include "algorithms/fused_probes.hpp"
 
-#include <vector>
-
 #include "algorithms/transport.hpp"
 #include "core/error.hpp"
 
@@ -31,6 +29,17 @@ std::string_view fused_probe_kind(FusedProbe p) {
 
 bool fused_probe_is_wide(FusedProbe p) {
   return p == FusedProbe::ring || p == FusedProbe::chain || p == FusedProbe::fanout;
+}
+
+const std::vector<FusedProbeRun>& fused_calibration_probes(bool wide) {
+  using P = FusedProbe;
+  static const std::vector<FusedProbeRun> two = {
+      {P::oneway, 0},   {P::oneway, 1}, {P::oneway, 8}, {P::exchange, 0}, {P::exchange, 1},
+      {P::exchange, 8}, {P::puts, 8},   {P::reduce, 1}, {P::reduce, 8},   {P::exchange_pre, 1}};
+  // Every rank but one at work: the ring's one step and all its steps, the chain's and the fan-out's longest.
+  constexpr int k = kFusedWideProbeRanks - 1;
+  static const std::vector<FusedProbeRun> four = {{P::ring, 1}, {P::ring, k}, {P::chain, k}, {P::fanout, k}};
+  return wide ? four : two;
 }
 
 std::string fused_probe_series(FusedProbe p, int n) {

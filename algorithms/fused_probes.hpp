@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "algorithms/schedule.hpp"
 
@@ -32,6 +33,13 @@ enum class FusedProbe : uint8_t { oneway, exchange, puts, reduce, exchange_pre, 
 constexpr int kFusedWideProbeRanks = 4;
 // Whether a probe runs on kFusedWideProbeRanks ranks (else on 2).
 bool fused_probe_is_wide(FusedProbe p);
+
+// The probes `cclab calibrate` times: on 2 GPUs, or (wide) on kFusedWideProbeRanks where the machine has them.
+struct FusedProbeRun {
+  FusedProbe kind;
+  int n;
+};
+const std::vector<FusedProbeRun>& fused_calibration_probes(bool wide);
 
 // Launches per replayed graph the probes are timed with (scripts/measure.sh's for the fused sizes).
 constexpr int kFusedProbeLaunches = 100;

@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "algorithms/fused_probes.hpp"
 #include "core/error.hpp"
 
 namespace cclab::model {
@@ -227,8 +228,8 @@ bool is_diagnostic_series(std::string_view name) {
   if (name == "nccl.p2p.graph.uni.n100" || name == "nccl.p2p.graph.bidir.n100") return true;
   // The fused kernel on 4 GPUs (ring steps, a chain, a fan-out): measured for a model of hops several GPUs make at
   // once that no prediction reads yet (docs/findings/2026-11-29-nccl-empty-chunks-fused-back-to-back.md).
-  for (const char* kind : {"fused.prog.ring.", "fused.prog.chain.", "fused.prog.fanout."})
-    if (name.starts_with(kind)) return true;
+  for (const auto& [kind, n] : fused_calibration_probes(true))
+    if (name == fused_probe_series(kind, n)) return true;
   // Found by tracing every table lookup over the compares of the committed records and `cclab sim --algo all`
   // on 2, 4 and 8 GPUs with the committed profiles (docs/findings/2026-11-27-pipeline-chunk-shim-process-levels.md).
   static const std::set<std::string, std::less<>> kDiagnostic = {
@@ -268,12 +269,6 @@ const std::vector<std::string>& bench_names() {
         "fused.step_quiet.put", "fused.step_quiet.get", "fused.step_quiet.local",
         // ops without a flag each copying what the previous op of the lane wrote (within GPU0)
         "fused.step_chain.local",
-        // the executor's fused kernel on synthetic programs (algorithms/fused_probes.hpp)
-        "fused.prog.oneway.0", "fused.prog.oneway.1", "fused.prog.oneway.8", "fused.prog.exchange.1",
-        "fused.prog.exchange_pre.1", "fused.prog.exchange.0", "fused.prog.exchange.8", "fused.prog.puts.8",
-        "fused.prog.reduce.1", "fused.prog.reduce.8",
-        // the same kernel on 4 GPUs: ring steps with every GPU at work, a chain of hops, a fan-out
-        "fused.prog.ring.1", "fused.prog.ring.3", "fused.prog.chain.3", "fused.prog.fanout.3",
         // copy-engine copies of every size inside replayed graphs (the general lowering's copy nodes)
         "p2p.ce.graph.uni", "p2p.ce.graph.bidir", "copy.local.graph",
         // replays of graphs over the harness's hold limit, against their node count
@@ -330,6 +325,9 @@ const std::vector<std::string>& bench_names() {
           "nccl.p2p.ll.graph.uni.n100", "nccl.p2p.ll.graph.bidir.n100", "nccl.p2p.simple.graph.uni.n100",
           "nccl.p2p.simple.graph.bidir.n100"})
       v.push_back(b);
+    // the executor's fused kernel on synthetic programs (algorithms/fused_probes.hpp), on 2 GPUs and on 4
+    for (bool wide : {false, true})
+      for (const auto& [kind, n] : fused_calibration_probes(wide)) v.push_back(fused_probe_series(kind, n));
     for (const char* d : kDtypes) {
       v.push_back(std::string("reduce.local.") + d);
       v.push_back(std::string("reduce.local.cta.") + d);

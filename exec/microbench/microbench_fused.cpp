@@ -8,7 +8,6 @@
 // The kernel's fixed cost (launch, start and end flags) comes with the exact code the executor runs, which the
 // flag-chain and per-op kernels of microbench.cu only approximate.
 #include <algorithm>
-#include <initializer_list>
 #include <utility>
 #include <vector>
 
@@ -36,7 +35,7 @@ void run_fused_microbenchmarks(const MicrobenchOptions& opt, std::vector<BenchSe
   FusedParams fp;
   fp.lowering = LoweringMode::fused;
   constexpr int kTrials = 5;
-  auto run = [&](int ranks, std::initializer_list<std::pair<FusedProbe, int>> probes) {
+  auto run = [&](int ranks, const std::vector<FusedProbeRun>& probes) {
     Communicator comm(CommOptions{ranks, false});
     Harness h(comm, t);
     for (const auto& [kind, n] : probes) {
@@ -60,21 +59,8 @@ void run_fused_microbenchmarks(const MicrobenchOptions& opt, std::vector<BenchSe
       }
     }
   };
-  run(2, {{FusedProbe::oneway, 0},
-          {FusedProbe::oneway, 1},
-          {FusedProbe::oneway, 8},
-          {FusedProbe::exchange, 0},
-          {FusedProbe::exchange, 1},
-          {FusedProbe::exchange, 8},
-          {FusedProbe::puts, 8},
-          {FusedProbe::reduce, 1},
-          {FusedProbe::reduce, 8},
-          {FusedProbe::exchange_pre, 1}});
-  // Several GPUs making hops at once against one at a time (3: every rank but one; model::bench_names lists them).
-  static_assert(kFusedWideProbeRanks == 4);
-  if (opt.gpus >= kFusedWideProbeRanks)
-    run(kFusedWideProbeRanks,
-        {{FusedProbe::ring, 1}, {FusedProbe::ring, 3}, {FusedProbe::chain, 3}, {FusedProbe::fanout, 3}});
+  run(2, fused_calibration_probes(false));
+  // Several GPUs making hops at once against one at a time.
+  if (opt.gpus >= kFusedWideProbeRanks) run(kFusedWideProbeRanks, fused_calibration_probes(true));
 }
-
 }  // namespace cclab::exec
