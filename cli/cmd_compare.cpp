@@ -116,6 +116,10 @@ int cmd_compare(const Argv& argv) {
              {{"--goals"},
               true,
               "the goals to check instead, in percent, e.g. median=8,max=25 (those not named: not checked)"},
+             {{"--tune"},
+              true,
+              "settings the rows ran under that their records do not carry (e.g. NCCL_ALGO=NVLS), added to each "
+              "row's tune column"},
              {{"--require-goals"}, false, "exit 3 when an algorithm misses a goal"}});
   if (args.has("--help")) {
     std::cout << "usage: cclab compare --measured <file|folder> --topo <preset|file|profile> [--plot out.png]\n"
@@ -141,8 +145,12 @@ int cmd_compare(const Argv& argv) {
     target.params = model::load_profile_onto(*prof, target.topology, target.params);
     target.label += " (profile " + *prof + ")";
   }
-  const std::vector<Record> measured = read_records(*measured_path);
+  std::vector<Record> measured = read_records(*measured_path);
   if (measured.empty()) throw_input("no records in '" + *measured_path + "'");
+  if (auto tune = args.get("--tune")) {
+    if (tune->empty()) throw_input("--tune is empty");
+    for (Record& r : measured) sim::add_tune(r, *tune);
+  }
 
   sim::RowPredictor predictor(target);
   const sim::Goals goals = args.get("--goals") ? parse_goals(*args.get("--goals")) : sim::Goals{};

@@ -32,7 +32,8 @@ constexpr double kNvlsEfficiency[4] = {0.0, 0.0, 0.85, 0.74};
 constexpr double kNvlsNvlinkUs = 25.0, kNvlsNetUs = 18.0, kNvlsTreeNetUs = 20.9;
 constexpr double kPatBaseUs = 8.0, kPatNetUs = 14.0;
 // NVLS channels (src/transport/nvls.cc: NVLS_NCHANNELS_SM90 16, SM100 24 on one node, 32 across nodes) and
-// chunk (NCCL_NVLS_CHUNKSIZE default 128 KiB).
+// chunk (NCCL_NVLS_CHUNKSIZE default 128 KiB), which enqueue.cc halves for sizes that give few chunks per
+// channel and head (nvls_chunk_bytes).
 constexpr int64_t kNvlsChunk = 128 << 10;
 // Network post overhead per ring step (tuning.cc getNetOverhead: 1 us on Intel, 2 us on AMD CPUs; x3 for Simple).
 constexpr double kNetOverheadIntelUs = 1.0, kNetOverheadAmdUs = 2.0;
@@ -65,6 +66,17 @@ int proto_index(Proto p) {
       CCLAB_ASSERT(false, "not an NCCL protocol");
   }
   return 2;
+}
+
+// NVLS's chunk for a collective of `bytes` (enqueue.cc, the same in NCCL 2.18 and 2.28): 128 KiB, halved to 64, 32
+// and 16 KiB while the size is under 64, 8 and 2 loops of channels x heads (the node's ranks) x chunk.
+int64_t nvls_chunk_bytes(const NcclComm& c, int64_t bytes) {
+  const int64_t ops = int64_t(std::max(1, c.nvls_channels)) * std::max(1, c.ppn);
+  int64_t chunk = kNvlsChunk;
+  if (bytes < 64 * ops * chunk && chunk > (64 << 10)) chunk = 64 << 10;
+  if (bytes < 8 * ops * chunk && chunk > (32 << 10)) chunk = 32 << 10;
+  if (bytes < 2 * ops * chunk && chunk > (16 << 10)) chunk = 16 << 10;
+  return chunk;
 }
 
 int log2i(int64_t n) {  // floor(log2 n), as NCCL's log2i; -1 for n <= 0
@@ -229,13 +241,17 @@ NcclSettings parse_nccl_settings(std::string_view tune) {
       }
     }
   }
-  // Free text of published records.
-  if (contains(t, "nvls disabled") || contains(t, "nvls off") || contains(t, "without nvls") || contains(t, "no nvls"))
-    s.nvls = false;
-  else if (contains(t, "nvls enabled") || contains(t, "nvls on"))
-    s.nvls = true;
-  if (contains(t, "p2p not supported") || contains(t, "no p2p") || contains(t, "p2p disabled") ||
-      contains(t, "without p2p"))
+  // Free text of published records, where no variable said otherwise.
+  const bool p2p_named = contains(t, "nccl_p2p_disable=");
+  if (!s.nvls.has_value()) {
+    if (contains(t, "nvls disabled") || contains(t, "nvls off") || contains(t, "without nvls") ||
+        contains(t, "no nvls"))
+      s.nvls = false;
+    else if (contains(t, "nvls enabled") || contains(t, "nvls on"))
+      s.nvls = true;
+  }
+  if (!p2p_named && (contains(t, "p2p not supported") || contains(t, "no p2p") || contains(t, "p2p disabled") ||
+                     contains(t, "without p2p")))
     s.p2p_disable = true;
   if (auto at = t.find("nccl "); at != std::string::npos) {
     size_t b = at + 5, e = b;
@@ -720,7 +736,7 @@ NcclPlan nccl_plan(const ModelParams& p, const NcclComm& c, std::string_view col
   const int pi = proto_index(plan.proto);
   if (plan.algo == NcclAlgo::nvls || plan.algo == NcclAlgo::nvls_tree) {
     plan.channels = c.nvls_channels;
-    plan.chunk_bytes = kNvlsChunk;
+    plan.chunk_bytes = plan.algo == NcclAlgo::nvls ? nvls_chunk_bytes(c, bytes) : kNvlsChunk;
     plan.base_latency = Seconds(0);
     plan.step_latency = microseconds(kNvlsNvlinkUs);
     plan.net_step_latency = microseconds(kNvlsTreeNetUs);
@@ -839,7 +855,14 @@ std::optional<NcclCost> nccl_mechanism_cost(const ModelParams& /*p*/, const Nccl
     double t_red = 0;
     if ((allreduce || coll == "reducescatter") && c.switch_reduce_flops > 0)
       t_red = (g - 1) * S / dtype_size(dtype) / c.switch_reduce_flops;
-    const double fill = double(kNvlsChunk) * plan.channels * factor / (rate * 1e9);
+    // All-reduce's warps form a pipeline on each channel: the scatter into the heads' buffers, the heads'
+    // reduction and multicast, the gather (NCCL's RunWorkColl<AllReduce, NVLS>), each stage taking a loop of a
+    // chunk per head at a time; filling it costs a loop in each stage but the last. The other collectives are
+    // charged one chunk per channel.
+    const int64_t loop =
+        allreduce ? int64_t(plan.channels) * c.ppn * plan.chunk_bytes : int64_t(plan.channels) * plan.chunk_bytes;
+    const int fill_stages = allreduce ? 2 : 1;
+    const double fill = fill_stages * double(std::min<int64_t>(bytes, loop)) * factor / (rate * 1e9);
     t = fill + std::max(t_bw, t_red);
     std::snprintf(buf, sizeof buf,
                   "NVLS: port %.1f GB/s x nvlsEfficiency %.2f, %.3f x S per direction; switch reduction %.1f "

@@ -35,6 +35,19 @@ const std::string* extra(const Record& r, const std::string& key) {
   return nullptr;
 }
 
+}  // namespace
+
+void add_tune(Record& r, const std::string& settings) {
+  for (auto& [k, v] : r.extra)
+    if (k == "tune") {
+      v = v.empty() ? settings : v + "," + settings;
+      return;
+    }
+  r.extra.emplace_back("tune", settings);
+}
+
+namespace {
+
 // The AlgoArgs that reproduce a measured row.
 AlgoArgs args_for(const Record& r, const Algorithm& algo, const topo::Topology& t) {
   const std::string what = "row " + describe(r);

@@ -52,6 +52,10 @@ Record predict(const Record& measured_row, const model::Target& target);
 // record's, as "name ran X, priced Y, ..."; nullopt where they agree or the row records no plan.
 std::optional<std::string> plan_difference(const Record& measured, const Record& predicted);
 
+// Adds settings the row ran under but its record does not carry (`compare --tune`) to its tune column; they
+// follow the column's own, so they win where both name a setting.
+void add_tune(Record& r, const std::string& settings);
+
 // Why compare leaves a measured row out (nullopt: it is compared): not a GPU measurement, ranks shared
 // GPUs (timing not meaningful), wrong results, no time.
 std::optional<std::string> skip_reason(const Record& r);

@@ -179,6 +179,37 @@ TEST(Compare, StatisticsOnASyntheticRecordsFolder) {
   EXPECT_EQ(run("compare --measured " + dir.str() + " --topo h200x2 --goals median=x").rc, 1);
 }
 
+// --tune adds the settings rows ran under that their records do not carry; they win over the tune column's own.
+TEST(CompareCli, TuneAddsSettingsTheRecordsDoNotCarry) {
+  Record r;
+  r.algo = "allreduce.nccl";
+  r.collective = "allreduce";
+  r.backend = "gpu";
+  r.topology = "dgx-h100";
+  r.ranks = 8;
+  r.bytes = 64 << 10;
+  r.count = r.bytes / 4;
+  r.dtype = "float";
+  r.time_us = 40;
+  r.wrong = 0;
+  r.extra.emplace_back("tune", "NCCL_NVLS_ENABLE=1");
+  TempDir dir("cclab_test_compare_tune");
+  write_csv_atomic(dir.file("m.csv"), {r});
+  auto note = [&](const std::string& extra) {
+    const CmdResult c =
+        run("compare --measured " + dir.file("m.csv") + " --topo dgx-h100 --csv " + dir.file("out.csv") + extra);
+    EXPECT_EQ(c.rc, 0) << c.out;
+    const std::vector<Record> out = read_csv(dir.file("out.csv"));
+    for (const auto& [k, v] : out.at(0).extra)
+      if (k == "pred_note") return v;
+    return std::string();
+  };
+  EXPECT_NE(note("").find("ring/ll"), std::string::npos);  // NCCL's choice at 64 KiB on 8 GPUs
+  EXPECT_NE(note(" --tune NCCL_ALGO=NVLS").find("nvls/simple"), std::string::npos);
+  EXPECT_NE(note(" --tune NCCL_NVLS_ENABLE=0,NCCL_ALGO=NVLS").find("ring/ll"), std::string::npos);  // no NVLS
+  EXPECT_EQ(run("compare --measured " + dir.file("m.csv") + " --topo dgx-h100 --tune ''").rc, 1);
+}
+
 // NCCL's own estimate beside cclab's: rows whose cclab error and NCCL-estimate error are both known by
 // construction (nccl_estimate_us = measured x (1 + NCCL's error)).
 std::vector<Record> with_nccl_estimates(std::vector<Record> rows,
