@@ -62,8 +62,10 @@ const Machine kMachines[] = {
      0.09, 0.26},
     {"rtx2080ti_x2_pcie_nop2p.csv", "rtx2080ti-pcie"},
     {"rtx2080ti_x2_nvlink_bridge_allreduce.csv", "rtx2080ti-nvlink",
-     "median met; a 2019 NCCL (nccl-tests#44) on Turing takes 13-36 us up to 512 KiB where NCCL 2.28's latency "
-     "model gives 10-28 us (-21% to -36%); from 2 MiB within 8%",
+     "median met; NCCL 2.6.4 (nccl-tests#44) on Turing takes 13-36 us up to 512 KiB where NCCL 2.28's latency "
+     "model gives 10-28 us (-21% to -36%); from 2 MiB within 8%. The source prints these rows in all_gather_perf's "
+     "line format (no op column, count = size / 8 floats): as all-gather on both NVLink2 links they would be "
+     "predicted ~2x fast (docs/machines.md)",
      0.08, 0.37},
     // Met. Until compare passes each record's tune column to the model (AlgoArgs::tune), the three
     // NCCL_NVLS_ENABLE=0 rows of 6-8 GPUs are priced as NVLS (-11% to -18%); with it, as rings (-5% to -6%).
