@@ -77,6 +77,21 @@ TEST(CompareStats, GoalsAreCheckedOneByOne) {
   EXPECT_EQ(sim::summarize({}).sizes, 0);
 }
 
+// A float row measured on GPUs: `algo` (its collective before the first dot) on `ranks` GPUs of `topology`.
+Record gpu_row(const std::string& algo, const std::string& topology, int ranks, int64_t bytes) {
+  Record r;
+  r.algo = algo;
+  r.collective = algo.substr(0, algo.find('.'));
+  r.backend = "gpu";
+  r.topology = topology;
+  r.ranks = ranks;
+  r.bytes = bytes;
+  r.count = bytes / 4;
+  r.dtype = "float";
+  r.device = "synthetic";
+  return r;
+}
+
 // Measured rows made from the simulator's own predictions with known errors: measured time =
 // predicted / (1 + e), so (predicted - measured) / measured = e exactly.
 std::vector<Record> synthetic_measurements(sim::RowPredictor& p,
@@ -85,16 +100,7 @@ std::vector<Record> synthetic_measurements(sim::RowPredictor& p,
   for (const auto& [algo, es] : errs) {
     int64_t bytes = 1024;
     for (double e : es) {
-      Record r;
-      r.algo = algo;
-      r.collective = algo.substr(0, algo.find('.'));
-      r.backend = "gpu";
-      r.topology = "h200x2";
-      r.ranks = 2;
-      r.bytes = bytes;
-      r.count = bytes / 4;
-      r.dtype = "float";
-      r.device = "synthetic";
+      Record r = gpu_row(algo, "h200x2", 2, bytes);
       const Record pred = p.predict(r);
       r.time_us = pred.time_us / (1.0 + e);
       fill_bandwidths(r);
@@ -181,15 +187,7 @@ TEST(Compare, StatisticsOnASyntheticRecordsFolder) {
 
 // --tune adds the settings rows ran under that their records do not carry; they win over the tune column's own.
 TEST(CompareCli, TuneAddsSettingsTheRecordsDoNotCarry) {
-  Record r;
-  r.algo = "allreduce.nccl";
-  r.collective = "allreduce";
-  r.backend = "gpu";
-  r.topology = "dgx-h100";
-  r.ranks = 8;
-  r.bytes = 64 << 10;
-  r.count = r.bytes / 4;
-  r.dtype = "float";
+  Record r = gpu_row("allreduce.nccl", "dgx-h100", 8, 64 << 10);
   r.time_us = 40;
   r.wrong = 0;
   r.extra.emplace_back("tune", "NCCL_NVLS_ENABLE=1");
@@ -343,16 +341,7 @@ TEST(Compare, NcclOwnEstimateBesideCclabs) {
 // --node-size` prices it; a row without the column gets the topology's servers.
 TEST(Compare, ARowsNodeSizeIsTheOneItRanWith) {
   sim::RowPredictor p(model::resolve_target("dgx-h100"));
-  Record r;
-  r.algo = "reducescatter.hier";
-  r.collective = "reducescatter";
-  r.backend = "gpu";
-  r.topology = "dgx-h100";
-  r.ranks = 4;
-  r.bytes = 64 << 20;
-  r.count = r.bytes / 4;
-  r.dtype = "float";
-  r.device = "synthetic";
+  const Record r = gpu_row("reducescatter.hier", "dgx-h100", 4, 64 << 20);
   const double one_node = p.predict(r).time_us;
   Record two_nodes = r;
   two_nodes.extra = {{"node_size", "2"}};
