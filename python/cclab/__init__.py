@@ -311,22 +311,24 @@ def _write_measured(rows, path):
             w.writerow([text(r.get(n)) for n in names])
 
 
-def compare(measured, topo, *, profile=None, frame=None):
+def compare(measured, topo, *, profile=None, tune=None, frame=None):
     """Prediction against measurement, as ``cclab compare``: every measured GPU row predicted on topo (a
     preset, a topology file, a profile such as ``profiles/h200x2.json``, or a ``cclab.Topology``).
 
     measured: a records CSV or a folder of them, or rows (a DataFrame or a list of dicts with the contract
-    columns). Returns a ``cclab.Comparison``.
+    columns). tune: settings the rows ran under that their records do not carry (``--tune``), added to each
+    row's tune column. Returns a ``cclab.Comparison``.
     """
     topology_obj, name = _topo_args(topo)
     prof = "" if profile is None else _os.fspath(profile)
+    settings = _tune_text(tune)
     if isinstance(measured, (str, _os.PathLike)):
-        d = _cclab.compare(_os.fspath(measured), topology_obj, name, prof)
+        d = _cclab.compare(_os.fspath(measured), topology_obj, name, prof, settings)
     else:
         with _tempfile.TemporaryDirectory(prefix="cclab_compare_") as tmp:
             path = _os.path.join(tmp, "measured.csv")
             _write_measured(measured, path)
-            d = _cclab.compare(path, topology_obj, name, prof)
+            d = _cclab.compare(path, topology_obj, name, prof, settings)
     return Comparison(d, frame)
 
 

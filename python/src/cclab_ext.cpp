@@ -288,7 +288,7 @@ nb::dict summary_dict(const sim::ErrorSummary& s) {
 }
 
 nb::dict compare(const std::string& measured_path, const std::optional<topo::Topology>& topology,
-                 const std::string& topo, const std::string& profile) {
+                 const std::string& topo, const std::string& profile, const std::string& tune) {
   std::vector<Record> measured;
   sim::Comparison c;
   std::string label;
@@ -298,6 +298,8 @@ nb::dict compare(const std::string& measured_path, const std::optional<topo::Top
     label = target.label;
     measured = read_records(measured_path);
     if (measured.empty()) throw_input("no records in '" + measured_path + "'");
+    if (!tune.empty())
+      for (Record& r : measured) sim::add_tune(r, tune);
     sim::RowPredictor predictor(target);
     c = sim::compare(measured, predictor);
   }
@@ -551,7 +553,7 @@ NB_MODULE(_cclab, m) {
   m.def("simulate", &simulate, "args"_a, "trace"_a, "progress"_a.none());
   m.def("sweep_sizes", [](int64_t minb, int64_t maxb, int64_t factor) { return sim::sweep_sizes(minb, maxb, factor); });
   m.def("parse_size", [](const std::string& flag, const std::string& text) { return parse_size(flag, text); });
-  m.def("compare", &compare, "measured"_a, "topology"_a.none(), "topo"_a, "profile"_a);
+  m.def("compare", &compare, "measured"_a, "topology"_a.none(), "topo"_a, "profile"_a, "tune"_a);
   m.def("schedule_json", &schedule_json, "args"_a);
   m.def("build_table", &build_table, "args"_a, "max_log2"_a, "points_per_octave"_a);
   m.def("algorithms", &algorithms_list);

@@ -136,6 +136,24 @@ def test_compare_sets_nccls_own_estimate_beside_cclabs(cclab_bin, tmp_path):
                 f"{'met' if s['cclab_below_nccl'] else 'NOT met'}") in out
 
 
+def test_compare_tune_adds_what_the_records_do_not_carry(cclab_bin, tmp_path):
+    # An 8-GPU row at 64 KiB: NCCL's own choice is its LL ring; forced to NVLS as `cclab compare --tune` forces it.
+    row = {"algo": "allreduce.nccl", "collective": "allreduce", "backend": "gpu", "topology": "dgx-h100",
+           "ranks": 8, "bytes": 65536, "count": 16384, "dtype": "float", "time_us": 40.0, "wrong": 0}
+    plain = cclab.compare([row], "dgx-h100", frame=False).rows[0]
+    nvls = cclab.compare([row], "dgx-h100", tune={"NCCL_ALGO": "NVLS"}, frame=False).rows[0]
+    assert "ring/ll" in plain["pred_note"] and "nvls/simple" in nvls["pred_note"]
+    path = tmp_path / "row.csv"
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(row))
+        w.writeheader()
+        w.writerow(row)
+    out = tmp_path / "out.csv"
+    run_cli(cclab_bin, "compare", "--measured", path, "--topo", "dgx-h100", "--tune", "NCCL_ALGO=NVLS", "--csv", out)
+    _, cli_rows = read_csv(out)
+    assert abs(float(cli_rows[0]["pred_time_us"]) - nvls["pred_time_us"]) <= 1e-6 * nvls["pred_time_us"]
+
+
 def test_compare_bad_input(tmp_path):
     with pytest.raises(cclab.InputError):
         cclab.compare("/no/such/records", "h200x2")
