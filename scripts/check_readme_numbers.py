@@ -1,15 +1,22 @@
 #!/usr/bin/env python3
-"""The README's fidelity table against `cclab compare`: every row is run again and its numbers must match.
+"""The README's fidelity tables against `cclab compare`: every row is run again and its numbers must match.
 
     python3 scripts/check_readme_numbers.py [--cclab build/cli/cclab] [--readme README.md]
 
-The table is the one headed `| records | predicted with | algorithms meeting the goals | median | geomean | max |`.
-Each row names its records folder and what they are predicted with: a profile (`profiles/NAME.json`), the
+The records table is the one headed `| records | predicted with | algorithms meeting the goals | median | geomean |
+max |`. Each row names its records folder and what they are predicted with: a profile (`profiles/NAME.json`), the
 arguments themselves (`--topo PRESET --profile profiles/NAME.json`), or the folder's own `calibrated_profile.json`.
 The script runs `cclab compare --measured <records> <args>` from the source tree and checks the row's count of
-algorithms meeting the goals and its overall median, geometric mean and max, as compare prints them. It prints one
-line per row and exits 1 when a row differs or cannot be run, so a change to the model that moves a number fails
-until the README says what the model now does.
+algorithms meeting the goals and its overall median, geometric mean and max, as compare prints them.
+
+The published machines' table (`| machine (file) | ... | median / max error | ...`) is checked where its numbers are
+compare's over a whole file (shared/published beside the source tree; skipped where that folder is absent): the
+`(all N rows: A / B)` or `(both rows: A / B)` pair where the row has one (its first pair leaves out rows the test
+doubts), else the first pair, on the preset and `--tune` the row names; `(NCCL's default choice: A / B)` without
+that `--tune`, `(NVLS off: A / B)` with `NCCL_NVLS_ENABLE=0`; and the row count.
+
+It prints one line per check and exits 1 when one differs or cannot be run, so a change to the model that moves a
+number fails until the README says what the model now does.
 """
 import argparse
 import os
@@ -55,6 +62,39 @@ def compare_args(records_cell, with_cell):
     return records, ["--topo", profile.group(1)]
 
 
+PUBLISHED_HEADER = "| machine (file) | source | preset | rows | median / max error | before (nearest preset then) | goal |"
+
+
+def published_checks(readme, published):
+    """(what, file, preset args, expected rows or None, expected 'median / max') for the published machines' table."""
+    lines = open(readme, encoding="utf-8").read().splitlines()
+    if PUBLISHED_HEADER not in lines:
+        return None
+    checks = []
+    pair = r"(\d+\.\d+%) / (\d+\.\d+%)"
+    for line in lines[lines.index(PUBLISHED_HEADER) + 2:]:
+        if not line.startswith("|"):
+            break
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        file = re.search(r"`([^`]+\.csv)`", cells[0]).group(1)
+        preset = re.search(r"`([^`]+)`", cells[2]).group(1)
+        tune = re.search(r"`--tune ([^`]+)`", cells[2])
+        args = ["--topo", preset] + (["--tune", tune.group(1)] if tune else [])
+        rows = re.match(r"(\d+)$", cells[3]) or re.search(r"of (\d+) in the goal", cells[3])
+        whole = re.search(r"\((?:all \d+ rows|both rows): " + pair + r"\)", cells[4])
+        first = re.match(pair, cells[4])
+        got = whole or first
+        checks.append((file, args, rows.group(1) if rows else None, f"{got.group(1)} / {got.group(2)}"))
+        default = re.search(r"NCCL's default choice: " + pair, cells[4])
+        if default and tune:
+            checks.append((file, ["--topo", preset], None, f"{default.group(1)} / {default.group(2)}"))
+        nvls_off = re.search(r"NVLS off: " + pair, cells[4])
+        if nvls_off:
+            checks.append((file, ["--topo", preset, "--tune", "NCCL_NVLS_ENABLE=0"], None,
+                           f"{nvls_off.group(1)} / {nvls_off.group(2)}"))
+    return [(f, os.path.join(published, f), a, r, e) for f, a, r, e in checks]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -88,8 +128,33 @@ def main():
             failed += 1
         else:
             print(f"ok   {what}: {' | '.join(got)}")
+    published = os.path.normpath(os.path.join(root, "..", "shared", "published"))
+    if not os.path.isdir(published):
+        print(f"skip the published machines' table: no {published}")
+    elif (checks := published_checks(a.readme, published)) is None:
+        print(f"FAIL {a.readme} has no table headed '{PUBLISHED_HEADER}'")
+        failed += 1
+    else:
+        for file, path, args, rows, want in checks:
+            run = subprocess.run([a.cclab, "compare", "--measured", path] + args, cwd=root, capture_output=True,
+                                 text=True)
+            out = run.stdout + run.stderr
+            overall = re.search(r"^overall: median (\S+) geomean \S+ max (\S+)$", out, re.M)
+            measured = re.search(r"^# cclab compare: (\d+) measured rows", out, re.M)
+            what = " ".join(["cclab compare --measured", file] + args)
+            if run.returncode != 0 or not overall or not measured:
+                print(f"FAIL {what}: exit {run.returncode}, no summary\n{out[-2000:]}")
+                failed += 1
+                continue
+            got = f"{overall.group(1)} / {overall.group(2)}"
+            if got != want or (rows and rows != measured.group(1)):
+                print(f"FAIL {what}: README says {rows or '-'} rows, {want}; compare prints {measured.group(1)} rows, "
+                      f"{got}")
+                failed += 1
+            else:
+                print(f"ok   {what}: {measured.group(1)} rows, {got}")
     if failed:
-        print(f"check_readme_numbers: {failed} row(s) of the README's fidelity table differ from cclab compare")
+        print(f"check_readme_numbers: {failed} line(s) of the README's fidelity tables differ from cclab compare")
         return 1
     return 0
 
