@@ -15,14 +15,21 @@ compare's over a whole file (shared/published beside the source tree; skipped wh
 doubts), else the first pair, on the preset and `--tune` the row names; `(NCCL's default choice: A / B)` without
 that `--tune`, `(NVLS off: A / B)` with `NCCL_NVLS_ENABLE=0`; and the row count.
 
+The NCCL-estimate table (`| machine (records) | predicted with | rows | cclab median / max error | NCCL's estimate
+median / max error |`) is checked from compare's CSV: the NCCL baselines' rows that carry NCCL's estimate (all-gather,
+all-reduce, broadcast, reduce, reduce-scatter), their count and the median and max |error| of both predictions.
+
 It prints one line per check and exits 1 when one differs or cannot be run, so a change to the model that moves a
 number fails until the README says what the model now does.
 """
 import argparse
+import csv
 import os
 import re
+import statistics
 import subprocess
 import sys
+import tempfile
 
 HEADER = "| records | predicted with | algorithms meeting the goals | median | geomean | max |"
 
@@ -60,6 +67,61 @@ def compare_args(records_cell, with_cell):
     if not profile:
         raise ValueError(f"cannot tell what '{with_cell}' predicts with")
     return records, ["--topo", profile.group(1)]
+
+
+ESTIMATE_HEADER = ("| machine (records) | predicted with | rows | cclab median / max error | NCCL's estimate median / max "
+                   "error |")
+NCCL_BASELINES = ("allgather.nccl", "allreduce.nccl", "broadcast.nccl", "reduce.nccl", "reducescatter.nccl")
+
+
+def median_max(errors):
+    return f"{100 * statistics.median(errors):.1f}% / {100 * max(errors):.1f}%"
+
+
+def check_estimate_table(cclab, readme, root):
+    """Failures (count) of the NCCL-estimate table; prints a line per row."""
+    lines = open(readme, encoding="utf-8").read().splitlines()
+    if ESTIMATE_HEADER not in lines:
+        print(f"FAIL {readme} has no table headed '{ESTIMATE_HEADER}'")
+        return 1
+    failed = 0
+    for line in lines[lines.index(ESTIMATE_HEADER) + 2:]:
+        if not line.startswith("|"):
+            break
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        try:
+            records, args = compare_args(cells[0], cells[1])
+        except ValueError as e:
+            print(f"FAIL {cells[0]}: {e}")
+            failed += 1
+            continue
+        what = " ".join(["cclab compare --measured", records] + args)
+        with tempfile.TemporaryDirectory(prefix="check_readme_") as tmp:
+            out = os.path.join(tmp, "rows.csv")
+            run = subprocess.run([cclab, "compare", "--measured", records] + args + ["--csv", out], cwd=root,
+                                 capture_output=True, text=True)
+            if run.returncode != 0 or not os.path.exists(out):
+                print(f"FAIL {what}: exit {run.returncode}\n{(run.stdout + run.stderr)[-2000:]}")
+                failed += 1
+                continue
+            ours, theirs = [], []
+            with open(out, newline="") as f:
+                for r in csv.DictReader(f):
+                    if r["algo"] in NCCL_BASELINES and r.get("nccl_estimate_us"):
+                        t = float(r["time_us"])
+                        ours.append(abs(float(r["pred_time_us"]) / t - 1))
+                        theirs.append(abs(float(r["nccl_estimate_us"]) / t - 1))
+        if not ours:
+            print(f"FAIL {what}: no NCCL baseline row carries nccl_estimate_us")
+            failed += 1
+            continue
+        got, want = (str(len(ours)), median_max(ours), median_max(theirs)), (cells[2], cells[3], cells[4])
+        if got != want:
+            print(f"FAIL {what} (NCCL baselines): README says {' | '.join(want)}, compare gives {' | '.join(got)}")
+            failed += 1
+        else:
+            print(f"ok   {what} (NCCL baselines): {' | '.join(got)}")
+    return failed
 
 
 PUBLISHED_HEADER = "| machine (file) | source | preset | rows | median / max error | before (nearest preset then) | goal |"
@@ -128,6 +190,7 @@ def main():
             failed += 1
         else:
             print(f"ok   {what}: {' | '.join(got)}")
+    failed += check_estimate_table(a.cclab, a.readme, root)
     published = os.path.normpath(os.path.join(root, "..", "shared", "published"))
     if not os.path.isdir(published):
         print(f"skip the published machines' table: no {published}")
