@@ -9,7 +9,8 @@ arguments themselves (`--topo PRESET --profile profiles/NAME.json`), or the fold
 The script runs `cclab compare --measured <records> <args>` from the source tree and checks the row's count of
 algorithms meeting the goals and its overall median, geometric mean and max, as compare prints them.
 
-The published machines' table (`| machine (file) | ... | median / max error | ...`) is checked where its numbers are
+The published machines' table (`| machine (file) | ... | median / max error | ...`, in the README and in
+`docs/machines.md`) is checked where its numbers are
 compare's over a whole file (shared/published beside the source tree; skipped where that folder is absent): the
 `(all N rows: A / B)` or `(both rows: A / B)` pair where the row has one (its first pair leaves out rows the test
 doubts), else the first pair, on the preset and `--tune` the row names; `(NCCL's default choice: A / B)` without
@@ -157,6 +158,36 @@ def published_checks(readme, published):
     return [(f, os.path.join(published, f), a, r, e) for f, a, r, e in checks]
 
 
+def check_published_tables(cclab, docs, published, root):
+    """Failures (count) of the published machines' table in each of `docs` (README and docs/machines.md carry it)."""
+    failed = 0
+    for doc in docs:
+        checks = published_checks(doc, published)
+        if checks is None:
+            print(f"FAIL {doc} has no table headed '{PUBLISHED_HEADER}'")
+            failed += 1
+            continue
+        for file, path, args, rows, want in checks:
+            run = subprocess.run([cclab, "compare", "--measured", path] + args, cwd=root, capture_output=True,
+                                 text=True)
+            out = run.stdout + run.stderr
+            overall = re.search(r"^overall: median (\S+) geomean \S+ max (\S+)$", out, re.M)
+            measured = re.search(r"^# cclab compare: (\d+) measured rows", out, re.M)
+            what = " ".join(["cclab compare --measured", file] + args)
+            if run.returncode != 0 or not overall or not measured:
+                print(f"FAIL {what}: exit {run.returncode}, no summary\n{out[-2000:]}")
+                failed += 1
+                continue
+            got = f"{overall.group(1)} / {overall.group(2)}"
+            if got != want or (rows and rows != measured.group(1)):
+                print(f"FAIL {what}: {os.path.basename(doc)} says {rows or '-'} rows, {want}; compare prints "
+                      f"{measured.group(1)} rows, {got}")
+                failed += 1
+            else:
+                print(f"ok   {what}: {measured.group(1)} rows, {got} ({os.path.basename(doc)})")
+    return failed
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -194,28 +225,9 @@ def main():
     published = os.path.normpath(os.path.join(root, "..", "shared", "published"))
     if not os.path.isdir(published):
         print(f"skip the published machines' table: no {published}")
-    elif (checks := published_checks(a.readme, published)) is None:
-        print(f"FAIL {a.readme} has no table headed '{PUBLISHED_HEADER}'")
-        failed += 1
     else:
-        for file, path, args, rows, want in checks:
-            run = subprocess.run([a.cclab, "compare", "--measured", path] + args, cwd=root, capture_output=True,
-                                 text=True)
-            out = run.stdout + run.stderr
-            overall = re.search(r"^overall: median (\S+) geomean \S+ max (\S+)$", out, re.M)
-            measured = re.search(r"^# cclab compare: (\d+) measured rows", out, re.M)
-            what = " ".join(["cclab compare --measured", file] + args)
-            if run.returncode != 0 or not overall or not measured:
-                print(f"FAIL {what}: exit {run.returncode}, no summary\n{out[-2000:]}")
-                failed += 1
-                continue
-            got = f"{overall.group(1)} / {overall.group(2)}"
-            if got != want or (rows and rows != measured.group(1)):
-                print(f"FAIL {what}: README says {rows or '-'} rows, {want}; compare prints {measured.group(1)} rows, "
-                      f"{got}")
-                failed += 1
-            else:
-                print(f"ok   {what}: {measured.group(1)} rows, {got}")
+        failed += check_published_tables(a.cclab, [a.readme, os.path.join(root, "docs", "machines.md")], published,
+                                         root)
     if failed:
         print(f"check_readme_numbers: {failed} line(s) of the README's fidelity tables differ from cclab compare")
         return 1
