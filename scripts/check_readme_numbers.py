@@ -10,11 +10,11 @@ The script runs `cclab compare --measured <records> <args>` from the source tree
 algorithms meeting the goals and its overall median, geometric mean and max, as compare prints them.
 
 The published machines' table (`| machine (file) | ... | median / max error | ...`, in the README and in
-`docs/machines.md`) is checked where its numbers are
-compare's over a whole file (shared/published beside the source tree; skipped where that folder is absent): the
-`(all N rows: A / B)` or `(both rows: A / B)` pair where the row has one (its first pair leaves out rows the test
-doubts), else the first pair, on the preset and `--tune` the row names; `(NCCL's default choice: A / B)` without
-that `--tune`, `(NVLS off: A / B)` with `NCCL_NVLS_ENABLE=0`; and the row count.
+`docs/machines.md`) is checked where its numbers are compare's over a whole file (shared/published beside the source
+tree; skipped where that folder is absent): the `(all N rows: A / B)` or `(both rows: A / B)` pair where the row has
+one (its first pair leaves out rows the test doubts), else the first pair, on the preset and `--tune` the row names;
+`(NCCL's default choice: A / B)` without that `--tune`, `(NVLS off: A / B)` with `NCCL_NVLS_ENABLE=0`; and the row
+count.
 
 The NCCL-estimate table (`| machine (records) | predicted with | rows | cclab median / max error | NCCL's estimate
 median / max error |`) is checked from compare's CSV: the NCCL baselines' rows that carry NCCL's estimate (all-gather,
