@@ -35,19 +35,6 @@ const std::string* extra(const Record& r, const std::string& key) {
   return nullptr;
 }
 
-}  // namespace
-
-void add_tune(Record& r, const std::string& settings) {
-  for (auto& [k, v] : r.extra)
-    if (k == "tune") {
-      v = v.empty() ? settings : v + "," + settings;
-      return;
-    }
-  r.extra.emplace_back("tune", settings);
-}
-
-namespace {
-
 // The AlgoArgs that reproduce a measured row.
 AlgoArgs args_for(const Record& r, const Algorithm& algo, const topo::Topology& t) {
   const std::string what = "row " + describe(r);
@@ -105,6 +92,15 @@ double median_of(std::vector<double> v) {
 }
 
 }  // namespace
+
+void add_tune(Record& r, const std::string& settings) {
+  for (auto& [k, v] : r.extra)
+    if (k == "tune") {
+      v = v.empty() ? settings : v + "," + settings;
+      return;
+    }
+  r.extra.emplace_back("tune", settings);
+}
 
 RowPredictor::RowPredictor(model::Target target)
     : target_(std::move(target)), sim_(std::make_unique<Simulator>(target_.topology, target_.params)) {}
