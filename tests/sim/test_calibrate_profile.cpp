@@ -378,7 +378,7 @@ TEST(CalibrateProfile, DiagnosticSeriesStayOutOfTheProfile) {
   EXPECT_TRUE(is_diagnostic_series("bidir.push.kernelloop.float.n100"));
   EXPECT_FALSE(is_diagnostic_series("bidir.replay"));
   EXPECT_TRUE(is_diagnostic_series("bidir.replay.body"));  // measured beside it, read by no model yet
-  EXPECT_TRUE(is_bench_name("bidir.replay.body"));          // a calibration still accepts its samples
+  EXPECT_TRUE(is_bench_name("bidir.replay.body"));         // a calibration still accepts its samples
   EXPECT_FALSE(is_diagnostic_series("bidir.step.send.g24"));
   m.series.push_back(chain);
   const std::string path = ::testing::TempDir() + "cclab_diagnostic_profile.json";
