@@ -35,20 +35,26 @@ import tempfile
 HEADER = "| records | predicted with | algorithms meeting the goals | median | geomean | max |"
 
 
-def table_rows(readme):
-    lines = open(readme, encoding="utf-8").read().splitlines()
-    try:
-        start = lines.index(HEADER)
-    except ValueError:
-        sys.exit(f"check_readme_numbers: {readme} has no table headed '{HEADER}'")
+def table_cells(doc, header):
+    """The cells of each row of the table headed `header` in `doc`; None where `doc` has no such table."""
+    lines = open(doc, encoding="utf-8").read().splitlines()
+    if header not in lines:
+        return None
     rows = []
-    for line in lines[start + 2:]:
+    for line in lines[lines.index(header) + 2:]:
         if not line.startswith("|"):
             break
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        rows.append([c.strip() for c in line.strip().strip("|").split("|")])
+    return rows
+
+
+def table_rows(readme):
+    rows = table_cells(readme, HEADER)
+    if rows is None:
+        sys.exit(f"check_readme_numbers: {readme} has no table headed '{HEADER}'")
+    for cells in rows:
         if len(cells) != 6:
-            sys.exit(f"check_readme_numbers: a row of {len(cells)} cells, not 6: {line}")
-        rows.append(cells)
+            sys.exit(f"check_readme_numbers: a row of {len(cells)} cells, not 6: {' | '.join(cells)}")
     if not rows:
         sys.exit("check_readme_numbers: the fidelity table has no rows")
     return rows
@@ -81,15 +87,12 @@ def median_max(errors):
 
 def check_estimate_table(cclab, readme, root):
     """Failures (count) of the NCCL-estimate table; prints a line per row."""
-    lines = open(readme, encoding="utf-8").read().splitlines()
-    if ESTIMATE_HEADER not in lines:
+    rows = table_cells(readme, ESTIMATE_HEADER)
+    if rows is None:
         print(f"FAIL {readme} has no table headed '{ESTIMATE_HEADER}'")
         return 1
     failed = 0
-    for line in lines[lines.index(ESTIMATE_HEADER) + 2:]:
-        if not line.startswith("|"):
-            break
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+    for cells in rows:
         try:
             records, args = compare_args(cells[0], cells[1])
         except ValueError as e:
@@ -130,15 +133,12 @@ PUBLISHED_HEADER = "| machine (file) | source | preset | rows | median / max err
 
 def published_checks(readme, published):
     """(what, file, preset args, expected rows or None, expected 'median / max') for the published machines' table."""
-    lines = open(readme, encoding="utf-8").read().splitlines()
-    if PUBLISHED_HEADER not in lines:
+    rows = table_cells(readme, PUBLISHED_HEADER)
+    if rows is None:
         return None
     checks = []
     pair = r"(\d+\.\d+%) / (\d+\.\d+%)"
-    for line in lines[lines.index(PUBLISHED_HEADER) + 2:]:
-        if not line.startswith("|"):
-            break
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+    for cells in rows:
         file = re.search(r"`([^`]+\.csv)`", cells[0]).group(1)
         preset = re.search(r"`([^`]+)`", cells[2]).group(1)
         tune = re.search(r"`--tune ([^`]+)`", cells[2])
