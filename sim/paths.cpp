@@ -595,7 +595,7 @@ bool fused_both_ways(const Schedule& s, const FusedLayout& f) {
 }
 
 std::optional<Seconds> fused_from_probes(const model::ModelParams& P, const Schedule& s, const FusedLayout& f,
-                                         int iters, std::string* how) {
+                                         int launches, std::string* how) {
   auto at = [&](const char* name) -> std::optional<double> {
     const model::PathTable* t = table(P, name);
     if (!t || t->points.empty()) return std::nullopt;
@@ -722,7 +722,7 @@ std::optional<Seconds> fused_from_probes(const model::ModelParams& P, const Sche
   std::string h;
   std::string unused;
   const model::PathTable* probe = P.table(std::string("fused.prog.") + (two_way ? "exchange.0" : "oneway.0"));
-  const Seconds replay = replay_shift(P, probe->launches_per_replay, plan_launches(iters), h);
+  const Seconds replay = replay_shift(P, probe->launches_per_replay, plan_launches(launches), h);
   if (how)
     *how = std::string("fused model: the executor's kernel on the probe fused.prog.") +
            (two_way ? "exchange.0" : "oneway.0") + " plus " + std::to_string(f.lane_gpu.size()) +
@@ -909,7 +909,7 @@ Prediction make_prediction(Simulator& sim, const std::string& name, const std::s
 
 ExecPath exec_path_of(const lower::LoweredPlan& plan, const AlgoArgs& args) {
   ExecPath p;
-  p.iters = plan.launches;
+  p.launches = plan.launches;
   switch (plan.path) {
     case lower::Path::general:
       p.kind = ExecPath::Kind::general;

@@ -35,7 +35,7 @@ struct ExecPath {
   int slots = 0;           // stream: ring slots per lane
   int64_t slot_bytes = 0;  // stream: ring slot
   bool pdl = false;        // kernels launched with programmatic dependent launch
-  int iters = 0;           // launches per replayed graph
+  int launches = 0;        // the lowered plan's kernel launches per replay (lower/ decides them)
 };
 ExecPath exec_path_of(const lower::LoweredPlan& plan, const AlgoArgs& args);
 

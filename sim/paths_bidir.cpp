@@ -98,7 +98,7 @@ Seconds one_cta_reduce(const model::ModelParams& P, DType dtype, double bytes, d
 
 }  // namespace
 
-int plan_launches(int iters) { return iters > 0 ? iters : lower::launches_for(lower::Path::general); }
+int plan_launches(int launches) { return launches > 0 ? launches : lower::launches_for(lower::Path::general); }
 
 Seconds replay_shift(const model::ModelParams& P, int measured, int planned, std::string& how) {
   const model::PathTable* r = P.table("bidir.replay");
@@ -129,7 +129,7 @@ Seconds bidir_kernel_time(const model::ModelParams& P, const ExecPath& path, int
   const double unroll = path.unroll > 0 ? path.unroll : 1;
   const Seconds rtt = P.exec.flag_rtt.value;
   how = path.mode + ": ";
-  Seconds launch = launch_in_graph(P, path.pdl, plan_launches(path.iters), how);
+  Seconds launch = launch_in_graph(P, path.pdl, plan_launches(path.launches), how);
   launch += arrival_count_fence(rtt, grid, how);  // after the launch's words in `how`
   how += " + ";
   // Latencies, in flag round trips between GPUs inside running kernels (latency.flag): a kernel that stores into

@@ -15,10 +15,11 @@ namespace cclab::sim {
 
 // NCCL's collectives on 2 GPUs from its measured send/recv (nccl.p2p.*); nullopt where that model does not
 // apply (other rank counts, profiles without those series): the tuning model of sim/predict.cpp then does.
-// `iters`: launches per replayed graph of the record (0: not recorded; plan_launches gives the general lowering's).
+// `launches`: the lowered plan's kernel launches per replayed graph (0: not given; plan_launches gives the general
+// lowering's).
 // The protocol is the one NCCL's tuner picks on `topology` (model::nccl_plan).
 std::optional<Seconds> nccl_two_gpus(const model::ModelParams& P, const topo::Topology& topology, std::string_view coll,
-                                     int64_t bytes, int nranks, std::string& how, int iters = 0);
+                                     int64_t bytes, int nranks, std::string& how, int launches = 0);
 
 // NCCL's fixed cost per collective on this machine at protocol `proto` (LL or Simple), beside the steps and
 // bytes the tuning model prices: its send/recv of the smallest size measured, one way at that protocol pinned
@@ -35,7 +36,7 @@ Seconds bidir_kernel_time(const model::ModelParams& P, const ExecPath& path, int
                           std::string& how);
 
 // The launches per replayed graph of a plan whose count is not given (0): a graph's default (lower::launches_for).
-int plan_launches(int iters);
+int plan_launches(int launches);
 
 // What a plan of `planned` launches per replayed graph pays beyond a series measured at `measured` (its table's
 // launches_per_replay): the per-replay fixed cost (fork, graph launches, join) spread over other launches,

@@ -14,13 +14,13 @@ namespace cclab::sim {
 // Larger rank counts, or a profile without those series, use the tuning model (sim/predict.cpp).
 namespace {
 
-// The table that times `name` as a plan of `iters` launches per replayed graph: the series at its own count plus
+// The table that times `name` as a plan of `launches` launches per replayed graph: the series at its own count plus
 // the replay's fixed cost spread over the plan's launches instead (bidir.replay; replay_shift). Only graph-timed
 // series take it.
-Seconds p2p_time(const model::ModelParams& P, const std::string& name, double bytes, int iters, bool graph,
+Seconds p2p_time(const model::ModelParams& P, const std::string& name, double bytes, int launches, bool graph,
                  std::string& how) {
   const model::PathTable* own = P.table(name);
-  const int n = plan_launches(iters);
+  const int n = plan_launches(launches);
   how += name;
   const Seconds t = own->time(bytes);
   return graph ? t + replay_shift(P, own->launches_per_replay, n, how) : t;
@@ -68,7 +68,7 @@ std::optional<RingStepExtra> ring_step_extra(const model::ModelParams& P, std::s
 // (the rings' channels against send/recv's: bidir.step.* for Simple), all-reduce's second step waiting one
 // more flight of the peer's data (sync_latency). nullopt without those series.
 std::optional<Seconds> nccl_two_gpus_pinned(const model::ModelParams& P, const topo::Topology& topology,
-                                            std::string_view coll, double S, int iters, std::string& how) {
+                                            std::string_view coll, double S, int launches, std::string& how) {
   const bool ring =
       coll == "allreduce" || coll == "allgather" || coll == "reducescatter" || coll == "broadcast" || coll == "reduce";
   if (!ring) return std::nullopt;
@@ -97,13 +97,13 @@ std::optional<Seconds> nccl_two_gpus_pinned(const model::ModelParams& P, const t
                                : "S/2") +
         " per direction): ";
   double t;
-  if (double(pinned->points.back().first) >= b && (iters == pinned->launches_per_replay || iters <= 0)) {
+  if (double(pinned->points.back().first) >= b && (launches == pinned->launches_per_replay || launches <= 0)) {
     how += base;
     t = pinned->time(b).value;
     std::string unused;
-    if (iters <= 0) t += replay_shift(P, pinned->launches_per_replay, plan_launches(0), unused).value;
+    if (launches <= 0) t += replay_shift(P, pinned->launches_per_replay, plan_launches(0), unused).value;
   } else if (!ll && P.table(std::string("nccl.p2p.graph.") + (one_way ? "uni" : "bidir"))) {
-    t = p2p_time(P, std::string("nccl.p2p.graph.") + (one_way ? "uni" : "bidir"), b, iters, true, how).value;
+    t = p2p_time(P, std::string("nccl.p2p.graph.") + (one_way ? "uni" : "bidir"), b, launches, true, how).value;
   } else {
     how += base;
     t = pinned->time(b).value;
@@ -149,7 +149,7 @@ std::optional<Seconds> nccl_measured_launch(const model::ModelParams& P, model::
 }
 
 std::optional<Seconds> nccl_two_gpus(const model::ModelParams& P, const topo::Topology& topology, std::string_view coll,
-                                     int64_t bytes, int nranks, std::string& how, int iters) {
+                                     int64_t bytes, int nranks, std::string& how, int launches) {
   if (nranks != 2) return std::nullopt;
   // Send/recv captured in per-GPU graphs and replayed (nccl.p2p.graph.*) is how the records of NCCL's
   // collectives are timed (graph nodes instead of back-to-back launches: smaller fixed cost); profiles
@@ -161,18 +161,18 @@ std::optional<Seconds> nccl_two_gpus(const model::ModelParams& P, const topo::To
   const model::PathTable* bi = P.table(bi_name);
   if (!uni || !bi) return std::nullopt;
   const double S = double(bytes);
-  if (auto t = nccl_two_gpus_pinned(P, topology, coll, S, iters, how)) return t;
+  if (auto t = nccl_two_gpus_pinned(P, topology, coll, S, launches, how)) return t;
   if (coll == "broadcast" || coll == "reduce") {
     how = "nccl 2 GPUs: (S) of ";
-    return p2p_time(P, uni_name, S, iters, graph, how);
+    return p2p_time(P, uni_name, S, launches, graph, how);
   }
   if (coll == "allgather" || coll == "reducescatter" || coll == "alltoall") {
     how = "nccl 2 GPUs: (S/2) of ";
-    return p2p_time(P, bi_name, S / 2, iters, graph, how);
+    return p2p_time(P, bi_name, S / 2, launches, graph, how);
   }
   if (coll == "allreduce") {
     how = "nccl 2 GPUs (reduce-scatter + all-gather, S/2 each way per phase): (S) of ";
-    return p2p_time(P, bi_name, S, iters, graph, how);
+    return p2p_time(P, bi_name, S, launches, graph, how);
   }
   return std::nullopt;
 }

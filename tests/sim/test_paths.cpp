@@ -81,11 +81,11 @@ TEST(ExecPaths, ThePlanSaysWhatTheModelsRead) {
   EXPECT_EQ(p.grid, 1);
   EXPECT_EQ(p.threads, 256);
   EXPECT_TRUE(p.pdl);
-  EXPECT_EQ(p.iters, 100);
+  EXPECT_EQ(p.launches, 100);
   a.tune = "lowering=plan";
   const lower::LoweredPlan ring = lower::lower_collective(find_algorithm("allreduce.ring"), a, lower::Machine{});
   EXPECT_EQ(exec_path_of(ring, a).kind, ExecPath::Kind::general);
-  EXPECT_EQ(exec_path_of(ring, a).iters, 20);
+  EXPECT_EQ(exec_path_of(ring, a).launches, 20);
 }
 
 TEST(ExecPaths, SolBidirCopyIsForkPlusCopyNodePlusMeasuredSizePart) {
