@@ -17,14 +17,26 @@ namespace cclab::sim {
 
 namespace {
 
-// The CTA of the one-CTA peer copy series (p2p.sm.cta, p2p.sm_store.cta): 512 threads, 4 independent 16-byte
-// vectors in flight per thread.
+// The CTA of the one-CTA series (p2p.sm.cta, p2p.sm_store.cta, reduce.local.cta.<dtype>): 512 threads, 4
+// independent 16-byte vectors (or vector pairs) in flight per thread. Their `_half` twins run 256 threads.
 constexpr double kBenchCtaVectors = 512.0 * 4.0;
 
-const model::PathTable& table(const model::ModelParams& P, const std::string& name) {
+const model::PathTable* table_or_null(const model::ModelParams& P, const std::string& name) {
   const model::PathTable* t = P.table(name);
-  if (!t || t->empty()) throw_input("the profile has no '" + name + "' measurement (run cclab calibrate)");
+  return t && !t->empty() ? t : nullptr;
+}
+
+const model::PathTable& table(const model::ModelParams& P, const std::string& name) {
+  const model::PathTable* t = table_or_null(P, name);
+  if (!t) throw_input("the profile has no '" + name + "' measurement (run cclab calibrate)");
   return *t;
+}
+
+// The one-CTA series at half the depth: "p2p.sm.cta" -> "p2p.sm.cta_half", "reduce.local.cta.float" ->
+// "reduce.local.cta_half.float".
+std::string half_depth(const std::string& cta) {
+  const auto at = cta.find(".cta");
+  return cta.substr(0, at + 4) + "_half" + cta.substr(at + 4);
 }
 
 // A kernel launched in per-GPU graphs replayed with `launches` launches each: the graph's fixed cost per replay
@@ -42,14 +54,21 @@ Seconds launch_in_graph(const model::ModelParams& P, bool pdl, int launches, std
   return (pdl ? P.exec.kernel_pdl.value : P.exec.kernel_node.value);
 }
 
-// What moving `bytes` adds to one CTA that keeps `vectors` 16-byte vectors in flight: the one-CTA microbenchmark's
-// time over its smallest size's, its rate scaled by the vectors in flight (Little's law). Nothing without that
-// microbenchmark.
-double cta_slowdown(double vectors) { return kBenchCtaVectors / std::min(vectors, kBenchCtaVectors); }
+// What moving `bytes` adds to one CTA that keeps `vectors` 16-byte vectors in flight, beyond the one-CTA
+// microbenchmark's smallest size. Each vector waits for its memory access while the SM moves at most its own
+// rate, so a byte costs (latency) / (16 x vectors) + 1 / (SM rate): the series at two depths (512 and 256 threads)
+// give both parts. With the full depth alone, the latency part is all of it (Little's law), never faster than the
+// benchmark. Nothing without that microbenchmark.
 Seconds one_cta(const model::ModelParams& P, const std::string& cta, double bytes, double vectors) {
-  const model::PathTable* C = P.table(cta);
-  if (!C || C->empty() || vectors <= 0) return Seconds(0);
-  return cta_slowdown(vectors) * C->size_part(bytes);
+  const model::PathTable* C = table_or_null(P, cta);
+  if (!C || vectors <= 0) return Seconds(0);
+  const Seconds full = C->size_part(bytes);
+  if (const model::PathTable* H = table_or_null(P, half_depth(cta))) {
+    // The latency part at the full depth is what halving the vectors adds: never below 0 nor above all of it.
+    const Seconds latency = std::clamp(H->size_part(bytes) - full, Seconds(0), full);
+    return full + latency * (kBenchCtaVectors / vectors - 1.0);
+  }
+  return kBenchCtaVectors / std::min(vectors, kBenchCtaVectors) * full;
 }
 
 // What moving `bytes` across the link adds to a kernel beyond its latencies, with `grid` CTAs each keeping `vectors`
@@ -60,12 +79,11 @@ Seconds transfer(const model::ModelParams& P, const std::string& link, const std
   Seconds size = table(P, link).size_part(bytes);
   how += link + "(S)";
   if (grid > 0 && vectors > 0) {
-    const double slow = cta_slowdown(vectors);
     const Seconds per_cta = one_cta(P, cta, bytes / grid, vectors);
     if (per_cta > size) {
       size = per_cta;
-      how += " bounded by " + cta + "(S/" + std::to_string(grid) + ")";
-      if (slow > 1) how += " x " + std::to_string(slow).substr(0, 4);
+      how += " bounded by " + cta + "(S/" + std::to_string(grid) + ") at " + std::to_string(int64_t(vectors)) +
+             " vectors in flight";
     }
   }
   return size;
@@ -86,14 +104,14 @@ Seconds reduce_part(const model::ModelParams& P, DType dtype, double bytes) {
   return t->size_part(bytes);
 }
 
-// One CTA reducing `bytes` of local operands with `vectors` 16-byte vector pairs in flight: the one-CTA reduction's
-// size part scaled by its vectors in flight (Little's law, as one_cta), never faster than all SMs reducing. A
-// profile without the one-CTA series prices all SMs' rate.
+// One CTA reducing `bytes` of local operands with `vectors` 16-byte vector pairs in flight: the one-CTA reduction
+// at that depth (one_cta), never faster than all SMs reducing. A profile without the one-CTA series prices all SMs'
+// rate.
 Seconds one_cta_reduce(const model::ModelParams& P, DType dtype, double bytes, double vectors) {
   const Seconds all = reduce_part(P, dtype, bytes);
-  const model::PathTable* t = P.table("reduce.local.cta." + std::string(dtype_name(dtype)));
-  if (!t || t->empty() || vectors <= 0) return all;
-  return std::max(all, cta_slowdown(vectors) * t->size_part(bytes));
+  const std::string cta = "reduce.local.cta." + std::string(dtype_name(dtype));
+  if (!table_or_null(P, cta) || vectors <= 0) return all;
+  return std::max(all, one_cta(P, cta, bytes, vectors));
 }
 
 }  // namespace

@@ -456,9 +456,11 @@ class Bench {
   void sweep(const std::string& name, const std::string& method,
              const std::function<std::vector<Lane>(int64_t)>& lanes_for, int64_t min_bytes = 0,
              int64_t max_bytes = INT64_MAX);
-  void launch_copy(const Gpu& g, int stream, const char* src, char* dst, int64_t bytes, int max_blocks = 0) const;
+  void launch_copy(const Gpu& g, int stream, const char* src, char* dst, int64_t bytes, int max_blocks = 0,
+                   int threads = kThreads) const;
   template <class T>
-  void launch_reduce(const Gpu& g, const char* a, const char* b, char* dst, int64_t bytes, int max_blocks = 0) const;
+  void launch_reduce(const Gpu& g, const char* a, const char* b, char* dst, int64_t bytes, int max_blocks = 0,
+                     int threads = kThreads) const;
   void bench_p2p();
   void bench_ce_pair();
   void bench_fanout();
@@ -647,24 +649,26 @@ void Bench::sweep(const std::string& name, const std::string& method,
   }
 }
 
-void Bench::launch_copy(const Gpu& g, int stream, const char* src, char* dst, int64_t bytes, int max_blocks) const {
+void Bench::launch_copy(const Gpu& g, int stream, const char* src, char* dst, int64_t bytes, int max_blocks,
+                        int threads) const {
   const int64_t n16 = bytes / 16;
-  const int64_t per_block = int64_t(kThreads) * kUnroll;
+  const int64_t per_block = int64_t(threads) * kUnroll;
   const int64_t cap = max_blocks > 0 ? max_blocks : int64_t(kBlocksPerSm) * g.sms;
   const int blocks = int(std::clamp<int64_t>((n16 + per_block - 1) / per_block, 1, cap));
-  k_copy<<<blocks, kThreads, 0, g.stream[stream]>>>(reinterpret_cast<const int4*>(src), reinterpret_cast<int4*>(dst),
-                                                    n16, src, dst, n16 * 16, bytes);
+  k_copy<<<blocks, threads, 0, g.stream[stream]>>>(reinterpret_cast<const int4*>(src), reinterpret_cast<int4*>(dst),
+                                                   n16, src, dst, n16 * 16, bytes);
 }
 
 template <class T>
-void Bench::launch_reduce(const Gpu& g, const char* a, const char* b, char* dst, int64_t bytes, int max_blocks) const {
+void Bench::launch_reduce(const Gpu& g, const char* a, const char* b, char* dst, int64_t bytes, int max_blocks,
+                          int threads) const {
   const int64_t n16 = bytes / 16;
-  const int64_t per_block = int64_t(kThreads) * kUnroll;
+  const int64_t per_block = int64_t(threads) * kUnroll;
   const int64_t cap = max_blocks > 0 ? max_blocks : int64_t(kBlocksPerSm) * g.sms;
   const int blocks = int(std::clamp<int64_t>((n16 + per_block - 1) / per_block, 1, cap));
-  k_reduce<T><<<blocks, kThreads, 0, g.stream[0]>>>(reinterpret_cast<const int4*>(a), reinterpret_cast<const int4*>(b),
-                                                    reinterpret_cast<int4*>(dst), n16,
-                                                    (bytes - n16 * 16) / int64_t(sizeof(T)));
+  k_reduce<T><<<blocks, threads, 0, g.stream[0]>>>(reinterpret_cast<const int4*>(a), reinterpret_cast<const int4*>(b),
+                                                   reinterpret_cast<int4*>(dst), n16,
+                                                   (bytes - n16 * 16) / int64_t(sizeof(T)));
 }
 
 void Bench::bench_p2p() {
@@ -734,20 +738,25 @@ void Bench::bench_p2p() {
         return std::vector<Lane>{ll(g0, g1, b), ll(g1, g0, b)};
       },
       8, opt_.max_bytes / 2);
-  // One CTA (512 threads): the rate one block group of a fused kernel reaches, loads and stores.
-  auto one_cta = [&](Gpu& run_on, const char* src, char* dst, int64_t b) {
-    return Lane{run_on.dev, run_on.stream[0], [this, &run_on, src, dst, b] {
-                  launch_copy(run_on, 0, src, dst, b, 1);
+  // One CTA (512 threads): the rate one block group of a fused kernel reaches, loads and stores; and at half the
+  // depth (256 threads, `_half`): how the rate follows the vectors a CTA keeps in flight (latency against the SM's
+  // own rate), for kernels whose CTAs split their threads.
+  auto one_cta = [&](Gpu& run_on, const char* src, char* dst, int64_t b, int threads) {
+    return Lane{run_on.dev, run_on.stream[0], [this, &run_on, src, dst, b, threads] {
+                  launch_copy(run_on, 0, src, dst, b, 1, threads);
                   CCLAB_CUDA_LAUNCHED();
                 }};
   };
-  sweep(
-      "p2p.sm.cta", "one CTA of " + std::to_string(kThreads) + " threads on GPU1 loading GPU0's memory, CUDA events",
-      [&](int64_t b) { return std::vector<Lane>{one_cta(g1, g0.buf[0], g1.buf[1], b)}; }, 0, kOneCtaMax);
-  sweep(
-      "p2p.sm_store.cta",
-      "one CTA of " + std::to_string(kThreads) + " threads on GPU0 storing into GPU1's memory, CUDA events",
-      [&](int64_t b) { return std::vector<Lane>{one_cta(g0, g0.buf[0], g1.buf[1], b)}; }, 0, kOneCtaMax);
+  for (const int threads : {kThreads, kThreads / 2}) {
+    const std::string suffix = threads == kThreads ? "" : "_half";
+    const std::string cta = "one CTA of " + std::to_string(threads) + " threads";
+    sweep(
+        "p2p.sm.cta" + suffix, cta + " on GPU1 loading GPU0's memory, CUDA events",
+        [&](int64_t b) { return std::vector<Lane>{one_cta(g1, g0.buf[0], g1.buf[1], b, threads)}; }, 0, kOneCtaMax);
+    sweep(
+        "p2p.sm_store.cta" + suffix, cta + " on GPU0 storing into GPU1's memory, CUDA events",
+        [&](int64_t b) { return std::vector<Lane>{one_cta(g0, g0.buf[0], g1.buf[1], b, threads)}; }, 0, kOneCtaMax);
+  }
 }
 
 // Every GPU at once stores `bytes` split evenly over all its peers (an all-to-all's traffic; the fused path's and the
@@ -898,23 +907,26 @@ void Bench::bench_local() {
   local(__nv_bfloat16{}, "bfloat16");
   // One CTA: the rate of a kernel whose reduction runs on few CTAs (a lane or a tile of a fused kernel),
   // latency-bound rather than HBM-bound.
-  auto one_cta = [&](auto tag, const char* name) {
+  // At half the depth too (256 threads, `_half`), as the peer copies above.
+  auto one_cta = [&](auto tag, const char* name, int threads) {
     using T = decltype(tag);
     sweep(
-        std::string("reduce.local.cta.") + name,
-        std::string("one CTA of ") + std::to_string(kThreads) + " threads (" + std::to_string(kUnroll) +
+        std::string(threads == kThreads ? "reduce.local.cta." : "reduce.local.cta_half.") + name,
+        std::string("one CTA of ") + std::to_string(threads) + " threads (" + std::to_string(kUnroll) +
             " vector pairs in flight each): dst = a + b in " + name + " on GPU0 (bytes per operand)",
         [&](int64_t b) {
-          return std::vector<Lane>{Lane{0, g0.stream[0], [this, &g0, b] {
-                                          launch_reduce<T>(g0, g0.buf[0], g0.buf[2], g0.buf[1], b, 1);
+          return std::vector<Lane>{Lane{0, g0.stream[0], [this, &g0, b, threads] {
+                                          launch_reduce<T>(g0, g0.buf[0], g0.buf[2], g0.buf[1], b, 1, threads);
                                           CCLAB_CUDA_LAUNCHED();
                                         }}};
         },
         16, kOneCtaMax);
   };
-  one_cta(float{}, "float");
-  one_cta(__half{}, "half");
-  one_cta(__nv_bfloat16{}, "bfloat16");
+  for (const int threads : {kThreads, kThreads / 2}) {
+    one_cta(float{}, "float", threads);
+    one_cta(__half{}, "half", threads);
+    one_cta(__nv_bfloat16{}, "bfloat16", threads);
+  }
   if (gpus_.size() < 2) return;
   Gpu& g1 = gpus_[1];
   auto peer = [&](auto tag, const char* name) {
