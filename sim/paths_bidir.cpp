@@ -227,10 +227,14 @@ Seconds bidir_kernel_time(const model::ModelParams& P, const ExecPath& path, int
     const double unit = std::min(per_peer, path.slot_bytes > 0 ? double(path.slot_bytes) : per_peer);
     const double units = std::ceil(std::ceil(per_peer / std::max(unit, 1.0)) / grid);
     const Seconds store = double(np) * one_cta(P, "p2p.sm_store.cta", unit, vectors);
-    const Seconds reduce = double(np) * one_cta_reduce(P, dtype, unit, vectors);
+    // Every lane reduces a unit at once: together never faster than all SMs reducing every lane's unit.
+    const double lanes = std::min(double(grid), std::ceil(per_peer / std::max(unit, 1.0)));
+    const Seconds reduce =
+        std::max(double(np) * one_cta_reduce(P, dtype, unit, vectors), reduce_part(P, dtype, np * lanes * unit));
     Seconds body = store + (units - 1) * std::max(store, reduce) + reduce;
     how += "per lane " + std::to_string(int64_t(units)) + " units: p2p.sm_store.cta (one unit), the slower of it and " +
-           "reduce.local.cta." + std::string(dtype_name(dtype)) + " per further unit, the last unit's reduction";
+           "reduce.local.cta." + std::string(dtype_name(dtype)) +
+           " per further unit, the last unit's reduction (every lane's at once: at least reduce.local over them)";
     // However the lanes pipeline, the link carries every byte before the last units are reduced.
     const Seconds link = table(P, "p2p.sm_store.bidir").size_part(S) + reduce;
     if (link > body) {

@@ -163,20 +163,22 @@ TEST(BidirModel, FewCtasMoveAtOneCtasRate) {
   EXPECT_NEAR(
       predict_note(p, "allreduce.bidir.stream", S, "mode=stream slots=4 slot_bytes=262144 threads=512 grid=4", 100),
       m.launch(100) + m.fence() + 1.0 * (2e-6 - 1e-6) + 4 * m.rtt() + store + 3 * reduce + reduce, 1e-12);
-  // Without the one-CTA reduction series, all SMs' rate: the stores bound each unit.
+  // Without the one-CTA reduction series, all SMs' rate over the 4 lanes' units at once: the stores bound each unit.
   model::ModelParams q = p;
   q.tables.erase("reduce.local.cta.float");
   EXPECT_NEAR(
       predict_note(q, "allreduce.bidir.stream", S, "mode=stream slots=4 slot_bytes=262144 threads=512 grid=4", 100),
-      m.launch(100) + m.fence() + 1.0 * (2e-6 - 1e-6) + 4 * m.rtt() + 4 * store + m.part("reduce.local.float", unit),
+      m.launch(100) + m.fence() + 1.0 * (2e-6 - 1e-6) + 4 * m.rtt() + 4 * store +
+          m.part("reduce.local.float", 4.0 * unit),
       1e-12);
-  // With a lane per SM the link's rate bounds it instead, and the last unit's reduction follows.
+  // With a lane per SM the link's rate bounds it instead, and the last units' reduction follows: every lane's at
+  // once, at all SMs' rate over the 132 lanes' units.
   const int64_t L = 64 * kMiB;
   const double wide =
       predict_note(q, "allreduce.bidir.stream", L, "mode=stream slots=4 slot_bytes=262144 threads=512 grid=132", 100);
   EXPECT_NEAR(wide,
               m.launch(100) + m.fence() + 1.0 * (2e-6 - 1e-6) + 4 * m.rtt() + m.part("p2p.sm_store.bidir", L) +
-                  m.part("reduce.local.float", unit),
+                  m.part("reduce.local.float", 132.0 * unit),
               1e-12);
 }
 
