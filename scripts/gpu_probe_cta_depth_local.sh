@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# One CTA's local reduction and copy against the threads it runs (64, 128, 256, 512; 4 independent 16-byte vectors,
+# or vector pairs, in flight per thread, as the calibration's one-CTA series), 16 KiB-16 MiB per operand, on one GPU:
+# a test of the two-depth model of sim/paths_bidir.cpp (per byte, latency / vectors + 1 / the SM's rate), which
+# reads the 512- and 256-thread series only. The last lines predict the 128- and 64-thread times from those two
+# and print the error.
+#   -> <out>/cta_depth_local/cta_depth_local.csv (kind, threads, bytes, us: per launch, median of 5 timings of 50)
+#   bash scripts/gpu_probe_cta_depth_local.sh <out>   (needs nvcc and one GPU; no cclab build)
+set -uo pipefail
+W=${1:?output folder}
+D=$W/cta_depth_local
+mkdir -p "$D"
+cat >"$D/cta_depth_local.cu" <<'CU'
+#include <cuda_runtime.h>
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+#define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { std::printf("CUDA %s at %d\n", cudaGetErrorString(e), __LINE__); std::exit(1); } } while (0)
+constexpr int kUnroll = 4;
+__device__ float4 add4(float4 a, float4 b) { return make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w); }
+// dst = a + b: each thread loads its 4 pairs, then adds and stores them (the calibration's k_reduce).
+__global__ void reduce(const float4* __restrict__ a, const float4* __restrict__ b, float4* __restrict__ dst, long n) {
+  for (long i = threadIdx.x; i + (kUnroll - 1) * long(blockDim.x) < n; i += long(blockDim.x) * kUnroll) {
+    float4 va[kUnroll], vb[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      va[u] = a[i + u * blockDim.x];
+      vb[u] = b[i + u * blockDim.x];
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) dst[i + u * blockDim.x] = add4(va[u], vb[u]);
+  }
+}
+// dst = a: each thread loads its 4 vectors, then stores them (the calibration's k_copy).
+__global__ void copy(const float4* __restrict__ a, float4* __restrict__ dst, long n) {
+  for (long i = threadIdx.x; i + (kUnroll - 1) * long(blockDim.x) < n; i += long(blockDim.x) * kUnroll) {
+    float4 v[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) v[u] = a[i + u * blockDim.x];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) dst[i + u * blockDim.x] = v[u];
+  }
+}
+int main() {
+  const long kMax = 16L << 20;
+  float4 *a, *b, *d;
+  CK(cudaMalloc(&a, kMax));
+  CK(cudaMalloc(&b, kMax));
+  CK(cudaMalloc(&d, kMax));
+  CK(cudaMemset(a, 0, kMax));
+  CK(cudaMemset(b, 0, kMax));
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  std::printf("kind,threads,bytes,us\n");
+  for (const char* kind : {"reduce", "copy"})
+    for (int threads : {512, 256, 128, 64})
+      for (long bytes = 16L << 10; bytes <= kMax; bytes *= 4) {
+        const long n = bytes / 16;
+        auto launch = [&] {
+          if (kind[0] == 'r')
+            reduce<<<1, threads>>>(a, b, d, n);
+          else
+            copy<<<1, threads>>>(a, d, n);
+        };
+        for (int w = 0; w < 5; ++w) launch();
+        CK(cudaDeviceSynchronize());
+        std::vector<float> t;
+        for (int rep = 0; rep < 5; ++rep) {
+          const int iters = bytes >= (4L << 20) ? 10 : 50;
+          CK(cudaEventRecord(e0));
+          for (int i = 0; i < iters; ++i) launch();
+          CK(cudaEventRecord(e1));
+          CK(cudaEventSynchronize(e1));
+          float ms = 0;
+          CK(cudaEventElapsedTime(&ms, e0, e1));
+          t.push_back(ms * 1000 / iters);
+        }
+        std::sort(t.begin(), t.end());
+        std::printf("%s,%d,%ld,%.3f\n", kind, threads, bytes, t[2]);
+      }
+  return 0;
+}
+CU
+nvcc -O3 -arch=sm_90 -o "$D/cta_depth_local" "$D/cta_depth_local.cu" >"$D/build.log" 2>&1 || {
+  cat "$D/build.log"
+  exit 1
+}
+"$D/cta_depth_local" >"$D/cta_depth_local.csv" || exit 1
+python3 - "$D/cta_depth_local.csv" <<'PY'
+import csv, sys
+t = {(r["kind"], int(r["threads"]), int(r["bytes"])): float(r["us"]) for r in csv.DictReader(open(sys.argv[1]))}
+print("# predicted from 512 and 256 threads: size part(v) = full + (half - full) x (2048 / v - 1), v = threads x 4;")
+print("# the size part is the time less the 16 KiB time at the same depth")
+print("%-7s %9s %8s %8s %8s %8s %8s %7s" % ("kind", "bytes", "512", "256", "128", "pred128", "64", "pred64"))
+for kind in ("reduce", "copy"):
+    for b in sorted({k[2] for k in t if k[0] == kind}):
+        if b == 16 << 10:
+            continue
+        part = {th: t[(kind, th, b)] - t[(kind, th, 16 << 10)] for th in (512, 256, 128, 64)}
+        lat = min(max(part[256] - part[512], 0), part[512])
+        pred = {th: part[512] + lat * (2048 / (4 * th) - 1) for th in (128, 64)}
+        print("%-7s %9d %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f" % (kind, b, part[512], part[256], part[128], pred[128],
+                                                             part[64], pred[64]))
+PY
