@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # One CTA's local reduction and copy against the threads it runs (64, 128, 256, 512; 4 independent 16-byte vectors,
 # or vector pairs, in flight per thread, as the calibration's one-CTA series), 16 KiB-16 MiB per operand, on one GPU:
-# a test of the two-depth model of sim/paths_bidir.cpp (per byte, latency / vectors + 1 / the SM's rate), which
+# a test of the two-depth model of sim/paths_bidir.cpp (the slower of the SM's rate and Little's law), which
 # reads the 512- and 256-thread series only. The last lines predict the 128- and 64-thread times from those two
 # and print the error.
-#   -> <out>/cta_depth_local/cta_depth_local.csv (kind, threads, bytes, us: per launch, median of 5 timings of 50)
+#   -> <out>/cta_depth_local/cta_depth_local.csv (kind, threads, bytes, us: per launch, median of 5 timings of 50),
+#      <out>/cta_depth_local/summary.txt (the table printed last)
 #   bash scripts/gpu_probe_cta_depth_local.sh <out>   (needs nvcc and one GPU; no cclab build)
 set -uo pipefail
 W=${1:?output folder}
@@ -88,19 +89,22 @@ nvcc -O3 -arch=sm_90 -o "$D/cta_depth_local" "$D/cta_depth_local.cu" >"$D/build.
   exit 1
 }
 "$D/cta_depth_local" >"$D/cta_depth_local.csv" || exit 1
-python3 - "$D/cta_depth_local.csv" <<'PY'
+python3 - "$D/cta_depth_local.csv" <<'PY' | tee "$D/summary.txt"
 import csv, sys
 t = {(r["kind"], int(r["threads"]), int(r["bytes"])): float(r["us"]) for r in csv.DictReader(open(sys.argv[1]))}
-print("# predicted from 512 and 256 threads: size part(v) = full + (half - full) x (2048 / v - 1), v = threads x 4;")
-print("# the size part is the time less the 16 KiB time at the same depth")
-print("%-7s %9s %8s %8s %8s %8s %8s %7s" % ("kind", "bytes", "512", "256", "128", "pred128", "64", "pred64"))
+print("# size part: the time less the 16 KiB time at the same depth; v = threads x 4 vectors in flight")
+print("# max: the model, max(full, L x 2048 / v) with L = min(full, half / 2) (the SM's rate or Little's law)")
+print("# smooth: full + (half - full) x (2048 / v - 1) (latency / vectors + 1 / rate through both points)")
+print("%-7s %9s %8s %8s %8s %8s %8s %8s %8s %8s" % ("kind", "bytes", "512", "256", "128", "max", "smooth", "64", "max",
+                                                   "smooth"))
 for kind in ("reduce", "copy"):
     for b in sorted({k[2] for k in t if k[0] == kind}):
         if b == 16 << 10:
             continue
         part = {th: t[(kind, th, b)] - t[(kind, th, 16 << 10)] for th in (512, 256, 128, 64)}
-        lat = min(max(part[256] - part[512], 0), part[512])
-        pred = {th: part[512] + lat * (2048 / (4 * th) - 1) for th in (128, 64)}
-        print("%-7s %9d %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f" % (kind, b, part[512], part[256], part[128], pred[128],
-                                                             part[64], pred[64]))
+        full, half = part[512], part[256]
+        roof = {th: max(full, min(full, half / 2) * 2048 / (4 * th)) for th in (128, 64)}
+        smooth = {th: full + (half - full) * (2048 / (4 * th) - 1) for th in (128, 64)}
+        print("%-7s %9d %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f" % (
+            kind, b, full, half, part[128], roof[128], smooth[128], part[64], roof[64], smooth[64]))
 PY

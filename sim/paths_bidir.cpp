@@ -18,7 +18,7 @@ namespace cclab::sim {
 namespace {
 
 // The CTA of the one-CTA series (p2p.sm.cta, p2p.sm_store.cta, reduce.local.cta.<dtype>): 512 threads, 4
-// independent 16-byte vectors (or vector pairs) in flight per thread. Their `_half` twins run 256 threads.
+// independent 16-byte vectors (or vector pairs) in flight per thread. Their `cta128` twins run 128 threads.
 constexpr double kBenchCtaVectors = 512.0 * 4.0;
 
 const model::PathTable* table_or_null(const model::ModelParams& P, const std::string& name) {
@@ -32,11 +32,13 @@ const model::PathTable& table(const model::ModelParams& P, const std::string& na
   return *t;
 }
 
-// The one-CTA series at half the depth: "p2p.sm.cta" -> "p2p.sm.cta_half", "reduce.local.cta.float" ->
-// "reduce.local.cta_half.float".
-std::string half_depth(const std::string& cta) {
+constexpr double kShallowCtaVectors = 128.0 * 4.0;
+
+// The one-CTA series at 128 threads: "p2p.sm.cta" -> "p2p.sm.cta128", "reduce.local.cta.float" ->
+// "reduce.local.cta128.float".
+std::string shallow(const std::string& cta) {
   const auto at = cta.find(".cta");
-  return cta.substr(0, at + 4) + "_half" + cta.substr(at + 4);
+  return cta.substr(0, at + 4) + "128" + cta.substr(at + 4);
 }
 
 // A kernel launched in per-GPU graphs replayed with `launches` launches each: the graph's fixed cost per replay
@@ -55,20 +57,19 @@ Seconds launch_in_graph(const model::ModelParams& P, bool pdl, int launches, std
 }
 
 // What moving `bytes` adds to one CTA that keeps `vectors` 16-byte vectors in flight, beyond the one-CTA
-// microbenchmark's smallest size. Each vector waits for its memory access while the SM moves at most its own
-// rate, so a byte costs (latency) / (16 x vectors) + 1 / (SM rate): the series at two depths (512 and 256 threads)
-// give both parts. With the full depth alone, the latency part is all of it (Little's law), never faster than the
-// benchmark. Nothing without that microbenchmark.
+// microbenchmark's smallest size: the slower of the SM's own rate and the vectors in flight over the memory's latency
+// (Little's law). The series at two depths give both: at 128 threads the latency binds, so its time over the depth
+// ratio is the latency-bound time at 512 (never more than the full depth's), and the full depth is never faster than
+// the SM's rate. With the full depth alone, all of it is latency. Nothing without that microbenchmark. (One CTA's
+// local reduction and copy on one H200, 64-512 threads: docs/findings/2026-11-29-one-cta-depth.md.)
 Seconds one_cta(const model::ModelParams& P, const std::string& cta, double bytes, double vectors) {
   const model::PathTable* C = table_or_null(P, cta);
   if (!C || vectors <= 0) return Seconds(0);
   const Seconds full = C->size_part(bytes);
-  if (const model::PathTable* H = table_or_null(P, half_depth(cta))) {
-    // The latency part at the full depth is what halving the vectors adds: never below 0 nor above all of it.
-    const Seconds latency = std::clamp(H->size_part(bytes) - full, Seconds(0), full);
-    return full + latency * (kBenchCtaVectors / vectors - 1.0);
-  }
-  return kBenchCtaVectors / std::min(vectors, kBenchCtaVectors) * full;
+  const model::PathTable* Q = table_or_null(P, shallow(cta));
+  const Seconds latency_bound =
+      Q ? std::min(full, Q->size_part(bytes) * (kShallowCtaVectors / kBenchCtaVectors)) : full;
+  return std::max(full, latency_bound * (kBenchCtaVectors / vectors));
 }
 
 // What moving `bytes` across the link adds to a kernel beyond its latencies, with `grid` CTAs each keeping `vectors`

@@ -182,31 +182,42 @@ TEST(BidirModel, FewCtasMoveAtOneCtasRate) {
               1e-12);
 }
 
-// Where the one-CTA series were also measured at half the depth (256 threads, `_half`), a CTA keeping half the
-// vectors in flight moves at the measured half-depth rate, not at Little's law's half rate: the stream's pushing
-// and reducing halves (256 threads x 4 each) take the `_half` series themselves. Other depths follow
-// latency / vectors + 1 / (SM rate) through both points.
-TEST(BidirModel, HalfDepthSeriesPriceHalfCtas) {
+// Where the one-CTA series were also measured with 128 threads (`cta128`), a CTA moves at the slower of the full
+// depth's rate (the SM's) and Little's law from the 128-thread series: the stream's pushing and reducing halves
+// (256 threads x 4 each) at twice the 128-thread time's latency-bound share where that is slower than 512 threads.
+TEST(BidirModel, ShallowSeriesPriceHalfCtas) {
   const topo::Topology t = topo::load_topology("h200x2");
   model::ModelParams p = params_with_mechanisms(t);
   p.tables["reduce.local.cta.float"] = line_table(2e-6, 10e9);
-  // Halving the threads costs 1.25 x, not 2 x: a quarter of the full-depth time is latency.
-  p.tables["p2p.sm_store.cta_half"] = line_table(3e-6, 16e9);
-  p.tables["reduce.local.cta_half.float"] = line_table(2e-6, 8e9);
+  // 128 threads: stores 2.5 x the 512 threads' time (latency-bound: 1.25 x at 256), reductions 1.5 x (the SM's
+  // rate still binds at 256).
+  p.tables["p2p.sm_store.cta128"] = line_table(3e-6, 8e9);
+  p.tables["reduce.local.cta128.float"] = line_table(2e-6, 10e9 / 1.5);
   const Pieces m{p};
   const int64_t S = 4 * kMiB, unit = 256 << 10;
-  const double store = m.part("p2p.sm_store.cta_half", unit), reduce = m.part("reduce.local.cta_half.float", unit);
+  // At 256 threads: stores at half the 128-thread time, reductions at the full depth's (the SM's rate).
+  const double store = m.part("p2p.sm_store.cta128", unit) / 2, reduce = m.part("reduce.local.cta.float", unit);
   ASSERT_NEAR(store, 1.25 * m.part("p2p.sm_store.cta", unit), 1e-12);
   const std::string note = "mode=stream slots=4 slot_bytes=262144 threads=512 grid=4";
-  EXPECT_NEAR(predict_note(p, "allreduce.bidir.stream", S, note, 100),
-              m.launch(100) + m.fence() + 1.0 * (2e-6 - 1e-6) + 4 * m.rtt() + store + 3 * reduce + reduce, 1e-12);
-  // 128 threads x 4 (a quarter of the benchmark's vectors): the latency part 4 x, the SM's part once.
-  const double full = m.part("p2p.sm_store.cta", unit);
+  EXPECT_NEAR(
+      predict_note(p, "allreduce.bidir.stream", S, note, 100),
+      m.launch(100) + m.fence() + 1.0 * (2e-6 - 1e-6) + 4 * m.rtt() + store + 3 * std::max(store, reduce) + reduce,
+      1e-12);
+  // 128 threads x 4 per half: the 128-thread series themselves.
   const std::string quarter = "mode=stream slots=4 slot_bytes=262144 threads=256 grid=4";
-  const double store_q = full + 3 * (store - full), reduce_q = m.part("reduce.local.cta.float", unit) +
-                                                               3 * (reduce - m.part("reduce.local.cta.float", unit));
+  const double store_q = m.part("p2p.sm_store.cta128", unit), reduce_q = m.part("reduce.local.cta128.float", unit);
   EXPECT_NEAR(predict_note(p, "allreduce.bidir.stream", S, quarter, 100),
-              m.launch(100) + m.fence() + 1.0 * (2e-6 - 1e-6) + 4 * m.rtt() + store_q + 3 * reduce_q + reduce_q, 1e-12);
+              m.launch(100) + m.fence() + 1.0 * (2e-6 - 1e-6) + 4 * m.rtt() + store_q +
+                  3 * std::max(store_q, reduce_q) + reduce_q,
+              1e-12);
+  // Without the 128-thread series, Little's law from the full depth: 4 x its time at a quarter of its vectors.
+  model::ModelParams q = p;
+  q.tables.erase("p2p.sm_store.cta128");
+  q.tables.erase("reduce.local.cta128.float");
+  EXPECT_NEAR(predict_note(q, "allreduce.bidir.stream", S, quarter, 100),
+              m.launch(100) + m.fence() + 1.0 * (2e-6 - 1e-6) + 4 * m.rtt() + 4 * m.part("p2p.sm_store.cta", unit) +
+                  3 * 4 * m.part("reduce.local.cta.float", unit) + 4 * m.part("reduce.local.cta.float", unit),
+              1e-12);
 }
 
 TEST(BidirModel, LaunchesPerReplayAndPlainLaunches) {
