@@ -251,7 +251,7 @@ const std::vector<std::string>& bench_names() {
         // SM stores into the peer (push / ll modes), graph nodes and edges (the
         // general lowering), NCCL send/recv (the NCCL model's transport)
         "p2p.sm_store.uni", "p2p.sm_store.bidir", "p2p.ll_store.bidir", "p2p.sm.cta", "p2p.sm_store.cta",
-        "p2p.sm.cta128", "p2p.sm_store.cta128",
+        "p2p.sm.cta256", "p2p.sm_store.cta256", "p2p.sm.cta128", "p2p.sm_store.cta128",
         // SM stores from every GPU into all its peers at once (3 or more GPUs)
         "p2p.sm_store.fanout", "graph.copy", "graph.copy2", "graph.copy_local", "graph.fork_both.1",
         "graph.fork_both.2", "graph.fork_both.3", "graph.fork_kernels.1", "graph.fork_kernels.2",
@@ -334,6 +334,7 @@ const std::vector<std::string>& bench_names() {
     for (const char* d : kDtypes) {
       v.push_back(std::string("reduce.local.") + d);
       v.push_back(std::string("reduce.local.cta.") + d);
+      v.push_back(std::string("reduce.local.cta256.") + d);
       v.push_back(std::string("reduce.local.cta128.") + d);
       v.push_back(std::string("reduce.peer.") + d);
       v.push_back(std::string("matmul.") + d);

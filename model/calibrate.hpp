@@ -55,7 +55,7 @@ struct MicroMeasurements {
 //   copy.local                  device-to-device copy on one GPU (bytes = bytes copied)
 //   reduce.local.<dtype>        dst = a + b on one GPU (bytes = bytes of one operand)
 //   reduce.local.cta.<dtype>    the same with one CTA of 512 threads (a kernel reducing on few CTAs)
-//   reduce.local.cta128.<dtype> and with 128 threads (a quarter of the vector pairs in flight)
+//   reduce.local.cta256/cta128.<dtype>  and with 256 and 128 threads (fewer vector pairs in flight)
 //   reduce.peer.<dtype>         dst = local + peer on one GPU (peer operand read over NVLink)
 //   latency.launch              GPU time per empty kernel launched back to back, all queued first (bytes = 0)
 //   latency.launch_host         host (CPU) time of one kernel launch call
@@ -67,7 +67,7 @@ struct MicroMeasurements {
 //   graph.copy / graph.copy2    CUDA graph (20 iterations, as the executor replays): one / two 8-byte peer
 //                               copies per iteration on the origin stream (per copy node)
 //   p2p.sm.cta / sm_store.cta   the same with one CTA of 512 threads (a fused kernel's block group)
-//   p2p.sm.cta128 / sm_store.cta128  and with 128 threads (a quarter of the vectors in flight)
+//   p2p.sm.cta256, .cta128 / sm_store.cta256, .cta128  and with 256 and 128 threads (fewer vectors in flight)
 //   p2p.ll_store.bidir          LL-style flagged 8-byte-word stores into the peer, both ways (data bytes)
 //   graph.kernel / kernel_pdl   the same with one empty kernel per iteration (per kernel node), plain or
 //                               with programmatic dependent launch

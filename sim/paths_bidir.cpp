@@ -18,7 +18,8 @@ namespace cclab::sim {
 namespace {
 
 // The CTA of the one-CTA series (p2p.sm.cta, p2p.sm_store.cta, reduce.local.cta.<dtype>): 512 threads, 4
-// independent 16-byte vectors (or vector pairs) in flight per thread. Their `cta128` twins run 128 threads.
+// independent 16-byte vectors (or vector pairs) in flight per thread. Their `cta256` and `cta128` twins run 256 and
+// 128 threads.
 constexpr double kBenchCtaVectors = 512.0 * 4.0;
 
 const model::PathTable* table_or_null(const model::ModelParams& P, const std::string& name) {
@@ -32,13 +33,11 @@ const model::PathTable& table(const model::ModelParams& P, const std::string& na
   return *t;
 }
 
-constexpr double kShallowCtaVectors = 128.0 * 4.0;
-
-// The one-CTA series at 128 threads: "p2p.sm.cta" -> "p2p.sm.cta128", "reduce.local.cta.float" ->
-// "reduce.local.cta128.float".
-std::string shallow(const std::string& cta) {
+// The one-CTA series at fewer threads: "p2p.sm.cta" -> "p2p.sm.cta256", "reduce.local.cta.float" ->
+// "reduce.local.cta256.float".
+std::string at_threads(const std::string& cta, int threads) {
   const auto at = cta.find(".cta");
-  return cta.substr(0, at + 4) + "128" + cta.substr(at + 4);
+  return cta.substr(0, at + 4) + std::to_string(threads) + cta.substr(at + 4);
 }
 
 // A kernel launched in per-GPU graphs replayed with `launches` launches each: the graph's fixed cost per replay
@@ -57,19 +56,30 @@ Seconds launch_in_graph(const model::ModelParams& P, bool pdl, int launches, std
 }
 
 // What moving `bytes` adds to one CTA that keeps `vectors` 16-byte vectors in flight, beyond the one-CTA
-// microbenchmark's smallest size: the slower of the SM's own rate and the vectors in flight over the memory's latency
-// (Little's law). The series at two depths give both: at 128 threads the latency binds, so its time over the depth
-// ratio is the latency-bound time at 512 (never more than the full depth's), and the full depth is never faster than
-// the SM's rate. With the full depth alone, all of it is latency. Nothing without that microbenchmark. (One CTA's
-// local reduction and copy on one H200, 64-512 threads: docs/findings/2026-11-29-one-cta-depth.md.)
+// microbenchmark's smallest size. The series at 512 threads and, where measured, at 256 and 128 give it at their
+// depths; between two of them it follows a power of the vectors through both; below the shallowest, Little's law (the
+// vectors in flight over the memory's latency bound the rate); above 512 threads, the SM's rate of the deepest.
+// Nothing without that microbenchmark. (One CTA's local reduction and copy on one H200, 64-512 threads:
+// docs/findings/2026-11-29-one-cta-depth.md.)
 Seconds one_cta(const model::ModelParams& P, const std::string& cta, double bytes, double vectors) {
   const model::PathTable* C = table_or_null(P, cta);
   if (!C || vectors <= 0) return Seconds(0);
-  const Seconds full = C->size_part(bytes);
-  const model::PathTable* Q = table_or_null(P, shallow(cta));
-  const Seconds latency_bound =
-      Q ? std::min(full, Q->size_part(bytes) * (kShallowCtaVectors / kBenchCtaVectors)) : full;
-  return std::max(full, latency_bound * (kBenchCtaVectors / vectors));
+  if (vectors >= kBenchCtaVectors) return C->size_part(bytes);
+  double v_hi = kBenchCtaVectors;
+  Seconds s_hi = C->size_part(bytes);
+  for (const int threads : {256, 128}) {
+    const model::PathTable* T = table_or_null(P, at_threads(cta, threads));
+    if (!T) continue;
+    const double v_lo = threads * 4.0;
+    const Seconds s_lo = std::max(s_hi, T->size_part(bytes));  // fewer vectors never move faster
+    if (vectors >= v_lo) {
+      if (s_hi.value <= 0) return s_lo;
+      return s_hi * std::pow(s_lo.value / s_hi.value, std::log(v_hi / vectors) / std::log(v_hi / v_lo));
+    }
+    v_hi = v_lo;
+    s_hi = s_lo;
+  }
+  return s_hi * (v_hi / vectors);
 }
 
 // What moving `bytes` across the link adds to a kernel beyond its latencies, with `grid` CTAs each keeping `vectors`

@@ -738,16 +738,16 @@ void Bench::bench_p2p() {
         return std::vector<Lane>{ll(g0, g1, b), ll(g1, g0, b)};
       },
       8, opt_.max_bytes / 2);
-  // One CTA (512 threads): the rate one block group of a fused kernel reaches, loads and stores; and with 128
-  // threads (`cta128`): how the rate follows the vectors a CTA keeps in flight (the SM's own rate, or the memory's
-  // latency at few vectors), for kernels whose CTAs split their threads.
+  // One CTA (512 threads): the rate one block group of a fused kernel reaches, loads and stores; and with 256 and 128
+  // threads (`cta256`, `cta128`): how the rate follows the vectors a CTA keeps in flight (the SM's own rate, or the
+  // memory's latency at few vectors), for kernels whose CTAs split their threads.
   auto one_cta = [&](Gpu& run_on, const char* src, char* dst, int64_t b, int threads) {
     return Lane{run_on.dev, run_on.stream[0], [this, &run_on, src, dst, b, threads] {
                   launch_copy(run_on, 0, src, dst, b, 1, threads);
                   CCLAB_CUDA_LAUNCHED();
                 }};
   };
-  for (const int threads : {kThreads, kThreads / 4}) {
+  for (const int threads : {kThreads, kThreads / 2, kThreads / 4}) {
     const std::string suffix = threads == kThreads ? "" : std::to_string(threads);
     const std::string cta = "one CTA of " + std::to_string(threads) + " threads";
     sweep(
@@ -907,11 +907,11 @@ void Bench::bench_local() {
   local(__nv_bfloat16{}, "bfloat16");
   // One CTA: the rate of a kernel whose reduction runs on few CTAs (a lane or a tile of a fused kernel),
   // latency-bound rather than HBM-bound.
-  // With 128 threads too (`cta128`), as the peer copies above.
+  // With 256 and 128 threads too (`cta256`, `cta128`), as the peer copies above.
   auto one_cta = [&](auto tag, const char* name, int threads) {
     using T = decltype(tag);
     sweep(
-        std::string(threads == kThreads ? "reduce.local.cta." : "reduce.local.cta128.") + name,
+        "reduce.local.cta" + (threads == kThreads ? std::string() : std::to_string(threads)) + "." + name,
         std::string("one CTA of ") + std::to_string(threads) + " threads (" + std::to_string(kUnroll) +
             " vector pairs in flight each): dst = a + b in " + name + " on GPU0 (bytes per operand)",
         [&](int64_t b) {
@@ -922,7 +922,7 @@ void Bench::bench_local() {
         },
         16, kOneCtaMax);
   };
-  for (const int threads : {kThreads, kThreads / 4}) {
+  for (const int threads : {kThreads, kThreads / 2, kThreads / 4}) {
     one_cta(float{}, "float", threads);
     one_cta(__half{}, "half", threads);
     one_cta(__nv_bfloat16{}, "bfloat16", threads);

@@ -182,42 +182,49 @@ TEST(BidirModel, FewCtasMoveAtOneCtasRate) {
               1e-12);
 }
 
-// Where the one-CTA series were also measured with 128 threads (`cta128`), a CTA moves at the slower of the full
-// depth's rate (the SM's) and Little's law from the 128-thread series: the stream's pushing and reducing halves
-// (256 threads x 4 each) at twice the 128-thread time's latency-bound share where that is slower than 512 threads.
-TEST(BidirModel, ShallowSeriesPriceHalfCtas) {
+// Where the one-CTA series were also measured with 256 and 128 threads (`cta256`, `cta128`), a CTA keeping those
+// vectors in flight moves at their measured rates: the stream's pushing and reducing halves (256 threads x 4 each)
+// take the `cta256` series themselves. Between measured depths a power of the vectors through both; below the
+// shallowest, Little's law from it.
+TEST(BidirModel, FewerThreadsTakeTheSeriesAtTheirDepth) {
   const topo::Topology t = topo::load_topology("h200x2");
   model::ModelParams p = params_with_mechanisms(t);
   p.tables["reduce.local.cta.float"] = line_table(2e-6, 10e9);
-  // 128 threads: stores 2.5 x the 512 threads' time (latency-bound: 1.25 x at 256), reductions 1.5 x (the SM's
-  // rate still binds at 256).
+  p.tables["p2p.sm_store.cta256"] = line_table(3e-6, 16e9);
   p.tables["p2p.sm_store.cta128"] = line_table(3e-6, 8e9);
-  p.tables["reduce.local.cta128.float"] = line_table(2e-6, 10e9 / 1.5);
+  p.tables["reduce.local.cta256.float"] = line_table(2e-6, 9e9);
+  p.tables["reduce.local.cta128.float"] = line_table(2e-6, 5e9);
   const Pieces m{p};
   const int64_t S = 4 * kMiB, unit = 256 << 10;
-  // At 256 threads: stores at half the 128-thread time, reductions at the full depth's (the SM's rate).
-  const double store = m.part("p2p.sm_store.cta128", unit) / 2, reduce = m.part("reduce.local.cta.float", unit);
-  ASSERT_NEAR(store, 1.25 * m.part("p2p.sm_store.cta", unit), 1e-12);
-  const std::string note = "mode=stream slots=4 slot_bytes=262144 threads=512 grid=4";
+  auto stream = [&](const model::ModelParams& q, int threads) {
+    return predict_note(q, "allreduce.bidir.stream", S,
+                        "mode=stream slots=4 slot_bytes=262144 threads=" + std::to_string(threads) + " grid=4", 100);
+  };
+  auto expected = [&](double store, double reduce) {
+    return m.launch(100) + m.fence() + 1.0 * (2e-6 - 1e-6) + 4 * m.rtt() + store + 3 * std::max(store, reduce) + reduce;
+  };
+  EXPECT_NEAR(stream(p, 512), expected(m.part("p2p.sm_store.cta256", unit), m.part("reduce.local.cta256.float", unit)),
+              1e-12);
+  EXPECT_NEAR(stream(p, 256), expected(m.part("p2p.sm_store.cta128", unit), m.part("reduce.local.cta128.float", unit)),
+              1e-12);
+  // 192 threads per CTA, 96 per half (384 vectors): below the shallowest, Little's law from 128 threads.
   EXPECT_NEAR(
-      predict_note(p, "allreduce.bidir.stream", S, note, 100),
-      m.launch(100) + m.fence() + 1.0 * (2e-6 - 1e-6) + 4 * m.rtt() + store + 3 * std::max(store, reduce) + reduce,
+      stream(p, 192),
+      expected(m.part("p2p.sm_store.cta128", unit) * 512 / 384, m.part("reduce.local.cta128.float", unit) * 512 / 384),
       1e-12);
-  // 128 threads x 4 per half: the 128-thread series themselves.
-  const std::string quarter = "mode=stream slots=4 slot_bytes=262144 threads=256 grid=4";
-  const double store_q = m.part("p2p.sm_store.cta128", unit), reduce_q = m.part("reduce.local.cta128.float", unit);
-  EXPECT_NEAR(predict_note(p, "allreduce.bidir.stream", S, quarter, 100),
-              m.launch(100) + m.fence() + 1.0 * (2e-6 - 1e-6) + 4 * m.rtt() + store_q +
-                  3 * std::max(store_q, reduce_q) + reduce_q,
+  // 384 threads, 192 per half (768 vectors): between 256 and 128 threads, a power of the vectors through both.
+  const double x = std::log(1024.0 / 768) / std::log(2.0);
+  EXPECT_NEAR(stream(p, 384),
+              expected(m.part("p2p.sm_store.cta256", unit) * std::pow(2.0, x),
+                       m.part("reduce.local.cta256.float", unit) * std::pow(9.0 / 5, x)),
               1e-12);
-  // Without the 128-thread series, Little's law from the full depth: 4 x its time at a quarter of its vectors.
+  // Without them, Little's law from 512 threads: twice its time at half its vectors.
   model::ModelParams q = p;
-  q.tables.erase("p2p.sm_store.cta128");
-  q.tables.erase("reduce.local.cta128.float");
-  EXPECT_NEAR(predict_note(q, "allreduce.bidir.stream", S, quarter, 100),
-              m.launch(100) + m.fence() + 1.0 * (2e-6 - 1e-6) + 4 * m.rtt() + 4 * m.part("p2p.sm_store.cta", unit) +
-                  3 * 4 * m.part("reduce.local.cta.float", unit) + 4 * m.part("reduce.local.cta.float", unit),
-              1e-12);
+  for (const char* name :
+       {"p2p.sm_store.cta256", "p2p.sm_store.cta128", "reduce.local.cta256.float", "reduce.local.cta128.float"})
+    q.tables.erase(name);
+  EXPECT_NEAR(stream(q, 512),
+              expected(2 * m.part("p2p.sm_store.cta", unit), 2 * m.part("reduce.local.cta.float", unit)), 1e-12);
 }
 
 TEST(BidirModel, LaunchesPerReplayAndPlainLaunches) {
