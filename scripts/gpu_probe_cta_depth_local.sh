@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # One CTA's local reduction and copy against the threads it runs (64, 128, 256, 512; 4 independent 16-byte vectors,
 # or vector pairs, in flight per thread, as the calibration's one-CTA series), 16 KiB-16 MiB per operand, on one GPU:
-# a test of the two-depth model of sim/paths_bidir.cpp (the slower of the SM's rate and Little's law), which
-# reads the 512- and 256-thread series only. The last lines predict the 128- and 64-thread times from those two
-# and print the error.
+# a test of the model of sim/paths_bidir.cpp, which reads the 512-, 256- and 128-thread series and takes Little's
+# law below them: the last lines predict the 64-thread times from the 128-thread ones and print the error.
 #   -> <out>/cta_depth_local/cta_depth_local.csv (kind, threads, bytes, us: per launch, median of 5 timings of 50),
 #      <out>/cta_depth_local/summary.txt (the table printed last)
 #   bash scripts/gpu_probe_cta_depth_local.sh <out>   (needs nvcc and one GPU; no cclab build)
@@ -92,19 +91,18 @@ nvcc -O3 -arch=sm_90 -o "$D/cta_depth_local" "$D/cta_depth_local.cu" >"$D/build.
 python3 - "$D/cta_depth_local.csv" <<'PY' | tee "$D/summary.txt"
 import csv, sys
 t = {(r["kind"], int(r["threads"]), int(r["bytes"])): float(r["us"]) for r in csv.DictReader(open(sys.argv[1]))}
-print("# size part: the time less the 16 KiB time at the same depth; v = threads x 4 vectors in flight")
-print("# max: the model, max(full, L x 2048 / v) with L = min(full, half / 2) (the SM's rate or Little's law)")
-print("# smooth: full + (half - full) x (2048 / v - 1) (latency / vectors + 1 / rate through both points)")
-print("%-7s %9s %8s %8s %8s %8s %8s %8s %8s %8s" % ("kind", "bytes", "512", "256", "128", "max", "smooth", "64", "max",
-                                                   "smooth"))
+print("# size part (us): the time less the 16 KiB time at the same depth; v = threads x 4 vectors in flight")
+print("# the model reads 512, 256 and 128 threads; below, Little's law from 128: pred64 = 2 x the 128-thread part")
+print("# (two_depth64: Little's law from 256 where only 512 and 256 are measured, 4 x the 256-thread part)")
+print("%-7s %9s %8s %8s %8s %8s %8s %6s %11s" % ("kind", "bytes", "512", "256", "128", "64", "pred64", "err",
+                                                "two_depth64"))
 for kind in ("reduce", "copy"):
     for b in sorted({k[2] for k in t if k[0] == kind}):
         if b == 16 << 10:
             continue
         part = {th: t[(kind, th, b)] - t[(kind, th, 16 << 10)] for th in (512, 256, 128, 64)}
-        full, half = part[512], part[256]
-        roof = {th: max(full, min(full, half / 2) * 2048 / (4 * th)) for th in (128, 64)}
-        smooth = {th: full + (half - full) * (2048 / (4 * th) - 1) for th in (128, 64)}
-        print("%-7s %9d %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f" % (
-            kind, b, full, half, part[128], roof[128], smooth[128], part[64], roof[64], smooth[64]))
+        pred = 2 * max(part[128], part[256], part[512])
+        err = "%5.1f%%" % (100 * (pred / part[64] - 1)) if part[64] > 1 else "-"
+        print("%-7s %9d %8.2f %8.2f %8.2f %8.2f %8.2f %6s %11.2f" % (kind, b, part[512], part[256], part[128], part[64],
+                                                                   pred, err, 4 * max(part[256], part[512])))
 PY
