@@ -173,13 +173,14 @@ Seconds bidir_kernel_time(const model::ModelParams& P, const ExecPath& path, int
     const Seconds t = transfer(P, "p2p.ll_store.bidir", "p2p.sm_store.cta", S, grid, threads, how);
     how += " or the local reduction, + a round trip";
     Seconds body = rtt + std::max(t, reduce_part(P, dtype, S));
-    // A thread stores its next pair (to every peer) only once the peers' pairs at its last place have landed: a
-    // CTA moves threads x 8 bytes of the message per round trip, however fast the link (S counts every peer's).
+    // A thread stores its next pair (to every peer) only once the peers' pairs at its last place have landed: the
+    // grid moves threads x 8 bytes of the message per wave (S counts every peer's), and each wave after the first
+    // waits its round trip after its stores, in series with them.
     const double per_wave = double(grid) * threads * 8.0;
     const double waves = std::ceil(S / per_wave);
-    if (waves * rtt > body) {
-      body = waves * rtt;
-      how += ", bounded by " + std::to_string(int64_t(waves)) + " round trips (a CTA's threads x 8 B per round trip)";
+    if (waves > 1) {
+      body += (waves - 1) * rtt;
+      how += " + " + std::to_string(int64_t(waves - 1)) + " more round trips (waves of the grid's threads x 8 B)";
     }
     how += " + the last CTA's reduction";
     return launch + body + reduce_part(P, dtype, S / grid);
