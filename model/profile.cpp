@@ -505,7 +505,7 @@ namespace {
 // series is not local memory traffic.
 int hbm_traffic_per_byte(std::string_view series) {
   if (series == "copy.local" || series == "copy.local.graph") return 2;
-  if (series.starts_with("reduce.local.cta")) return -1;  // one CTA: bound by its latency, not by HBM
+  if (series.starts_with("reduce.local.cta")) return -1;  // one CTA: bound by the SM or its latency, not by HBM
   if (series.starts_with("reduce.local.")) return 3;
   if (series == "copy.local.graph.cold" || series == "sparse.segment_sum" || series == "sparse.fill_rows") return 0;
   return -1;

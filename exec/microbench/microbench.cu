@@ -905,9 +905,9 @@ void Bench::bench_local() {
   local(float{}, "float");
   local(__half{}, "half");
   local(__nv_bfloat16{}, "bfloat16");
-  // One CTA: the rate of a kernel whose reduction runs on few CTAs (a lane or a tile of a fused kernel),
-  // latency-bound rather than HBM-bound.
-  // With 256 and 128 threads too (`cta256`, `cta128`), as the peer copies above.
+  // One CTA: the rate of a kernel whose reduction runs on few CTAs (a lane or a tile of a fused kernel), bound
+  // by the SM or its latency rather than by HBM; with 256 and 128 threads too (`cta256`, `cta128`), as the peer
+  // copies above.
   auto one_cta = [&](auto tag, const char* name, int threads) {
     using T = decltype(tag);
     sweep(
