@@ -251,7 +251,8 @@ const std::vector<std::string>& bench_names() {
         // SM stores into the peer (push / ll modes), graph nodes and edges (the
         // general lowering), NCCL send/recv (the NCCL model's transport)
         "p2p.sm_store.uni", "p2p.sm_store.bidir", "p2p.ll_store.bidir", "p2p.sm.cta", "p2p.sm_store.cta",
-        "p2p.sm.cta256", "p2p.sm_store.cta256", "p2p.sm.cta128", "p2p.sm_store.cta128",
+        "p2p.sm.cta256", "p2p.sm_store.cta256", "p2p.sm.cta128", "p2p.sm_store.cta128", "p2p.sm.cta.bidir",
+        "p2p.sm_store.cta.bidir",
         // SM stores from every GPU into all its peers at once (3 or more GPUs)
         "p2p.sm_store.fanout", "graph.copy", "graph.copy2", "graph.copy_local", "graph.fork_both.1",
         "graph.fork_both.2", "graph.fork_both.3", "graph.fork_kernels.1", "graph.fork_kernels.2",

@@ -68,6 +68,7 @@ struct MicroMeasurements {
 //                               copies per iteration on the origin stream (per copy node)
 //   p2p.sm.cta / sm_store.cta   the same with one CTA of 512 threads (a fused kernel's block group)
 //   p2p.sm.cta256, .cta128 / sm_store.cta256, .cta128  and with 256 and 128 threads (fewer vectors in flight)
+//   p2p.sm.cta.bidir / sm_store.cta.bidir  one CTA of 512 threads on each GPU at once, both ways
 //   p2p.ll_store.bidir          LL-style flagged 8-byte-word stores into the peer, both ways (data bytes)
 //   graph.kernel / kernel_pdl   the same with one empty kernel per iteration (per kernel node), plain or
 //                               with programmatic dependent launch

@@ -757,6 +757,29 @@ void Bench::bench_p2p() {
         "p2p.sm_store.cta" + suffix, cta + " on GPU0 storing into GPU1's memory, CUDA events",
         [&](int64_t b) { return std::vector<Lane>{one_cta(g0, g0.buf[0], g1.buf[1], b, threads)}; }, 0, kOneCtaMax);
   }
+  // One CTA on each GPU at once, loading (storing into) the other's memory: the all-reduce kernels move data both
+  // ways at once, and one CTA of theirs need not reach the one-way rate (the flash kernel on one CTA moved 15 GB/s
+  // per direction where p2p.sm.cta moves 31: results/h200x2/probes_cta_depth/).
+  sweep(
+      "p2p.sm.cta.bidir",
+      "one CTA of " + std::to_string(kThreads) +
+          " threads on each GPU loading the other's memory at once (bytes per "
+          "direction), CUDA events",
+      [&](int64_t b) {
+        return std::vector<Lane>{one_cta(g1, g0.buf[0], g1.buf[1], b, kThreads),
+                                 one_cta(g0, g1.buf[0], g0.buf[1], b, kThreads)};
+      },
+      0, kOneCtaMax);
+  sweep(
+      "p2p.sm_store.cta.bidir",
+      "one CTA of " + std::to_string(kThreads) +
+          " threads on each GPU storing into the other's memory at once (bytes "
+          "per direction), CUDA events",
+      [&](int64_t b) {
+        return std::vector<Lane>{one_cta(g0, g0.buf[0], g1.buf[1], b, kThreads),
+                                 one_cta(g1, g1.buf[0], g0.buf[1], b, kThreads)};
+      },
+      0, kOneCtaMax);
 }
 
 // Every GPU at once stores `bytes` split evenly over all its peers (an all-to-all's traffic; the fused path's and the
