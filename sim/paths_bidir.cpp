@@ -55,7 +55,7 @@ Seconds launch_in_graph(const model::ModelParams& P, bool pdl, int launches, std
   return (pdl ? P.exec.kernel_pdl.value : P.exec.kernel_node.value);
 }
 
-// One CTA's time one way (p2p.*.cta and its depth twins): see one_cta.
+// One CTA's time (the one-CTA series and its depth twins): see one_cta.
 Seconds one_cta_one_way(const model::ModelParams& P, const model::PathTable& C, const std::string& cta, double bytes,
                         double vectors) {
   if (vectors >= kBenchCtaVectors) return C.size_part(bytes);
@@ -80,16 +80,13 @@ Seconds one_cta_one_way(const model::ModelParams& P, const model::PathTable& C, 
 // microbenchmark's smallest size. The series at 512 threads and, where measured, at 256 and 128 give it at their
 // depths; between two of them it follows a power of the vectors through both; below the shallowest, Little's law (the
 // vectors in flight over the memory's latency bound the rate); above 512 threads, the SM's rate of the deepest.
-// A peer series measured both ways at once (`.bidir`: a CTA on each GPU, as the all-reduce kernels run) scales that
-// by its time over the one-way series' at 512 threads. Nothing without that microbenchmark. (One CTA's local
-// reduction and copy on one H200, 64-512 threads: docs/findings/2026-11-29-one-cta-depth.md.)
+// Nothing without that microbenchmark. (One CTA's local reduction and copy on one H200, 64-512 threads:
+// docs/findings/2026-11-29-one-cta-depth.md.) The series both ways at once (`.bidir`) are measured, not read: their
+// time over the one-way series' at small sizes is noise over noise (docs/findings/2026-11-29-one-cta-depth.md).
 Seconds one_cta(const model::ModelParams& P, const std::string& cta, double bytes, double vectors) {
   const model::PathTable* C = table_or_null(P, cta);
   if (!C || vectors <= 0) return Seconds(0);
-  const model::PathTable* B = table_or_null(P, cta + ".bidir");
-  const double both_ways =
-      B && C->size_part(bytes).value > 0 ? B->size_part(bytes).value / C->size_part(bytes).value : 1.0;
-  return both_ways * one_cta_one_way(P, *C, cta, bytes, vectors);
+  return one_cta_one_way(P, *C, cta, bytes, vectors);
 }
 
 // What moving `bytes` across the link adds to a kernel beyond its latencies, with `grid` CTAs each keeping `vectors`
@@ -104,7 +101,7 @@ Seconds transfer(const model::ModelParams& P, const std::string& link, const std
     if (per_cta > size) {
       size = per_cta;
       how += " bounded by " + cta + "(S/" + std::to_string(grid) + ") at " + std::to_string(int64_t(vectors)) +
-             " vectors in flight" + (table_or_null(P, cta + ".bidir") ? ", both ways (" + cta + ".bidir)" : "");
+             " vectors in flight";
     }
   }
   return size;
