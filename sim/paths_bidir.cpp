@@ -55,12 +55,19 @@ Seconds launch_in_graph(const model::ModelParams& P, bool pdl, int launches, std
   return (pdl ? P.exec.kernel_pdl.value : P.exec.kernel_node.value);
 }
 
-// One CTA's time (the one-CTA series and its depth twins): see one_cta.
-Seconds one_cta_one_way(const model::ModelParams& P, const model::PathTable& C, const std::string& cta, double bytes,
-                        double vectors) {
-  if (vectors >= kBenchCtaVectors) return C.size_part(bytes);
+// What moving `bytes` adds to one CTA that keeps `vectors` 16-byte vectors in flight, beyond the one-CTA
+// microbenchmark's smallest size. The series at 512 threads and, where measured, at 256 and 128 give it at their
+// depths; between two of them it follows a power of the vectors through both; below the shallowest, Little's law (the
+// vectors in flight over the memory's latency bound the rate); above 512 threads, the SM's rate of the deepest.
+// Nothing without that microbenchmark. (One CTA's local reduction and copy on one H200, 64-512 threads:
+// docs/findings/2026-11-29-one-cta-depth.md.) The series both ways at once (`.bidir`) are measured, not read: their
+// time over the one-way series' at small sizes is noise over noise (docs/findings/2026-11-29-one-cta-depth.md).
+Seconds one_cta(const model::ModelParams& P, const std::string& cta, double bytes, double vectors) {
+  const model::PathTable* C = table_or_null(P, cta);
+  if (!C || vectors <= 0) return Seconds(0);
+  if (vectors >= kBenchCtaVectors) return C->size_part(bytes);
   double v_hi = kBenchCtaVectors;
-  Seconds s_hi = C.size_part(bytes);
+  Seconds s_hi = C->size_part(bytes);
   for (const int threads : {256, 128}) {
     const model::PathTable* T = table_or_null(P, at_threads(cta, threads));
     if (!T) continue;
@@ -74,19 +81,6 @@ Seconds one_cta_one_way(const model::ModelParams& P, const model::PathTable& C, 
     s_hi = s_lo;
   }
   return s_hi * (v_hi / vectors);
-}
-
-// What moving `bytes` adds to one CTA that keeps `vectors` 16-byte vectors in flight, beyond the one-CTA
-// microbenchmark's smallest size. The series at 512 threads and, where measured, at 256 and 128 give it at their
-// depths; between two of them it follows a power of the vectors through both; below the shallowest, Little's law (the
-// vectors in flight over the memory's latency bound the rate); above 512 threads, the SM's rate of the deepest.
-// Nothing without that microbenchmark. (One CTA's local reduction and copy on one H200, 64-512 threads:
-// docs/findings/2026-11-29-one-cta-depth.md.) The series both ways at once (`.bidir`) are measured, not read: their
-// time over the one-way series' at small sizes is noise over noise (docs/findings/2026-11-29-one-cta-depth.md).
-Seconds one_cta(const model::ModelParams& P, const std::string& cta, double bytes, double vectors) {
-  const model::PathTable* C = table_or_null(P, cta);
-  if (!C || vectors <= 0) return Seconds(0);
-  return one_cta_one_way(P, *C, cta, bytes, vectors);
 }
 
 // What moving `bytes` across the link adds to a kernel beyond its latencies, with `grid` CTAs each keeping `vectors`

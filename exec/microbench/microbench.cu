@@ -741,45 +741,37 @@ void Bench::bench_p2p() {
   // One CTA (512 threads): the rate one block group of a fused kernel reaches, loads and stores; and with 256 and 128
   // threads (`cta256`, `cta128`): how the rate follows the vectors a CTA keeps in flight (the SM's own rate, or the
   // memory's latency at few vectors), for kernels whose CTAs split their threads.
-  auto one_cta = [&](Gpu& run_on, const char* src, char* dst, int64_t b, int threads) {
-    return Lane{run_on.dev, run_on.stream[0], [this, &run_on, src, dst, b, threads] {
-                  launch_copy(run_on, 0, src, dst, b, 1, threads);
+  // A CTA on `me` loading `other`'s memory into its own, or storing its own into `other`'s.
+  auto one_cta = [&](bool stores, Gpu& me, Gpu& other, int64_t b, int threads) {
+    const char* src = stores ? me.buf[0] : other.buf[0];
+    char* dst = stores ? other.buf[1] : me.buf[1];
+    return Lane{me.dev, me.stream[0], [this, &me, src, dst, b, threads] {
+                  launch_copy(me, 0, src, dst, b, 1, threads);
                   CCLAB_CUDA_LAUNCHED();
                 }};
   };
-  for (const int threads : {kThreads, kThreads / 2, kThreads / 4}) {
-    const std::string suffix = threads == kThreads ? "" : std::to_string(threads);
-    const std::string cta = "one CTA of " + std::to_string(threads) + " threads";
+  auto series = [](bool stores) { return std::string(stores ? "p2p.sm_store.cta" : "p2p.sm.cta"); };
+  for (const int threads : {kThreads, kThreads / 2, kThreads / 4})
+    for (const bool stores : {false, true})
+      sweep(
+          series(stores) + (threads == kThreads ? "" : std::to_string(threads)),
+          "one CTA of " + std::to_string(threads) + " threads" +
+              (stores ? " on GPU0 storing into GPU1's memory" : " on GPU1 loading GPU0's memory") + ", CUDA events",
+          [&, stores, threads](int64_t b) {
+            return std::vector<Lane>{stores ? one_cta(true, g0, g1, b, threads) : one_cta(false, g1, g0, b, threads)};
+          },
+          0, kOneCtaMax);
+  // One CTA on each GPU at once, loading (storing into) the other's memory, as the all-reduce kernels move data: on
+  // 2 x H200 within 7% of one way (docs/findings/2026-11-29-one-cta-depth.md); measured, not read by the model.
+  for (const bool stores : {false, true})
     sweep(
-        "p2p.sm.cta" + suffix, cta + " on GPU1 loading GPU0's memory, CUDA events",
-        [&](int64_t b) { return std::vector<Lane>{one_cta(g1, g0.buf[0], g1.buf[1], b, threads)}; }, 0, kOneCtaMax);
-    sweep(
-        "p2p.sm_store.cta" + suffix, cta + " on GPU0 storing into GPU1's memory, CUDA events",
-        [&](int64_t b) { return std::vector<Lane>{one_cta(g0, g0.buf[0], g1.buf[1], b, threads)}; }, 0, kOneCtaMax);
-  }
-  // One CTA on each GPU at once, loading (storing into) the other's memory: the all-reduce kernels move data both
-  // ways at once, and one CTA of theirs need not reach the one-way rate (the flash kernel on one CTA moved 15 GB/s
-  // per direction where p2p.sm.cta moves 31: results/h200x2/probes_cta_depth/).
-  sweep(
-      "p2p.sm.cta.bidir",
-      "one CTA of " + std::to_string(kThreads) +
-          " threads on each GPU loading the other's memory at once (bytes per "
-          "direction), CUDA events",
-      [&](int64_t b) {
-        return std::vector<Lane>{one_cta(g1, g0.buf[0], g1.buf[1], b, kThreads),
-                                 one_cta(g0, g1.buf[0], g0.buf[1], b, kThreads)};
-      },
-      0, kOneCtaMax);
-  sweep(
-      "p2p.sm_store.cta.bidir",
-      "one CTA of " + std::to_string(kThreads) +
-          " threads on each GPU storing into the other's memory at once (bytes "
-          "per direction), CUDA events",
-      [&](int64_t b) {
-        return std::vector<Lane>{one_cta(g0, g0.buf[0], g1.buf[1], b, kThreads),
-                                 one_cta(g1, g1.buf[0], g0.buf[1], b, kThreads)};
-      },
-      0, kOneCtaMax);
+        series(stores) + ".bidir",
+        "one CTA of " + std::to_string(kThreads) + " threads on each GPU " + (stores ? "storing into" : "loading") +
+            " the other's memory at once (bytes per direction), CUDA events",
+        [&, stores](int64_t b) {
+          return std::vector<Lane>{one_cta(stores, g1, g0, b, kThreads), one_cta(stores, g0, g1, b, kThreads)};
+        },
+        0, kOneCtaMax);
 }
 
 // Every GPU at once stores `bytes` split evenly over all its peers (an all-to-all's traffic; the fused path's and the
