@@ -226,6 +226,9 @@ bool is_diagnostic_series(std::string_view name) {
   // NCCL's send/recv repeated at the records' launches per replay: the replay's fixed cost (bidir.replay) prices
   // other counts.
   if (name == "nccl.p2p.graph.uni.n100" || name == "nccl.p2p.graph.bidir.n100") return true;
+  // One CTA moving data both ways at once: within the one-way series' noise at small sizes, so the model reads the
+  // one-way series (docs/findings/2026-11-29-one-cta-depth.md).
+  if (name == "p2p.sm.cta.bidir" || name == "p2p.sm_store.cta.bidir") return true;
   // The fused kernel on 4 GPUs (ring steps, a chain, a fan-out): measured for a model of hops several GPUs make at
   // once that no prediction reads yet (docs/findings/2026-11-29-nccl-empty-chunks-fused-back-to-back.md).
   for (const auto& [kind, n] : fused_calibration_probes(true))

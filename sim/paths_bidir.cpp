@@ -110,6 +110,16 @@ Seconds arrival_count_fence(Seconds rtt, int grid, std::string& how) {
   return 0.5 * rtt;
 }
 
+// A store into the peer's memory until its acknowledgment is back: the one-way SM-store microbenchmark's smallest
+// kernel (a kernel ends once its stores are acknowledged) less the local copy's (the same launch, a local store).
+// Without those series, a flag round trip.
+Seconds store_acknowledged(const model::ModelParams& P) {
+  const model::PathTable* peer = table_or_null(P, "p2p.sm_store.uni");
+  const model::PathTable* local = table_or_null(P, "copy.local");
+  if (!peer || !local) return P.exec.flag_rtt.value;
+  return Seconds(std::max(0.0, peer->points.front().second - local->points.front().second));
+}
+
 Seconds reduce_part(const model::ModelParams& P, DType dtype, double bytes) {
   const model::PathTable* t = P.table("reduce.local." + std::string(dtype_name(dtype)));
   if (!t) t = &table(P, "reduce.local.float");
@@ -222,8 +232,15 @@ Seconds bidir_kernel_time(const model::ModelParams& P, const ExecPath& path, int
     // finish one (the peer is done with mine). The store-only two-shot pushes the peer's slices instead, each
     // tile's flag released after its stores (no start handshake).
     const Seconds body = transfer(P, "p2p.sm.bidir", "p2p.sm.cta", S, grid, threads * unroll, how);
-    const bool stores = path.mode == "twoshot" && path.push;
-    how += stores ? " + 3 round trips (stores, flags, finish)" : " + 3 round trips (loads, start, finish)";
+    if (path.mode == "twoshot" && path.push) {
+      // Two batches of stores into the peer, each before a release: the scattered tiles (their round trip and their
+      // flags), then the reduced slice, whose acknowledgment the finish flag's release waits for.
+      how +=
+          " + 3 round trips (stores, flags, finish) + the reduced slice's stores into the peer acknowledged "
+          "(p2p.sm_store.uni over copy.local)";
+      return launch + 3.0 * rtt + store_acknowledged(P) + body;
+    }
+    how += " + 3 round trips (loads, start, finish)";
     return launch + 3.0 * rtt + body;
   }
   if (path.mode == "stream") {

@@ -380,6 +380,10 @@ TEST(CalibrateProfile, DiagnosticSeriesStayOutOfTheProfile) {
   EXPECT_TRUE(is_diagnostic_series("bidir.replay.body"));  // measured beside it, read by no model yet
   EXPECT_TRUE(is_bench_name("bidir.replay.body"));         // a calibration still accepts its samples
   EXPECT_FALSE(is_diagnostic_series("bidir.step.send.g24"));
+  // One CTA both ways at once: measured, the one-way series read.
+  EXPECT_TRUE(is_diagnostic_series("p2p.sm.cta.bidir"));
+  EXPECT_TRUE(is_diagnostic_series("p2p.sm_store.cta.bidir"));
+  EXPECT_FALSE(is_diagnostic_series("p2p.sm_store.cta"));
   m.series.push_back(chain);
   const std::string path = ::testing::TempDir() + "cclab_diagnostic_profile.json";
   {

@@ -73,6 +73,7 @@ std::string tune_of(const std::string& algo, const std::string& note, int iters)
   if (const std::string v = word_after(note, "slots="); !v.empty()) add("slots=" + v);
   if (const std::string v = word_after(note, "slot_bytes="); !v.empty()) add("slot_bytes=" + v);
   if (mode == "lamport" && note.find(" split") != std::string::npos) add("lamport_split=1");
+  if (mode == "twoshot") add(std::string("twoshot_push=") + (note.find(" push") != std::string::npos ? "1" : "0"));
   if (mode != "stream") add(key + "_pdl=" + std::string(note.find(" pdl") != std::string::npos ? "1" : "0"));
   return t;
 }
@@ -324,6 +325,31 @@ TEST(BidirModel, PushCtasWaitARoundTripPerTile) {
   EXPECT_NEAR(predict_note(q, "allreduce.bidir.push", S, "mode=push threads=512 unroll=4 pdl grid=1", 100),
               m.launch(100) + 2 * m.rtt() + 3 * m.rtt() + 4 * tile + 2 * Pieces{q}.part("reduce.local.cta.float", S),
               1e-12);
+}
+
+// The store-only two-shot stores into the peer twice, each time before a release: its scattered tiles (their round
+// trip, their flags), then its reduced slice, whose acknowledgment the finish handshake's release waits for. That
+// wait is a store into the peer acknowledged: the one-way SM-store benchmark's smallest kernel over a local copy's
+// (2 x H200: 2.63 against 1.78 us at 8 B). Without it the store-only variant was priced 11-20% fast from 8 B to
+// 8 KiB on every 2-GPU call. The load variant stores once, before its finish, which its three round trips count.
+TEST(BidirModel, StoreOnlyTwoShotWaitsForItsSliceStoresBeforeTheFinish) {
+  const topo::Topology t = topo::load_topology("h200x2");
+  model::ModelParams p = params_with_mechanisms(t);
+  const int64_t S = 4 << 10;
+  const std::string push = "mode=twoshot push pdl threads=512 unroll=4 grid=1";
+  const std::string pull = "mode=twoshot pdl threads=512 unroll=4 grid=1";
+  // Without the two series, a flag round trip.
+  const double push_rtt = predict_note(p, "allreduce.bidir.twoshot", S, push, 100);
+  const double pull_rtt = predict_note(p, "allreduce.bidir.twoshot", S, pull, 100);
+  EXPECT_NEAR(push_rtt - pull_rtt, p.exec.flag_rtt.value.value, 1e-12);
+  p.tables["p2p.sm_store.uni"] = line_table(2.6e-6, 150e9);
+  p.tables["copy.local"] = line_table(1.8e-6, 2000e9);
+  const double ack =
+      p.tables.at("p2p.sm_store.uni").points.front().second - p.tables.at("copy.local").points.front().second;
+  EXPECT_NEAR(ack, 0.8e-6, 1e-9);  // 8 B at the two rates aside
+  EXPECT_NEAR(predict_note(p, "allreduce.bidir.twoshot", S, push, 100) - push_rtt, ack - p.exec.flag_rtt.value.value,
+              1e-12);
+  EXPECT_NEAR(predict_note(p, "allreduce.bidir.twoshot", S, pull, 100), pull_rtt, 1e-12);
 }
 
 TEST(NcclModel, GraphReplayedSendRecvWhenMeasured) {
