@@ -346,6 +346,79 @@ BidirLaunch bidir_launch(BidirMode mode, int64_t bytes, int nranks, bool in_plac
   return l;
 }
 
+KernelMechanisms kernel_mechanisms(const BidirLaunch& l, int64_t bytes, int nranks, bool in_place,
+                                   const BidirParams& p) {
+  using K = KernelMechanisms;
+  if (runs_as_schedule(l.mode))
+    throw_input(std::string(bidir_mode_name(l.mode)) +
+                " mode runs as a schedule on the general lowering, not a kernel");
+  K k;
+  const int peers = std::max(1, nranks - 1);
+  k.peers = peers;
+  k.grid = std::max(1, l.grid);
+  k.port_bytes = l.mode == BidirMode::twoshot ? 2 * (nranks - 1) * bytes / nranks : (nranks - 1) * bytes;
+  // Each thread handles its vectors with every peer at once (a load from, or a store into, each), so a CTA keeps
+  // threads x vectors per thread x peers in flight.
+  const double threads = double(l.threads > 0 ? l.threads : 512) * peers;
+  const double unroll = l.unroll > 0 ? l.unroll : 1;
+  switch (l.mode) {
+    case BidirMode::ll:
+      // Every GPU stores its bytes as LL words into the peers and polls its own buffer for theirs; a thread stores
+      // its next 8-byte pair only once the peers' pairs at its last place have landed: the grid moves threads x 8
+      // bytes per wave.
+      k.link = K::Link::ll_stores;
+      k.vectors = threads;
+      k.round_trips = 1;
+      k.reduce = K::Reduce::beside;
+      k.waits = "the peers' stores landing";
+      k.wave_bytes = int64_t(k.grid * threads * 8.0);
+      break;
+    case BidirMode::lamport:
+      // The same with plain 16-byte stores whose data is its own flag; out of place, split, half the threads send.
+      k.link = K::Link::stores;
+      k.vectors = (p.lamport_split && !in_place ? threads / 2 : threads) * unroll;
+      k.round_trips = 1;
+      k.waits = "the peers' stores landing";
+      k.reduce = K::Reduce::beside;
+      break;
+    case BidirMode::push:
+      // Half of each CTA's threads store tile by tile, a flag released after each tile's stores; the other half
+      // wait for the peers' tiles and reduce them: a store round trip and the flags'.
+      k.link = K::Link::stores;
+      k.vectors = threads / 2 * unroll;
+      k.round_trips = 2;
+      k.waits = "stores, flags";
+      k.reduce = K::Reduce::beside_one_cta;
+      k.tile_bytes = int64_t(k.vectors * 16.0);
+      break;
+    case BidirMode::flash:
+    case BidirMode::twoshot:
+      // Loads of the peers' bytes reduced as they arrive, between a start handshake and a finish one. The
+      // store-only two-shot pushes the peers' slices instead (a flag per tile after its stores, no start
+      // handshake), then stores the reduced slice into every peer before its finish.
+      k.link = K::Link::loads;
+      k.vectors = threads * unroll;
+      k.round_trips = 3;
+      k.stores_acknowledged = l.mode == BidirMode::twoshot && l.push;
+      k.waits = k.stores_acknowledged ? "stores, flags, finish" : "loads, start, finish";
+      break;
+    case BidirMode::stream: {
+      // Persistent lanes with a start and a finish handshake, their units pushed through the peers' rings.
+      k.link = K::Link::stores;
+      k.vectors = (l.threads > 0 ? l.threads : 512) / 2.0 * 4.0;  // half the threads, 4 vectors each
+      k.round_trips = 4;
+      k.waits = "stores, flags, start, finish";
+      k.reduce = K::Reduce::beside_one_cta;
+      k.unit_bytes = std::min(bytes, p.slot_bytes > 0 ? p.slot_bytes : bytes);
+      break;
+    }
+    case BidirMode::copy:
+    case BidirMode::ring:
+      break;
+  }
+  return k;
+}
+
 Schedule bidir_copy_schedule(int nranks, int64_t count, DType dtype, RedOp op, bool in_place, const BidirParams& p) {
   CopyPipeline c;
   c.chunk = p.ce_chunk;

@@ -173,6 +173,35 @@ struct LaunchLimits {
 BidirLaunch bidir_launch(BidirMode mode, int64_t bytes, int nranks, bool in_place, const BidirParams& p,
                          const LaunchLimits& gpu);
 
+// A kernel launch as the mechanisms it is made of: what the simulator prices (sim/paths_bidir.cpp), without
+// knowing which mode it runs. Per GPU, for a message of `bytes` on `nranks` ranks.
+struct KernelMechanisms {
+  // What carries the bytes across the link: the SMs' loads from the peers, their stores into them, or LL stores
+  // (a flag beside every 4 data bytes).
+  enum class Link : uint8_t { loads, stores, ll_stores };
+  Link link = Link::loads;
+  int64_t port_bytes = 0;  // what each GPU's port carries each way: (n-1) S one-shot, 2(n-1)/n S two-shot
+  int peers = 1;
+  int grid = 1;                      // CTAs per GPU (persistent lanes: one each)
+  double vectors = 0;                // 16-byte vectors (or 8-byte pairs) each CTA keeps in flight across the link
+  int round_trips = 0;               // flag round trips in series: handshakes, the loads' return, stores acknowledged
+  std::string_view waits;            // what those round trips wait for, in words
+  bool stores_acknowledged = false;  // a further batch of stores into the peers acknowledged before a release
+  // The reduction of what landed: within the transfer (every byte reduced as it is loaded), or beside it (the
+  // slower of the two, then the last CTA's share at all SMs' rate or at one CTA's).
+  enum class Reduce : uint8_t { within, beside, beside_one_cta };
+  Reduce reduce = Reduce::within;
+  int64_t wave_bytes = 0;  // > 0: the grid moves this much per wave, each further wave after a round trip
+  int64_t tile_bytes = 0;  // > 0: a CTA stores this much per flag, each further tile after a round trip
+  // > 0: persistent lanes pass units of this size through rings, half of a lane's threads storing one unit to
+  // each peer in turn (a fenced flag per unit and peer) while the other half reduce what the peers stored.
+  int64_t unit_bytes = 0;
+  bool pdl = false;  // launched with programmatic dependent launch
+  int launches = 0;  // launches per replay
+};
+KernelMechanisms kernel_mechanisms(const BidirLaunch& l, int64_t bytes, int nranks, bool in_place,
+                                   const BidirParams& p);
+
 // The copy-engine pipeline (algorithms/copy_pipeline.hpp) with the ce_* parameters, run by the general
 // lowering.
 Schedule bidir_copy_schedule(int nranks, int64_t count, DType dtype, RedOp op, bool in_place, const BidirParams& p);

@@ -923,16 +923,9 @@ ExecPath exec_path_of(const lower::LoweredPlan& plan, const AlgoArgs& args) {
     case lower::Path::kernel: {
       const lower::Settings set = lower::parse_settings(args.tune, /*lenient=*/true);
       p.kind = ExecPath::Kind::bidir;
-      p.mode = std::string(lower::bidir_mode_name(plan.kernel.mode));
-      p.grid = plan.kernel.grid;
-      p.threads = plan.kernel.threads;
-      p.unroll = plan.kernel.unroll;
-      p.ldg = plan.kernel.ldg;
-      p.push = plan.kernel.push;
+      p.kernel = lower::kernel_mechanisms(plan.kernel, args.count * dtype_size(args.dtype), args.nranks, args.in_place,
+                                          set.bidir);
       p.pdl = plan.kernel.pdl;
-      p.split = set.bidir.lamport_split && !args.in_place;
-      p.slots = set.bidir.slots;
-      p.slot_bytes = set.bidir.slot_bytes;
       break;
     }
   }
@@ -1004,15 +997,14 @@ std::optional<Prediction> price(Simulator& sim, const Algorithm& algo, const Alg
       return std::nullopt;
     case lower::Path::kernel: {
       // The peer mechanisms are measured between 2 GPUs. On n GPUs every GPU's port to the switch carries what
-      // all its peers send it at once: (n-1) S for the one-shot modes (every rank gets every peer's whole buffer),
-      // 2(n-1)/n S for twoshot (a reduce-scatter and an all-gather of 1/n slices). Priced as moving that many bytes
-      // each way; its launch and flag latencies stay those of one peer.
-      const int64_t S = args.count * dtype_size(args.dtype);
+      // all its peers send it at once (the plan's port bytes), priced as moving that many bytes each way; its
+      // launch and flag latencies stay those of one peer.
       const int n = args.nranks;
       if (n < 2 || n > lower::kBidirMaxRanks) return std::nullopt;
-      const int64_t port_bytes = plan.kernel.mode == lower::BidirMode::twoshot ? 2 * (n - 1) * S / n : (n - 1) * S;
-      const Seconds t = bidir_kernel_time(P, path, port_bytes, n - 1, args.dtype, how);
-      if (n > 2) how += "; at " + std::to_string(port_bytes) + " B per GPU port (" + std::to_string(n) + " ranks)";
+      how = std::string(lower::bidir_mode_name(plan.kernel.mode)) + ": ";
+      const Seconds t = bidir_kernel_time(P, path, args.dtype, how);
+      if (n > 2)
+        how += "; at " + std::to_string(path.kernel.port_bytes) + " B per GPU port (" + std::to_string(n) + " ranks)";
       return made(t, nullptr);
     }
     case lower::Path::fused: {

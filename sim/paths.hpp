@@ -25,17 +25,9 @@ namespace cclab::sim {
 struct ExecPath {
   enum class Kind : uint8_t { general, fused, bidir, nccl };
   Kind kind = Kind::general;
-  std::string mode;        // bidir: ll, flash, stream, push, lamport
-  int grid = 0;            // bidir kernels: CTAs per GPU
-  int threads = 0;         // bidir kernels: threads per CTA
-  int unroll = 0;          // bidir kernels: 16-byte vectors per thread per tile
-  bool ldg = true;         // flash: the register engine (else shared memory through cp.async)
-  bool split = false;      // lamport: half the threads send, half receive
-  bool push = false;       // twoshot: the store-only variant
-  int slots = 0;           // stream: ring slots per lane
-  int64_t slot_bytes = 0;  // stream: ring slot
-  bool pdl = false;        // kernels launched with programmatic dependent launch
-  int launches = 0;        // the lowered plan's kernel launches per replay (lower/ decides them)
+  lower::KernelMechanisms kernel;  // bidir: the kernel's mechanisms (lower/ says which)
+  bool pdl = false;                // kernels launched with programmatic dependent launch
+  int launches = 0;                // the lowered plan's kernel launches per replay (lower/ decides them)
 };
 ExecPath exec_path_of(const lower::LoweredPlan& plan, const AlgoArgs& args);
 

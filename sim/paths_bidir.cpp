@@ -1,9 +1,9 @@
-// The bidir all-reduce kernels (modes ll, flash, push, stream, lamport, twoshot), priced from mechanisms the
-// calibration measures apart from any collective: a kernel's launch in a replayed graph, peer loads and stores
-// across the link (all SMs, and one CTA), LL-style stores, flag hops and round trips, local reductions (all SMs,
-// and one CTA). No series of the kernels themselves is read: what they add beyond these mechanisms stays in the
-// error (docs/findings/2026-11-27-bidir-kernels-from-mechanisms.md). The copy mode is a copy-engine schedule on
-// the general lowering (sim/paths.cpp).
+// The all-reduce kernels of the lowered plan, priced from the mechanisms the plan says each is made of
+// (lower::KernelMechanisms: what crosses the link, the round trips in series, how the reduction and the CTAs
+// pipeline) and the calibration's measurements of those mechanisms apart from any collective: a kernel's launch in
+// a replayed graph, peer loads and stores across the link (all SMs, and one CTA), LL-style stores, flag round
+// trips, local reductions (all SMs, and one CTA). No series of the kernels themselves is read: what they add beyond
+// these mechanisms stays in the error (docs/findings/2026-11-27-bidir-kernels-from-mechanisms.md).
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -136,6 +136,45 @@ Seconds one_cta_reduce(const model::ModelParams& P, DType dtype, double bytes, d
   return std::max(all, one_cta(P, cta, bytes, vectors));
 }
 
+// Persistent lanes, one CTA each, between a start and a finish handshake. Half a lane's threads push its units
+// (slots of the peers' rings) one after another, a fenced flag per unit and peer; the other half reduce each unit
+// the peers pushed into this GPU (the own input and the slot). A lane's units pipeline through the ring: the first
+// unit's stores, then the slower of stores and reduction per further unit, then the last unit's reduction, each at
+// one CTA's rate scaled by its vectors in flight.
+Seconds lanes_through_rings(const model::ModelParams& P, const lower::KernelMechanisms& k, DType dtype,
+                            std::string& how) {
+  const Seconds rtt = P.exec.flag_rtt.value;
+  const double S = double(k.port_bytes), vectors = k.vectors;
+  const int grid = std::max(1, k.grid);
+  const int np = std::max(1, k.peers);
+  const double per_peer = S / np;
+  const double unit = std::min(per_peer, double(k.unit_bytes));
+  const double units = std::ceil(std::ceil(per_peer / std::max(unit, 1.0)) / grid);
+  const Seconds store = double(np) * one_cta(P, "p2p.sm_store.cta", unit, vectors);
+  // Every lane reduces a unit at once: together never faster than all SMs reducing every lane's unit.
+  const double lanes = std::min(double(grid), std::ceil(per_peer / std::max(unit, 1.0)));
+  const Seconds reduce =
+      std::max(double(np) * one_cta_reduce(P, dtype, unit, vectors), reduce_part(P, dtype, np * lanes * unit));
+  Seconds body = store + (units - 1) * std::max(store, reduce) + reduce;
+  how += "per lane " + std::to_string(int64_t(units)) + " units: p2p.sm_store.cta (one unit), the slower of it and " +
+         "reduce.local.cta." + std::string(dtype_name(dtype)) +
+         " per further unit, the last unit's reduction (every lane's at once: at least reduce.local over them)";
+  // However the lanes pipeline, the link carries every byte before the last units are reduced.
+  const Seconds link = table(P, "p2p.sm_store.bidir").size_part(S) + reduce;
+  if (link > body) {
+    body = link;
+    how += ", bounded by p2p.sm_store.bidir(S) and the last unit's reduction";
+  }
+  // A start and a finish handshake, the stores' round trip and their flags'; a lane releases to its peers in turn:
+  // each further peer a round trip per unit and for its last release.
+  const double more_peers = np - 1;
+  how += " + " + std::to_string(k.round_trips) + " round trips (" + std::string(k.waits) + ")";
+  if (more_peers > 0)
+    how += " + a round trip per further peer for each of a lane's " + std::to_string(int64_t(units)) +
+           " units and its last release";
+  return (k.round_trips + more_peers * (units + 1)) * rtt + body;
+}
+
 }  // namespace
 
 int plan_launches(int launches) { return launches > 0 ? launches : lower::launches_for(lower::Path::general); }
@@ -159,126 +198,68 @@ Seconds replay_shift(const model::ModelParams& P, int measured, int planned, std
   return Seconds(F * (1.0 / planned - 1.0 / measured));
 }
 
-Seconds bidir_kernel_time(const model::ModelParams& P, const ExecPath& path, int64_t bytes, int peers, DType dtype,
-                          std::string& how) {
-  const double S = double(bytes);
-  const int grid = std::max(1, path.grid);
-  // Each thread handles its vectors with every peer at once (a load from, or a store into, each), so a CTA
-  // keeps threads x vectors per thread x peers in flight.
-  const double threads = (path.threads > 0 ? path.threads : 512) * std::max(1, peers);
-  const double unroll = path.unroll > 0 ? path.unroll : 1;
+Seconds bidir_kernel_time(const model::ModelParams& P, const ExecPath& path, DType dtype, std::string& how) {
+  using K = lower::KernelMechanisms;
+  const K& k = path.kernel;
+  const double S = double(k.port_bytes);
+  const int grid = std::max(1, k.grid);
   const Seconds rtt = P.exec.flag_rtt.value;
-  how = path.mode + ": ";
   Seconds launch = launch_in_graph(P, path.pdl, plan_launches(path.launches), how);
   launch += arrival_count_fence(rtt, grid, how);  // after the launch's words in `how`
   how += " + ";
+  if (k.unit_bytes > 0) return launch + lanes_through_rings(P, k, dtype, how);
   // Latencies, in flag round trips between GPUs inside running kernels (latency.flag): a kernel that stores into
   // the peer ends once its stores are acknowledged (a round trip: the peer's stores land in the first half); one
   // that loads from the peer waits a round trip for them; a flag released after stores (a fence: their
   // acknowledgment first) and each handshake (my flag out, the peer's in) are one more.
-  // The reduction of what has landed overlaps what is still in flight: the slower of the two, then the last
-  // CTA's share of the reduction.
-  if (path.mode == "ll") {
-    // Each GPU stores its S bytes as LL words (a flag beside every 4 data bytes) into the peer, both ways at once,
-    // and polls its own buffer for the peer's; then reduces what landed. One 8-byte pair per thread.
-    const Seconds t = transfer(P, "p2p.ll_store.bidir", "p2p.sm_store.cta", S, grid, threads, how);
-    how += " or the local reduction, + a round trip";
-    Seconds body = rtt + std::max(t, reduce_part(P, dtype, S));
-    // A thread stores its next pair (to every peer) only once the peers' pairs at its last place have landed: the
-    // grid moves threads x 8 bytes of the message per wave (S counts every peer's), and each wave after the first
-    // waits its round trip after its stores, in series with them.
-    const double per_wave = double(grid) * threads * 8.0;
-    const double waves = std::ceil(S / per_wave);
-    if (waves > 1) {
-      body += (waves - 1) * rtt;
-      how += " + " + std::to_string(int64_t(waves - 1)) + " more round trips (waves of the grid's threads x 8 B)";
-    }
-    how += " + the last CTA's reduction";
-    return launch + body + reduce_part(P, dtype, S / grid);
-  }
-  if (path.mode == "lamport") {
-    // The same with plain 16-byte stores whose data is its own flag (a NaN sentinel says what has not arrived).
-    const double senders = path.split ? threads / 2 : threads;
-    const Seconds t = transfer(P, "p2p.sm_store.bidir", "p2p.sm_store.cta", S, grid, senders * unroll, how);
-    how += " or the local reduction, + a round trip + the last CTA's reduction";
-    return launch + rtt + std::max(t, reduce_part(P, dtype, S)) + reduce_part(P, dtype, S / grid);
-  }
-  if (path.mode == "push") {
-    // Half of each CTA's threads store the input into the peer's scratch tile by tile, releasing a flag per tile,
-    // while the other half wait for the peer's tiles and reduce them.
-    const double vectors = threads / 2 * unroll;  // a tile: one vector from each storing thread
-    const Seconds store = transfer(P, "p2p.sm_store.bidir", "p2p.sm_store.cta", S, grid, vectors, how);
+  const bool loads = k.link == K::Link::loads;
+  const std::string all_sms = loads                          ? "p2p.sm.bidir"
+                              : k.link == K::Link::ll_stores ? "p2p.ll_store.bidir"
+                                                             : "p2p.sm_store.bidir";
+  const std::string one = loads ? "p2p.sm.cta" : "p2p.sm_store.cta";
+  Seconds body = transfer(P, all_sms, one, S, grid, k.vectors, how);
+  // The reduction of what has landed overlaps what is still in flight: the slower of the two, then the last CTA's
+  // share of the reduction.
+  if (k.reduce != K::Reduce::within) {
     how += " or the local reduction";
-    Seconds body = std::max(store, reduce_part(P, dtype, S));
+    body = std::max(body, reduce_part(P, dtype, S));
+  }
+  if (k.tile_bytes > 0) {
     // A tile's flag waits for the acknowledgment of its stores (the fence: a round trip) before the CTA stores its
     // next tile: a CTA with several tiles pays a round trip beside each tile's stores but the last.
-    const double tile = vectors * 16.0;  // bytes per CTA, to every peer (S counts every peer's)
+    const double tile = double(k.tile_bytes);  // per CTA, to every peer (S counts every peer's)
     const double tiles = std::ceil(S / (double(grid) * tile));
     if (tiles > 1) {
-      const Seconds serial = (tiles - 1) * rtt + tiles * one_cta(P, "p2p.sm_store.cta", tile, vectors);
+      const Seconds serial = (tiles - 1) * rtt + tiles * one_cta(P, one, tile, k.vectors);
       if (serial > body) {
         body = serial;
         how += ", bounded by " + std::to_string(int64_t(tiles)) + " tiles per CTA, a round trip after each";
       }
     }
-    // The waiting half reduces the peer's tiles with its own input; the last CTA's share of the reduction, at one
-    // CTA's rate, is what is left once the stores are done.
-    how += " + 2 round trips (stores, flags) + the last CTA's reduction (reduce.local.cta)";
-    return launch + 2.0 * rtt + body + one_cta_reduce(P, dtype, S / grid, vectors);
   }
-  if (path.mode == "flash" || path.mode == "twoshot") {
-    // Loads of the peer's S bytes (flash: the whole input; two-shot: its slice, then the reduced slice stored
-    // back, S in all per GPU) reduced on the fly, between a start handshake (the peer's input is ready) and a
-    // finish one (the peer is done with mine). The store-only two-shot pushes the peer's slices instead, each
-    // tile's flag released after its stores (no start handshake).
-    const Seconds body = transfer(P, "p2p.sm.bidir", "p2p.sm.cta", S, grid, threads * unroll, how);
-    if (path.mode == "twoshot" && path.push) {
-      // Two batches of stores into the peer, each before a release: the scattered tiles (their round trip and their
-      // flags), then the reduced slice, whose acknowledgment the finish flag's release waits for.
-      how +=
-          " + 3 round trips (stores, flags, finish) + the reduced slice's stores into the peer acknowledged "
-          "(p2p.sm_store.uni over copy.local)";
-      return launch + 3.0 * rtt + store_acknowledged(P) + body;
+  how += " + " + std::to_string(k.round_trips) + (k.round_trips == 1 ? " round trip" : " round trips") + " (" +
+         std::string(k.waits) + ")";
+  body += double(k.round_trips) * rtt;
+  if (k.wave_bytes > 0) {
+    // Each wave after the first waits its round trip after its stores, in series with them.
+    const double waves = std::ceil(S / double(k.wave_bytes));
+    if (waves > 1) {
+      body += (waves - 1) * rtt;
+      how += " + " + std::to_string(int64_t(waves - 1)) + " more round trips (waves of the grid's threads x 8 B)";
     }
-    how += " + 3 round trips (loads, start, finish)";
-    return launch + 3.0 * rtt + body;
   }
-  if (path.mode == "stream") {
-    // Persistent lanes, one CTA each, a start and a finish handshake as flash. Half a lane's threads push its
-    // units (slots of the peers' rings) one after another, 4 vectors in flight each, a fenced flag per unit
-    // and peer; the other half reduce each unit the peers pushed into this GPU (the own input and the slot, 4
-    // vector pairs in flight each). A lane's units pipeline through the ring: the first unit's stores, then
-    // the slower of stores and reduction per further unit, then the last unit's reduction, each at one CTA's
-    // rate scaled by its vectors in flight.
-    const double half = (path.threads > 0 ? path.threads : 512) / 2.0;
-    const double vectors = half * 4.0;
-    const int np = std::max(1, peers);
-    const double per_peer = S / np;
-    const double unit = std::min(per_peer, path.slot_bytes > 0 ? double(path.slot_bytes) : per_peer);
-    const double units = std::ceil(std::ceil(per_peer / std::max(unit, 1.0)) / grid);
-    const Seconds store = double(np) * one_cta(P, "p2p.sm_store.cta", unit, vectors);
-    // Every lane reduces a unit at once: together never faster than all SMs reducing every lane's unit.
-    const double lanes = std::min(double(grid), std::ceil(per_peer / std::max(unit, 1.0)));
-    const Seconds reduce =
-        std::max(double(np) * one_cta_reduce(P, dtype, unit, vectors), reduce_part(P, dtype, np * lanes * unit));
-    Seconds body = store + (units - 1) * std::max(store, reduce) + reduce;
-    how += "per lane " + std::to_string(int64_t(units)) + " units: p2p.sm_store.cta (one unit), the slower of it and " +
-           "reduce.local.cta." + std::string(dtype_name(dtype)) +
-           " per further unit, the last unit's reduction (every lane's at once: at least reduce.local over them)";
-    // However the lanes pipeline, the link carries every byte before the last units are reduced.
-    const Seconds link = table(P, "p2p.sm_store.bidir").size_part(S) + reduce;
-    if (link > body) {
-      body = link;
-      how += ", bounded by p2p.sm_store.bidir(S) and the last unit's reduction";
-    }
-    const double more_peers = std::max(0, peers - 1);
-    how += " + 4 round trips (stores, flags, start, finish)";
-    if (more_peers > 0)
-      how += " + a round trip per further peer for each of a lane's " + std::to_string(int64_t(units)) +
-             " units and its last release";
-    return launch + (4.0 + more_peers * (units + 1)) * rtt + body;
+  if (k.stores_acknowledged) {
+    how += " + a further batch of stores into the peers acknowledged (p2p.sm_store.uni over copy.local)";
+    body += store_acknowledged(P);
   }
-  throw_input("no model for bidir mode '" + path.mode + "'");
+  if (k.reduce == K::Reduce::beside) {
+    how += " + the last CTA's reduction";
+    body += reduce_part(P, dtype, S / grid);
+  } else if (k.reduce == K::Reduce::beside_one_cta) {
+    how += " + the last CTA's reduction (reduce.local.cta)";
+    body += one_cta_reduce(P, dtype, S / grid, k.vectors);
+  }
+  return launch + body;
 }
 
 }  // namespace cclab::sim

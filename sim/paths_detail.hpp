@@ -30,10 +30,9 @@ std::optional<Seconds> nccl_measured_launch(const model::ModelParams& P, model::
 
 struct ExecPath;
 
-// One all-reduce kernel (mode ll, lamport, flash, push, stream or twoshot; sim/paths_bidir.cpp) moving `bytes`
-// through each GPU's port, to and from `peers` GPUs at once: from the profile's mechanisms; `how` says which.
-Seconds bidir_kernel_time(const model::ModelParams& P, const ExecPath& path, int64_t bytes, int peers, DType dtype,
-                          std::string& how);
+// One all-reduce kernel of the lowered plan (sim/paths_bidir.cpp), priced from the mechanisms the plan says it is
+// made of (lower::KernelMechanisms) and the profile's measurements of them; `how` says which.
+Seconds bidir_kernel_time(const model::ModelParams& P, const ExecPath& path, DType dtype, std::string& how);
 
 // The launches per replayed graph of a plan whose count is not given (0): a graph's default (lower::launches_for).
 int plan_launches(int launches);

@@ -468,6 +468,51 @@ TEST(LowerCollective, WideBidirRunsTheRingFromItsCrossover) {
   EXPECT_THROW(bidir_launch(BidirMode::ring, 1 << 20, 4, false, p, LaunchLimits{}), Error);
 }
 
+// What the simulator prices a kernel launch by: its mechanisms, each mode's from the kernel's code.
+TEST(KernelMechanisms, EachModeAsTheMechanismsItIsMadeOf) {
+  using K = KernelMechanisms;
+  BidirParams p;
+  const LaunchLimits gpu{132, 1, {}};
+  constexpr int64_t S = 1 << 20;
+  auto of = [&](BidirMode mode, int n, bool in_place = false, int64_t bytes = 1 << 20) {
+    return kernel_mechanisms(bidir_launch(mode, bytes, n, in_place, p, gpu), bytes, n, in_place, p);
+  };
+  // One-shot modes carry every peer's whole message through each port, two-shot a reduce-scatter and an all-gather.
+  EXPECT_EQ(of(BidirMode::flash, 4).port_bytes, 3 * S);
+  EXPECT_EQ(of(BidirMode::twoshot, 4).port_bytes, 2 * 3 * S / 4);
+  // Loads between a start and a finish handshake, the reduction within them.
+  const K flash = of(BidirMode::flash, 2);
+  EXPECT_EQ(flash.link, K::Link::loads);
+  EXPECT_EQ(flash.round_trips, 3);
+  EXPECT_EQ(flash.reduce, K::Reduce::within);
+  EXPECT_FALSE(flash.stores_acknowledged);
+  // The store-only two-shot stores the reduced slice into the peer before its finish; the load variant does not
+  // wait for more than its three round trips.
+  EXPECT_TRUE(of(BidirMode::twoshot, 2).stores_acknowledged);
+  p.twoshot_push = false;
+  EXPECT_FALSE(of(BidirMode::twoshot, 2).stores_acknowledged);
+  // LL stores, a round trip, waves of the grid's threads x 8 bytes (every peer's).
+  const K ll = of(BidirMode::ll, 3, false, 64 << 10);
+  EXPECT_EQ(ll.link, K::Link::ll_stores);
+  EXPECT_EQ(ll.round_trips, 1);
+  EXPECT_EQ(ll.wave_bytes, int64_t(ll.grid) * p.ll_threads * 2 * 8);
+  // Push: half of each CTA's threads store, a flag after each tile; the last CTA's share reduced at one CTA's rate.
+  const K push = of(BidirMode::push, 2);
+  EXPECT_EQ(push.link, K::Link::stores);
+  EXPECT_EQ(push.round_trips, 2);
+  EXPECT_EQ(push.reduce, K::Reduce::beside_one_cta);
+  EXPECT_EQ(push.tile_bytes, int64_t(push.vectors * 16));
+  // Lamport split out of place: half the threads send.
+  p.lamport_split = true;
+  EXPECT_EQ(of(BidirMode::lamport, 2).vectors * 2, of(BidirMode::lamport, 2, /*in_place=*/true).vectors);
+  // Stream: lanes passing units of a slot (or the whole message, when smaller) through the rings.
+  p.slot_bytes = 256 << 10;
+  EXPECT_EQ(of(BidirMode::stream, 2).unit_bytes, 256 << 10);
+  p.slot_bytes = 4 << 20;
+  EXPECT_EQ(of(BidirMode::stream, 2).unit_bytes, S);
+  EXPECT_EQ(of(BidirMode::stream, 2).round_trips, 4);
+}
+
 TEST(LowerCollective, GeneralSchedulesRunFusedWhileSmall) {
   const LoweredPlan small = plan_of("allreduce.ring", 4096);
   EXPECT_EQ(small.path, Path::fused);

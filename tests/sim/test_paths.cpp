@@ -77,9 +77,15 @@ TEST(ExecPaths, ThePlanSaysWhatTheModelsRead) {
   const lower::LoweredPlan ll = lower::lower_collective(find_algorithm("allreduce.bidir"), a, lower::Machine{});
   const ExecPath p = exec_path_of(ll, a);
   EXPECT_EQ(p.kind, ExecPath::Kind::bidir);
-  EXPECT_EQ(p.mode, "ll");
-  EXPECT_EQ(p.grid, 1);
-  EXPECT_EQ(p.threads, 256);
+  // The ll kernel at 8 bytes, as its mechanisms: one CTA of 256 threads storing LL pairs into the peer, a round
+  // trip for them, its reduction beside, 256 x 8 bytes per wave.
+  EXPECT_EQ(p.kernel.link, lower::KernelMechanisms::Link::ll_stores);
+  EXPECT_EQ(p.kernel.port_bytes, 8);
+  EXPECT_EQ(p.kernel.grid, 1);
+  EXPECT_EQ(p.kernel.vectors, 256);
+  EXPECT_EQ(p.kernel.round_trips, 1);
+  EXPECT_EQ(p.kernel.reduce, lower::KernelMechanisms::Reduce::beside);
+  EXPECT_EQ(p.kernel.wave_bytes, 256 * 8);
   EXPECT_TRUE(p.pdl);
   EXPECT_EQ(p.launches, 100);
   a.tune = "lowering=plan";

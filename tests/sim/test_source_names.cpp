@@ -2,8 +2,8 @@
 // an executor file, a launch count per replayed graph or an SM count, and none under sim/ a series by the launch
 // count it was repeated at. The harness conditions a series was
 // measured under travel with its table (model::PathTable::launches_per_replay) and an SM count with its GPU's
-// datasheet (topology/hardware.hpp). Still named there, and not checked here: the all-reduce kernels' modes, the
-// plan's words for which mechanisms a kernel uses (sim/paths_bidir.cpp prices each from those mechanisms).
+// datasheet (topology/hardware.hpp). Nor do they tell the all-reduce kernels' modes apart: the lowered plan says
+// which mechanisms a kernel is made of (lower::KernelMechanisms) and sim/paths_bidir.cpp prices those.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -31,13 +31,16 @@ const std::regex kSmCount(R"(\b\d+ SMs\b|\bk[A-Za-z]*Sms\b)");
 // A series name that carries the launch count it was repeated at ("nccl.p2p.ll.graph.uni.n100"): the table
 // carries it in launches_per_replay (model/ still lists the measured series by their names).
 const std::regex kLaunchSuffix(R"(\.n\d{2,}\b)");
+// A branch on the kernel's mode: its enumerators, or a mode compared with a name.
+const std::regex kKernelMode(R"re(\bBidirMode::|\bmode\s*[!=]=\s*"|"(lamport|twoshot|push)")re");
 
-TEST(SourceNames, SimAndModelNameNoExecutorFileLaunchCountOrSmCount) {
+TEST(SourceNames, SimAndModelNameNoExecutorFileLaunchCountSmCountOrKernelMode) {
   const std::vector<Rule> rules = {
       {"an executor source file", kExecFile},
       {"a launch-count constant", kLaunchConstant},
       {"a launch count per replay", kPerReplay},
       {"an SM count", kSmCount},
+      {"a kernel mode", kKernelMode},
   };
   std::vector<std::string> found;
   int files = 0;
@@ -75,6 +78,10 @@ TEST(SourceNames, TheRulesMatchWhatTheyForbid) {
   EXPECT_FALSE(std::regex_search("the series bidir.push.g132", kSmCount));
   EXPECT_TRUE(std::regex_search("P.table(\"nccl.p2p.ll.graph.uni.n100\")", kLaunchSuffix));
   EXPECT_FALSE(std::regex_search("P.table(\"nccl.p2p.ll.graph.uni\")", kLaunchSuffix));
+  EXPECT_TRUE(std::regex_search("if (path.mode == \"ll\") {", kKernelMode));
+  EXPECT_TRUE(std::regex_search("plan.kernel.mode == lower::BidirMode::twoshot", kKernelMode));
+  EXPECT_TRUE(std::regex_search("{\"lamport\", 2}", kKernelMode));
+  EXPECT_FALSE(std::regex_search("k.link == K::Link::loads", kKernelMode));
 }
 
 }  // namespace
