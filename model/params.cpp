@@ -421,9 +421,11 @@ int64_t read_bytes(const nlohmann::json& j, const char* key, const std::string& 
   return int64_t(v);
 }
 
-// The saturating efficiency of a fit (model/calibrate.hpp): its half-efficiency size and exponent.
+// The saturating efficiency of a fit (model/calibrate.hpp): its half-efficiency size and exponent. A table's fit
+// without them is the plain line alpha + bytes / beta (efficiency 1 at every size).
 SaturatingFit read_saturation(const nlohmann::json& j, const std::string& where) {
   SaturatingFit f;
+  if (!j.contains("efficiency_half") && !j.contains("efficiency_exponent")) return f;
   f.x_half = read_number(j, "efficiency_half", where, 0);
   f.p = read_number(j, "efficiency_exponent", where, 0);
   if (f.x_half > 0 && f.p <= 0) throw_input(where + ": \"efficiency_exponent\" must be > 0");

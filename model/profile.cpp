@@ -50,8 +50,10 @@ ojson fit_json(const SaturatingFit& f, bool flops) {
     j["peak_TFLOPs"] = f.beta.value / 1e12;
   else
     j["beta_GBps"] = f.beta.gbps();
-  j["efficiency_half"] = f.x_half;
-  j["efficiency_exponent"] = f.p;
+  if (f.x_half > 0) {  // else the plain line alpha + bytes / beta (model::read_saturation)
+    j["efficiency_half"] = f.x_half;
+    j["efficiency_exponent"] = f.p;
+  }
   j["rms_residual"] = f.rms_rel_residual;
   j["max_residual"] = f.max_rel_residual;
   return j;

@@ -6,7 +6,7 @@
 #                -> <out>/pdl_body/pdl_body.csv (pdl, release, ctas, threads, body_ns, us_per_launch, beyond_body_us)
 #   bookkeeping  PDL kernels (successor released at the start) that do nothing, read their launch's epoch (a word the
 #                launch before advanced), and also count their CTAs' arrival at the end (the last CTA advances the
-#                epoch); 1 CTA and 128 CTAs of 256 threads
+#                epoch); grids of 1-264 CTAs of 256 threads
 #                -> <out>/pdl_body/kernel_epoch.csv (variant, ctas, threads, us_per_launch)
 #   bash scripts/gpu_probe_pdl_body.sh <out>   (needs nvcc and one GPU; no cclab build)
 set -uo pipefail
@@ -112,7 +112,7 @@ int main(int argc, char** argv) {
     std::printf("variant,ctas,threads,us_per_launch\n");
     const char* names[] = {"empty", "epoch_read", "epoch_read_arrival_count"};
     void (*kernels[])(Ctl*) = {bookkeeping<0>, bookkeeping<1>, bookkeeping<2>};
-    for (int ctas : {1, 128})
+    for (int ctas : {1, 2, 4, 8, 16, 32, 64, 128, 264})
       for (int v = 0; v < 3; ++v) {
         std::printf("%s,%d,256,%.3f\n", names[v], ctas, per_launch_us(kernels[v], c, ctas, 256, true));
         std::fflush(stdout);

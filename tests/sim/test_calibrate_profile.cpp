@@ -242,6 +242,48 @@ TEST(CalibrateProfile, BadProfilesAreInputErrorsNamingTheFile) {
   fs::remove_all(dir);
 }
 
+// The newest 2 x H200 call's samples, refitted, stay under the committed profiles' limit: what the next call's
+// profile will be, one-CTA series at three depths and all.
+TEST(CalibrateProfile, TheNewestCallsSamplesRefitUnderTheLimit) {
+  const std::string samples = std::string(CCLAB_SOURCE_DIR) + "/results/h200x2_78e8a0c/h200x2.measurements.json";
+  if (!std::filesystem::exists(samples)) GTEST_SKIP() << "no " << samples;
+  const std::string text =
+      make_profile_json(calibrate(load_measurements(samples)), topo::load_topology("h200x2"), "h200x2", "h200x2");
+  EXPECT_LT(std::count(text.begin(), text.end(), '\n'), 2000);
+  EXPECT_LE(nlohmann::json::parse(text).at("params").size(), 40u);
+}
+
+// A table's fit is written without the saturation where it is the plain line alpha + bytes / beta, and read back as
+// that line.
+TEST(CalibrateProfile, PlainLineFitsCarryNoSaturation) {
+  const std::string path = ::testing::TempDir() + "cclab_plain_line_profile.json";
+  {
+    std::ofstream f(path);
+    f << make_profile_json(calibrate(synthetic_machine()), topo::load_topology("h200x2"), "h200x2", "synthetic");
+  }
+  std::ifstream in(path);
+  const auto j = nlohmann::json::parse(in);
+  int plain = 0;
+  for (const auto& [name, t] : j.at("tables").items()) {
+    if (!t.contains("fit")) continue;
+    const bool saturates = t.at("fit").contains("efficiency_half");
+    EXPECT_EQ(saturates, t.at("fit").contains("efficiency_exponent")) << name;
+    if (saturates) EXPECT_GT(t.at("fit").at("efficiency_half").get<double>(), 0) << name;
+    if (saturates) continue;
+    ++plain;
+    // Read back: alpha at the smallest size plus the bytes at beta.
+    const Profile p = load_profile_file(path);
+    const PathTable* table = p.params.table(name);
+    ASSERT_NE(table, nullptr) << name;
+    const double alpha = t.at("fit").at("alpha_us").get<double>() * 1e-6;
+    const double beta = t.at("fit").at("beta_GBps").get<double>() * 1e9;
+    const int64_t last = t.at("sizes").back().get<int64_t>();
+    EXPECT_NEAR(table->time(double(last)).value, alpha + double(last) / beta, 1e-9 * (alpha + double(last) / beta))
+        << name;
+  }
+  EXPECT_GT(plain, 0);
+}
+
 }  // namespace
 }  // namespace cclab::model
 
