@@ -398,16 +398,18 @@ KernelMechanisms kernel_mechanisms(const BidirLaunch& l, int64_t bytes, int nran
       // handshake), then stores the reduced slice into every peer before its finish.
       k.link = K::Link::loads;
       k.vectors = threads * unroll;
-      k.round_trips = 3;
       k.stores_acknowledged = l.mode == BidirMode::twoshot && l.push;
-      k.waits = k.stores_acknowledged ? "stores, flags, finish" : "loads, start, finish";
+      k.round_trips = k.stores_acknowledged ? 2 : 1;
+      k.waits = k.stores_acknowledged ? "stores, flags" : "loads";
+      k.handshakes = k.stores_acknowledged ? 1 : 2;
       break;
     case BidirMode::stream: {
       // Persistent lanes with a start and a finish handshake, their units pushed through the peers' rings.
       k.link = K::Link::stores;
       k.vectors = (l.threads > 0 ? l.threads : 512) / 2.0 * 4.0;  // half the threads, 4 vectors each
-      k.round_trips = 4;
-      k.waits = "stores, flags, start, finish";
+      k.round_trips = 2;
+      k.waits = "stores, flags";
+      k.handshakes = 2;
       k.reduce = K::Reduce::beside_one_cta;
       k.unit_bytes = std::min(bytes, p.slot_bytes > 0 ? p.slot_bytes : bytes);
       break;

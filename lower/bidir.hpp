@@ -184,8 +184,9 @@ struct KernelMechanisms {
   int peers = 1;
   int grid = 1;                      // CTAs per GPU (persistent lanes: one each)
   double vectors = 0;                // 16-byte vectors (or 8-byte pairs) each CTA keeps in flight across the link
-  int round_trips = 0;               // flag round trips in series: handshakes, the loads' return, stores acknowledged
+  int round_trips = 0;               // round trips in series: the loads' return, stores landing, flags after stores
   std::string_view waits;            // what those round trips wait for, in words
+  int handshakes = 0;                // start / finish handshakes with the same CTA of every peer
   bool stores_acknowledged = false;  // a further batch of stores into the peers acknowledged before a release
   // The reduction of what landed: within the transfer (every byte reduced as it is loaded), or beside it (the
   // slower of the two, then the last CTA's share at all SMs' rate or at one CTA's).

@@ -168,11 +168,12 @@ Seconds lanes_through_rings(const model::ModelParams& P, const lower::KernelMech
   // A start and a finish handshake, the stores' round trip and their flags'; a lane releases to its peers in turn:
   // each further peer a round trip per unit and for its last release.
   const double more_peers = np - 1;
-  how += " + " + std::to_string(k.round_trips) + " round trips (" + std::string(k.waits) + ")";
+  how += " + " + std::to_string(k.round_trips) + " round trips (" + std::string(k.waits) + ") + " +
+         std::to_string(k.handshakes) + " handshakes (start, finish: flag_hop)";
   if (more_peers > 0)
     how += " + a round trip per further peer for each of a lane's " + std::to_string(int64_t(units)) +
            " units and its last release";
-  return (k.round_trips + more_peers * (units + 1)) * rtt + body;
+  return (k.round_trips + more_peers * (units + 1)) * rtt + double(k.handshakes) * P.exec.flag_hop.value + body;
 }
 
 }  // namespace
@@ -211,7 +212,9 @@ Seconds bidir_kernel_time(const model::ModelParams& P, const ExecPath& path, DTy
   // Latencies, in flag round trips between GPUs inside running kernels (latency.flag): a kernel that stores into
   // the peer ends once its stores are acknowledged (a round trip: the peer's stores land in the first half); one
   // that loads from the peer waits a round trip for them; a flag released after stores (a fence: their
-  // acknowledgment first) and each handshake (my flag out, the peer's in) are one more.
+  // acknowledgment first) is one more. A handshake between the same CTA of two GPUs (each releases its flag to the
+  // other and acquires the other's, side by side) costs a flag hop between kernels of the two GPUs
+  // (graph.flag_chain's slope: the same release and acquire, one GPU's kernel waiting for the other's).
   const bool loads = k.link == K::Link::loads;
   const std::string all_sms = loads                          ? "p2p.sm.bidir"
                               : k.link == K::Link::ll_stores ? "p2p.ll_store.bidir"
@@ -240,6 +243,10 @@ Seconds bidir_kernel_time(const model::ModelParams& P, const ExecPath& path, DTy
   how += " + " + std::to_string(k.round_trips) + (k.round_trips == 1 ? " round trip" : " round trips") + " (" +
          std::string(k.waits) + ")";
   body += double(k.round_trips) * rtt;
+  if (k.handshakes > 0) {
+    how += " + " + std::to_string(k.handshakes) + (k.handshakes == 1 ? " handshake" : " handshakes") + " (flag_hop)";
+    body += double(k.handshakes) * P.exec.flag_hop.value;
+  }
   if (k.wave_bytes > 0) {
     // Each wave after the first waits its round trip after its stores, in series with them.
     const double waves = std::ceil(S / double(k.wave_bytes));

@@ -483,12 +483,14 @@ TEST(KernelMechanisms, EachModeAsTheMechanismsItIsMadeOf) {
   // Loads between a start and a finish handshake, the reduction within them.
   const K flash = of(BidirMode::flash, 2);
   EXPECT_EQ(flash.link, K::Link::loads);
-  EXPECT_EQ(flash.round_trips, 3);
+  EXPECT_EQ(flash.round_trips, 1);
+  EXPECT_EQ(flash.handshakes, 2);
   EXPECT_EQ(flash.reduce, K::Reduce::within);
   EXPECT_FALSE(flash.stores_acknowledged);
   // The store-only two-shot stores the reduced slice into the peer before its finish; the load variant does not
   // wait for more than its three round trips.
   EXPECT_TRUE(of(BidirMode::twoshot, 2).stores_acknowledged);
+  EXPECT_EQ(of(BidirMode::twoshot, 2).handshakes, 1);  // the finish (its flags say the peer has started)
   p.twoshot_push = false;
   EXPECT_FALSE(of(BidirMode::twoshot, 2).stores_acknowledged);
   // LL stores, a round trip, waves of the grid's threads x 8 bytes (every peer's).
@@ -510,7 +512,8 @@ TEST(KernelMechanisms, EachModeAsTheMechanismsItIsMadeOf) {
   EXPECT_EQ(of(BidirMode::stream, 2).unit_bytes, 256 << 10);
   p.slot_bytes = 4 << 20;
   EXPECT_EQ(of(BidirMode::stream, 2).unit_bytes, S);
-  EXPECT_EQ(of(BidirMode::stream, 2).round_trips, 4);
+  EXPECT_EQ(of(BidirMode::stream, 2).round_trips, 2);
+  EXPECT_EQ(of(BidirMode::stream, 2).handshakes, 2);
 }
 
 TEST(LowerCollective, GeneralSchedulesRunFusedWhileSmall) {

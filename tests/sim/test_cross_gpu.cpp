@@ -144,9 +144,10 @@ TEST(CrossGpu, H100RecordsFromTheH200Profile) {
 
 // 2 x H200 records from the 2 x H100 profile. Before the HBM terms: 19 of 40 (median 5.9%), from 8 MiB 35 of 39;
 // with them 37 from 8 MiB (median 5.6%); with the all-reduce kernels from the mechanisms 36 (median 7.1%); the
-// records of the current kernels (41 algorithms with the matmul baselines) 19 and 36 (median 6.8%).
+// records of the current kernels (41 algorithms with the matmul baselines) 19 and 36 (median 6.8%); with the kernels'
+// handshakes at the flag hop (the H100 host's 2.47 us against the H200's 1.50) 18 and 36 (median 7.1%).
 TEST(CrossGpu, H200RecordsFromTheH100Profile) {
-  expect_reached("results/h200x2", "h200x2", "profiles/h100x2.json", 41, 19, 0.072, 36,
+  expect_reached("results/h200x2", "h200x2", "profiles/h100x2.json", 41, 18, 0.072, 36,
                  "held: small sizes carry the H100 host's flag hops and launches");
 }
 

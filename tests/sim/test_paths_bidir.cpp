@@ -26,6 +26,7 @@ model::ModelParams params_with_mechanisms(const topo::Topology& t) {
   p.exec.kernel_node = {microseconds(2), "test"};
   p.exec.kernel_pdl = {microseconds(1), "test"};
   p.exec.flag_rtt = {microseconds(1.6), "test"};
+  p.exec.flag_hop = {microseconds(1.2), "test"};
   p.launch_latency = {microseconds(1.5), "test"};
   p.tables["p2p.sm.bidir"] = line_table(3e-6, 280e9);
   p.tables["p2p.sm.cta"] = line_table(3e-6, 30e9);
@@ -95,7 +96,8 @@ struct Pieces {
   double part(const char* table, double bytes) const { return p.tables.at(table).size_part(bytes).value; }
   double launch(int n) const { return p.tables.at("bidir.replay").time(n).value; }  // PDL, n launches per replay
   double rtt() const { return p.exec.flag_rtt.value.value; }
-  double fence() const { return 0.5 * rtt(); }  // a grid of several CTAs: the arrival count's fence
+  double hop() const { return p.exec.flag_hop.value.value; }  // a start or finish handshake
+  double fence() const { return 0.5 * rtt(); }                // a grid of several CTAs: the arrival count's fence
   double reduce(double bytes) const { return part("reduce.local.float", bytes); }
 };
 
@@ -105,9 +107,9 @@ TEST(BidirModel, EachModeIsMadeOfTheMechanisms) {
   const Pieces m{p};
   const int64_t S = 4 * kMiB;
   const int n = 100;
-  // flash: the peer loads (all SMs), a round trip for them, a start and a finish handshake.
+  // flash: the peer loads (all SMs), a round trip for them, a start and a finish handshake (a flag hop each).
   EXPECT_NEAR(predict_note(p, "allreduce.bidir.flash", S, "mode=flash engine=ldg pdl threads=512 unroll=4 grid=128", n),
-              m.launch(n) + m.fence() + 3 * m.rtt() + m.part("p2p.sm.bidir", S), 1e-12);
+              m.launch(n) + m.fence() + m.rtt() + 2 * m.hop() + m.part("p2p.sm.bidir", S), 1e-12);
   // ll: LL stores into the peer or the reduction of what landed, whichever is slower; their round trip; the last
   // CTA's reduction.
   const int64_t K = 64 << 10;
@@ -163,13 +165,13 @@ TEST(BidirModel, FewCtasMoveAtOneCtasRate) {
   ASSERT_GT(reduce, store);
   EXPECT_NEAR(
       predict_note(p, "allreduce.bidir.stream", S, "mode=stream slots=4 slot_bytes=262144 threads=512 grid=4", 100),
-      m.launch(100) + m.fence() + 1.0 * (2e-6 - 1e-6) + 4 * m.rtt() + store + 3 * reduce + reduce, 1e-12);
+      m.launch(100) + m.fence() + 1.0 * (2e-6 - 1e-6) + 2 * m.rtt() + 2 * m.hop() + store + 3 * reduce + reduce, 1e-12);
   // Without the one-CTA reduction series, all SMs' rate over the 4 lanes' units at once: the stores bound each unit.
   model::ModelParams q = p;
   q.tables.erase("reduce.local.cta.float");
   EXPECT_NEAR(
       predict_note(q, "allreduce.bidir.stream", S, "mode=stream slots=4 slot_bytes=262144 threads=512 grid=4", 100),
-      m.launch(100) + m.fence() + 1.0 * (2e-6 - 1e-6) + 4 * m.rtt() + 4 * store +
+      m.launch(100) + m.fence() + 1.0 * (2e-6 - 1e-6) + 2 * m.rtt() + 2 * m.hop() + 4 * store +
           m.part("reduce.local.float", 4.0 * unit),
       1e-12);
   // With a lane per SM the link's rate bounds it instead, and the last units' reduction follows: every lane's at
@@ -178,8 +180,8 @@ TEST(BidirModel, FewCtasMoveAtOneCtasRate) {
   const double wide =
       predict_note(q, "allreduce.bidir.stream", L, "mode=stream slots=4 slot_bytes=262144 threads=512 grid=132", 100);
   EXPECT_NEAR(wide,
-              m.launch(100) + m.fence() + 1.0 * (2e-6 - 1e-6) + 4 * m.rtt() + m.part("p2p.sm_store.bidir", L) +
-                  m.part("reduce.local.float", 132.0 * unit),
+              m.launch(100) + m.fence() + 1.0 * (2e-6 - 1e-6) + 2 * m.rtt() + 2 * m.hop() +
+                  m.part("p2p.sm_store.bidir", L) + m.part("reduce.local.float", 132.0 * unit),
               1e-12);
 }
 
@@ -202,7 +204,8 @@ TEST(BidirModel, FewerThreadsTakeTheSeriesAtTheirDepth) {
                         "mode=stream slots=4 slot_bytes=262144 threads=" + std::to_string(threads) + " grid=4", 100);
   };
   auto expected = [&](double store, double reduce) {
-    return m.launch(100) + m.fence() + 1.0 * (2e-6 - 1e-6) + 4 * m.rtt() + store + 3 * std::max(store, reduce) + reduce;
+    return m.launch(100) + m.fence() + 1.0 * (2e-6 - 1e-6) + 2 * m.rtt() + 2 * m.hop() + store +
+           3 * std::max(store, reduce) + reduce;
   };
   EXPECT_NEAR(stream(p, 512), expected(m.part("p2p.sm_store.cta256", unit), m.part("reduce.local.cta256.float", unit)),
               1e-12);
@@ -269,7 +272,8 @@ TEST(BidirModel, MorePeersKeepMoreVectorsInFlight) {
   const double port = 2.0 * 3 * (1 << 20) / 4;  // 2 (n-1)/n S
   // 512 threads x 1 vector x 3 peers in flight: 4/3 of the microbenchmark CTA's time for its share.
   const double per_cta = 2048.0 / (512 * 3) * m.part("p2p.sm.cta", port / 2);
-  EXPECT_NEAR(got, m.launch(100) + m.fence() + 3 * m.rtt() + std::max(per_cta, m.part("p2p.sm.bidir", port)), 1e-12);
+  EXPECT_NEAR(got, m.launch(100) + m.fence() + m.rtt() + 2 * m.hop() + std::max(per_cta, m.part("p2p.sm.bidir", port)),
+              1e-12);
 }
 
 // A grid of several CTAs counts their arrivals at its end, each fencing its stores into the peer first: half a
@@ -338,10 +342,12 @@ TEST(BidirModel, StoreOnlyTwoShotWaitsForItsSliceStoresBeforeTheFinish) {
   const int64_t S = 4 << 10;
   const std::string push = "mode=twoshot push pdl threads=512 unroll=4 grid=1";
   const std::string pull = "mode=twoshot pdl threads=512 unroll=4 grid=1";
-  // Without the two series, a flag round trip.
+  // Without the two series, a flag round trip. The store-only variant: its stores' and flags' round trips, a finish
+  // handshake and the acknowledgment; the load variant: its loads' round trip, a start and a finish handshake.
+  const Pieces m{p};
   const double push_rtt = predict_note(p, "allreduce.bidir.twoshot", S, push, 100);
   const double pull_rtt = predict_note(p, "allreduce.bidir.twoshot", S, pull, 100);
-  EXPECT_NEAR(push_rtt - pull_rtt, p.exec.flag_rtt.value.value, 1e-12);
+  EXPECT_NEAR(push_rtt - pull_rtt, (2 * m.rtt() + m.hop() + m.rtt()) - (m.rtt() + 2 * m.hop()), 1e-12);
   p.tables["p2p.sm_store.uni"] = line_table(2.6e-6, 150e9);
   p.tables["copy.local"] = line_table(1.8e-6, 2000e9);
   const double ack =
