@@ -37,6 +37,10 @@ constexpr int64_t kOneCtaMax = 16LL << 20;  // largest size of the one-CTA serie
 // to a stream (docs/findings/2026-11-29-graph-copy-nodes-512mib.md), so no smaller series stands in for them.
 constexpr int64_t kMaxGraphCopy = 1LL << 30;
 constexpr int kTrials = 3;  // batches per point; the median is kept
+// Graphs per size of the graph copy sweeps, each its own sample: an instantiated graph keeps one level for all its
+// replays (2 x H200, 8 B to 1 MiB bidirectional copies at 7.1, 8.45 or 11.2 us per iteration), so one graph per size
+// let that level decide the point (docs/findings/2026-11-29-two-shot-acknowledgment-kernel-mechanisms.md).
+constexpr int kGraphInstances = 3;
 constexpr double kBatchTarget_s = 1e-3;
 constexpr int kMaxReps = 500;  // stays below the launch queue depth, so enqueueing never blocks
 constexpr double kMaxGate_s = 0.1;
@@ -1533,27 +1537,30 @@ void Bench::bench_graph_copies() {
         res_.warnings.push_back(name + ": stopped at " + fmt_bytes(b) + " (time budget spent)");
         break;
       }
-      const double t = graph_time([&, b, both](cudaStream_t o) {
-        if (both) {
-          CCLAB_CUDA(cudaSetDevice(g0.dev));
-          CCLAB_CUDA(cudaEventRecord(fork, o));
-          CCLAB_CUDA(cudaSetDevice(g1.dev));
-          CCLAB_CUDA(cudaStreamWaitEvent(g1.stream[1], fork, 0));
-          CCLAB_CUDA(cudaMemcpyAsync(g0.buf[1], g1.buf[0], size_t(b), cudaMemcpyDeviceToDevice, g1.stream[1]));
-          CCLAB_CUDA(cudaEventRecord(join, g1.stream[1]));
-          CCLAB_CUDA(cudaSetDevice(g0.dev));
-        }
-        CCLAB_CUDA(cudaMemcpyAsync(g1.buf[1], g0.buf[0], size_t(b), cudaMemcpyDeviceToDevice, o));
-        if (both) CCLAB_CUDA(cudaStreamWaitEvent(o, join, 0));
-      });
-      s.points.push_back({b, t, 20});
+      for (int g = 0; g < kGraphInstances; ++g) {
+        const double t = graph_time([&, b, both](cudaStream_t o) {
+          if (both) {
+            CCLAB_CUDA(cudaSetDevice(g0.dev));
+            CCLAB_CUDA(cudaEventRecord(fork, o));
+            CCLAB_CUDA(cudaSetDevice(g1.dev));
+            CCLAB_CUDA(cudaStreamWaitEvent(g1.stream[1], fork, 0));
+            CCLAB_CUDA(cudaMemcpyAsync(g0.buf[1], g1.buf[0], size_t(b), cudaMemcpyDeviceToDevice, g1.stream[1]));
+            CCLAB_CUDA(cudaEventRecord(join, g1.stream[1]));
+            CCLAB_CUDA(cudaSetDevice(g0.dev));
+          }
+          CCLAB_CUDA(cudaMemcpyAsync(g1.buf[1], g0.buf[0], size_t(b), cudaMemcpyDeviceToDevice, o));
+          if (both) CCLAB_CUDA(cudaStreamWaitEvent(o, join, 0));
+        });
+        s.points.push_back({b, t, 20});
+      }
     }
     if (s.points.empty()) continue;
     std::ostringstream os;
     os.precision(4);
-    os << "  " << name << ": " << s.points.size() << " sizes, " << s.points.front().seconds * 1e6 << " us at "
-       << fmt_bytes(s.points.front().bytes) << ", " << double(s.points.back().bytes) / s.points.back().seconds / 1e9
-       << " GB/s at " << fmt_bytes(s.points.back().bytes);
+    os << "  " << name << ": " << s.points.size() / kGraphInstances << " sizes, " << s.points.front().seconds * 1e6
+       << " us at " << fmt_bytes(s.points.front().bytes) << ", "
+       << double(s.points.back().bytes) / s.points.back().seconds / 1e9 << " GB/s at "
+       << fmt_bytes(s.points.back().bytes);
     log(os.str());
     res_.series.push_back(std::move(s));
   }
@@ -1575,16 +1582,18 @@ void Bench::bench_graph_local_copies() {
       res_.warnings.push_back("copy.local.graph: stopped at " + fmt_bytes(b) + " (time budget spent)");
       break;
     }
-    const double t = graph_time([&, b](cudaStream_t o) {
-      CCLAB_CUDA(cudaMemcpyAsync(g0.buf[1], g0.buf[0], size_t(b), cudaMemcpyDeviceToDevice, o));
-    });
-    local.points.push_back({b, t, 20});
+    for (int g = 0; g < kGraphInstances; ++g) {
+      const double t = graph_time([&, b](cudaStream_t o) {
+        CCLAB_CUDA(cudaMemcpyAsync(g0.buf[1], g0.buf[0], size_t(b), cudaMemcpyDeviceToDevice, o));
+      });
+      local.points.push_back({b, t, 20});
+    }
   }
   if (!local.points.empty()) {
     std::ostringstream os;
     os.precision(4);
-    os << "  copy.local.graph: " << local.points.size() << " sizes, " << local.points.front().seconds * 1e6 << " us at "
-       << fmt_bytes(local.points.front().bytes);
+    os << "  copy.local.graph: " << local.points.size() / kGraphInstances << " sizes, "
+       << local.points.front().seconds * 1e6 << " us at " << fmt_bytes(local.points.front().bytes);
     log(os.str());
     res_.series.push_back(std::move(local));
   }
@@ -1604,18 +1613,23 @@ void Bench::bench_graph_local_copies() {
     }
     const int64_t stride = (b + 255) / 256 * 256;
     const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(20, opt_.max_bytes / stride));
-    int64_t i = 0;
-    const double t = graph_time([&, b, stride, parts](cudaStream_t o) {
-      const int64_t off = (i++ % parts) * stride;
-      CCLAB_CUDA(cudaMemcpyAsync(g0.buf[1] + off, g0.buf[0] + off, size_t(b), cudaMemcpyDeviceToDevice, o));
-    });
-    cold.points.push_back({b, t, 20});
+    for (int g = 0; g < kGraphInstances; ++g) {
+      int64_t i = 0;
+      const double t = graph_time([&, b, stride, parts](cudaStream_t o) {
+        const int64_t off = (i++ % parts) * stride;
+        CCLAB_CUDA(cudaMemcpyAsync(g0.buf[1] + off, g0.buf[0] + off, size_t(b), cudaMemcpyDeviceToDevice, o));
+      });
+      cold.points.push_back({b, t, 20});
+    }
   }
   if (!cold.points.empty()) {
     std::ostringstream os;
     os.precision(4);
     for (const auto& p : cold.points)
-      if (p.bytes == (16 << 20)) os << "  copy.local.graph.cold: " << p.seconds * 1e6 << " us at 16 MiB";
+      if (p.bytes == (16 << 20)) {
+        os << "  copy.local.graph.cold: " << p.seconds * 1e6 << " us at 16 MiB (first graph)";
+        break;
+      }
     log(os.str());
     res_.series.push_back(std::move(cold));
   }
