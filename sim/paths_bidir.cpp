@@ -136,6 +136,19 @@ Seconds one_cta_reduce(const model::ModelParams& P, DType dtype, double bytes, d
   return std::max(all, one_cta(P, cta, bytes, vectors));
 }
 
+// A kernel's latencies in series: its round trips (latency.flag) and its start / finish handshakes, a flag hop
+// each (the same release and acquire as graph.flag_chain).
+Seconds round_trips_and_handshakes(const model::ModelParams& P, const lower::KernelMechanisms& k, std::string& how) {
+  how += " + " + std::to_string(k.round_trips) + (k.round_trips == 1 ? " round trip" : " round trips") + " (" +
+         std::string(k.waits) + ")";
+  Seconds t = double(k.round_trips) * P.exec.flag_rtt.value;
+  if (k.handshakes > 0) {
+    how += " + " + std::to_string(k.handshakes) + (k.handshakes == 1 ? " handshake" : " handshakes") + " (flag_hop)";
+    t += double(k.handshakes) * P.exec.flag_hop.value;
+  }
+  return t;
+}
+
 // Persistent lanes, one CTA each, between a start and a finish handshake. Half a lane's threads push its units
 // (slots of the peers' rings) one after another, a fenced flag per unit and peer; the other half reduce each unit
 // the peers pushed into this GPU (the own input and the slot). A lane's units pipeline through the ring: the first
@@ -165,15 +178,13 @@ Seconds lanes_through_rings(const model::ModelParams& P, const lower::KernelMech
     body = link;
     how += ", bounded by p2p.sm_store.bidir(S) and the last unit's reduction";
   }
-  // A start and a finish handshake, the stores' round trip and their flags'; a lane releases to its peers in turn:
-  // each further peer a round trip per unit and for its last release.
+  body += round_trips_and_handshakes(P, k, how);
+  // A lane releases to its peers in turn: each further peer a round trip per unit and for its last release.
   const double more_peers = np - 1;
-  how += " + " + std::to_string(k.round_trips) + " round trips (" + std::string(k.waits) + ") + " +
-         std::to_string(k.handshakes) + " handshakes (start, finish: flag_hop)";
   if (more_peers > 0)
     how += " + a round trip per further peer for each of a lane's " + std::to_string(int64_t(units)) +
            " units and its last release";
-  return (k.round_trips + more_peers * (units + 1)) * rtt + double(k.handshakes) * P.exec.flag_hop.value + body;
+  return body + more_peers * (units + 1) * rtt;
 }
 
 }  // namespace
@@ -240,13 +251,7 @@ Seconds bidir_kernel_time(const model::ModelParams& P, const ExecPath& path, DTy
       }
     }
   }
-  how += " + " + std::to_string(k.round_trips) + (k.round_trips == 1 ? " round trip" : " round trips") + " (" +
-         std::string(k.waits) + ")";
-  body += double(k.round_trips) * rtt;
-  if (k.handshakes > 0) {
-    how += " + " + std::to_string(k.handshakes) + (k.handshakes == 1 ? " handshake" : " handshakes") + " (flag_hop)";
-    body += double(k.handshakes) * P.exec.flag_hop.value;
-  }
+  body += round_trips_and_handshakes(P, k, how);
   if (k.wave_bytes > 0) {
     // Each wave after the first waits its round trip after its stores, in series with them.
     const double waves = std::ceil(S / double(k.wave_bytes));

@@ -263,6 +263,7 @@ TEST(CalibrateProfile, PlainLineFitsCarryNoSaturation) {
   }
   std::ifstream in(path);
   const auto j = nlohmann::json::parse(in);
+  const Profile p = load_profile_file(path);
   int plain = 0;
   for (const auto& [name, t] : j.at("tables").items()) {
     if (!t.contains("fit")) continue;
@@ -272,7 +273,6 @@ TEST(CalibrateProfile, PlainLineFitsCarryNoSaturation) {
     if (saturates) continue;
     ++plain;
     // Read back: alpha at the smallest size plus the bytes at beta.
-    const Profile p = load_profile_file(path);
     const PathTable* table = p.params.table(name);
     ASSERT_NE(table, nullptr) << name;
     const double alpha = t.at("fit").at("alpha_us").get<double>() * 1e-6;
